@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/idlegrid/idlegrid/node"
+	"github.com/spf13/cobra"
+)
+
+func newDevnetCmd(g *globals) *cobra.Command {
+	var (
+		providers int
+		dir       string
+		asJSON    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "devnet",
+		Short: "Run a whole network in this process: bootstrap, N providers, one renter",
+		Long: `Run a bootstrap peer, N providers and one renter on 127.0.0.1, each with its
+own home under --dir (a temporary directory, removed on exit, when not given).
+Prints peer IDs and API URLs, then runs until interrupted.
+
+Talk to a member with any client command and its home, for example:
+  idlegrid status --home DIR/provider-1`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger, err := g.logger(node.LogConfig{Level: "warn", Format: "text"})
+			if err != nil {
+				return err
+			}
+			if dir == "" {
+				if dir, err = node.TempDevnetDir(); err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
+			}
+			ctx := cmd.Context()
+			dn, err := node.StartDevnet(ctx, node.DevnetOptions{Dir: dir, Providers: providers, Logger: logger})
+			if err != nil {
+				return err
+			}
+			defer dn.Close()
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "devnet: %d nodes in %s, waiting for routing tables...\n", len(dn.Nodes), dir)
+			wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			defer cancel()
+			if err := dn.WaitReady(wctx); err != nil {
+				return err
+			}
+			if asJSON {
+				type member struct {
+					Name   string `json:"name"`
+					Role   string `json:"role"`
+					PeerID string `json:"peer_id"`
+					API    string `json:"api"`
+					Home   string `json:"home"`
+				}
+				var ms []member
+				for _, m := range dn.Nodes {
+					ms = append(ms, member{m.Name, string(m.Node.Role()), m.Node.ID().String(), m.Node.APIURL(), m.Home})
+				}
+				if err := printJSON(w, ms); err != nil {
+					return err
+				}
+			} else {
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "NAME\tROLE\tPEER ID\tAPI\tHOME")
+				for _, m := range dn.Nodes {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Name, m.Node.Role(), m.Node.ID(), m.Node.APIURL(), m.Home)
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				fmt.Fprintln(w, "devnet ready; press Ctrl-C to stop")
+			}
+			<-ctx.Done()
+			fmt.Fprintln(w, "devnet: shutting down")
+			return dn.Close()
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&providers, "providers", 3, "number of provider nodes")
+	f.StringVar(&dir, "dir", "", "directory for the nodes' homes (kept and reused when given)")
+	f.BoolVar(&asJSON, "json", false, "print the members as JSON once ready")
+	return cmd
+}

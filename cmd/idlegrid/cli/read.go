@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/idlegrid/idlegrid/node"
+	"github.com/spf13/cobra"
+)
+
+func newIDCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "id",
+		Short: "Show the running node's peer ID and dialable addresses",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			id, err := c.ID(cmd.Context())
+			if err != nil {
+				return explain(err, g.home)
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), id)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "peer ID: %s\nrole:    %s\nversion: %s\n", id.PeerID, id.Role, id.Version)
+			for _, a := range id.Addrs {
+				fmt.Fprintf(w, "addr:    %s\n", a)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newStatusCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the running node's health: readiness, routing table, peers, topics",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			st, err := c.Status(cmd.Context())
+			if err != nil {
+				return explain(err, g.home)
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), st)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "role\t%s\n", st.Role)
+			fmt.Fprintf(tw, "peer ID\t%s\n", st.PeerID)
+			fmt.Fprintf(tw, "version\t%s\n", st.Version)
+			fmt.Fprintf(tw, "ready\t%v\n", st.Ready)
+			fmt.Fprintf(tw, "uptime\t%s\n", (time.Duration(st.UptimeSeconds) * time.Second).String())
+			fmt.Fprintf(tw, "routing table\t%d peers\n", st.RoutingTable)
+			fmt.Fprintf(tw, "connected\t%d peers\n", st.ConnectedPeers)
+			fmt.Fprintf(tw, "listen\t%s\n", strings.Join(st.ListenAddrs, " "))
+			if len(st.ObservedAddrs) > 0 {
+				fmt.Fprintf(tw, "observed\t%s\n", strings.Join(st.ObservedAddrs, " "))
+			}
+			for _, t := range sortedKeys(st.TopicPeers) {
+				fmt.Fprintf(tw, "topic %s\t%d peers\n", t, st.TopicPeers[t])
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newPeersCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "peers",
+		Short: "List the running node's connected peers",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			peers, err := c.Peers(cmd.Context())
+			if err != nil {
+				return explain(err, g.home)
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), peers)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "PEER\tDIR\tLATENCY\tKIND\tAGENT\tADDR")
+			for _, p := range peers {
+				kind := "libp2p"
+				switch {
+				case p.Bootstrap:
+					kind = "bootstrap"
+				case p.Idlegrid:
+					kind = "idlegrid"
+				}
+				addr := ""
+				if len(p.Addrs) > 0 {
+					addr = p.Addrs[0]
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%.1fms\t%s\t%s\t%s\n", p.ID, p.Direction, p.LatencyMs, kind, p.Agent, addr)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newVersionCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the idlegrid version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v := node.FullVersion()
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), map[string]string{"version": v})
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "idlegrid", v)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}

@@ -1,0 +1,138 @@
+// Package cli holds the idlegrid subcommands, one file each. Only init,
+// daemon and devnet build nodes; every other command talks to a running
+// daemon through the typed API client.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/idlegrid/idlegrid/node"
+	"github.com/idlegrid/idlegrid/node/api/client"
+	"github.com/spf13/cobra"
+)
+
+// globals are the persistent flags.
+type globals struct {
+	home      string
+	logLevel  string
+	logFormat string
+	stdout    io.Writer
+	stderr    io.Writer
+}
+
+// Main runs the CLI and returns the exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// A second signal during a slow shutdown exits at once.
+	go func() {
+		<-ctx.Done()
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+		<-again
+		fmt.Fprintln(stderr, "second signal: exiting without clean shutdown")
+		os.Exit(130)
+	}()
+	root := NewRoot(stdout, stderr)
+	root.SetArgs(args)
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	return 0
+}
+
+// NewRoot builds the command tree.
+func NewRoot(stdout, stderr io.Writer) *cobra.Command {
+	g := &globals{stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:           "idlegrid",
+		Short:         "A peer-to-peer market for GPU time",
+		Long:          "idlegrid runs GPU providers, renters and bootstrap peers of a market with no central coordinator.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.home, "home", "", "node home directory (default $IDLEGRID_HOME or ~/.idlegrid)")
+	pf.StringVar(&g.logLevel, "log-level", "", "log level: debug, info, warn, error (default from config)")
+	pf.StringVar(&g.logFormat, "log-format", "", "log format: text or json (default from config)")
+	root.AddCommand(
+		newInitCmd(g),
+		newDaemonCmd(g),
+		newIDCmd(g),
+		newStatusCmd(g),
+		newPeersCmd(g),
+		newVersionCmd(g),
+		newDevnetCmd(g),
+	)
+	return root
+}
+
+func (g *globals) resolveHome() (string, error) {
+	if g.home != "" {
+		return g.home, nil
+	}
+	return node.DefaultHome()
+}
+
+func (g *globals) logger(cfg node.LogConfig) (*slog.Logger, error) {
+	if g.logLevel != "" {
+		cfg.Level = g.logLevel
+	}
+	if g.logFormat != "" {
+		cfg.Format = g.logFormat
+	}
+	return node.NewLogger(g.stderr, cfg)
+}
+
+// client connects to the daemon of the home: the address it recorded on
+// start (api.url), else the configured api.listen.
+func (g *globals) client() (*client.Client, error) {
+	home, err := g.resolveHome()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := node.LoadConfig(home)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.ApplyEnv(os.LookupEnv); err != nil {
+		return nil, err
+	}
+	base := "http://" + cfg.API.Listen
+	if raw, err := os.ReadFile(node.APIURLPath(home)); err == nil {
+		base = strings.TrimSpace(string(raw))
+	} else if cfg.API.Listen == "" {
+		return nil, fmt.Errorf("the API of %s is disabled (api.listen is empty)", home)
+	}
+	token, err := node.LoadToken(home)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(base, token), nil
+}
+
+// explain turns a daemon-not-running error into a one-line hint.
+func explain(err error, home string) error {
+	if errors.Is(err, client.ErrDaemonNotRunning) {
+		return fmt.Errorf("%w for home %s", err, home)
+	}
+	return err
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,309 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/idlegrid/idlegrid/node/api/client"
+)
+
+// buildBinary compiles the idlegrid binary once per test run.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "idlegrid")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// freePort returns a port that was free a moment ago on both TCP and UDP,
+// so the node can listen with TCP and QUIC on the same number.
+func freePort(t *testing.T) int {
+	t.Helper()
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
+		l.Close()
+		if err == nil {
+			u.Close()
+			return port
+		}
+	}
+	t.Fatal("no free port")
+	return 0
+}
+
+type proc struct {
+	name    string
+	home    string
+	peerID  string
+	p2pPort int
+	apiPort int
+	args    []string
+	cmd     *exec.Cmd
+	log     *bytes.Buffer
+	client  *client.Client
+}
+
+func (p *proc) start(t *testing.T, bin string) {
+	t.Helper()
+	p.log = &bytes.Buffer{}
+	p.cmd = exec.Command(bin, append([]string{"daemon", "--home", p.home}, p.args...)...)
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", p.name, err)
+	}
+}
+
+func (p *proc) kill9(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("kill %s: %v", p.name, err)
+	}
+	_ = p.cmd.Wait()
+}
+
+func (p *proc) stop() {
+	if p.cmd == nil || p.cmd.ProcessState != nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
+}
+
+func run(t *testing.T, bin string, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	return string(out), err
+}
+
+func waitFor(t *testing.T, ctx context.Context, what string, procs []*proc, cond func() (bool, string)) {
+	t.Helper()
+	last := ""
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		select {
+		case <-ctx.Done():
+			for _, p := range procs {
+				t.Logf("--- log of %s ---\n%s", p.name, tail(p.log.String(), 3000))
+			}
+			t.Fatalf("timed out waiting for %s; last state: %s", what, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// TestNetworkHealsAfterKill9 runs the real binary: 1 bootstrap, 3
+// providers and 1 renter on 127.0.0.1. It kills -9 the bootstrap peer and
+// one provider, restarts both, and checks that every node sees the others
+// again and that gossip reaches every subscriber again.
+func TestNetworkHealsAfterKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process test")
+	}
+	bin := buildBinary(t)
+	root := t.TempDir()
+	roles := []struct{ name, role string }{
+		{"bootstrap", "bootstrap"}, {"provider-1", "provider"}, {"provider-2", "provider"}, {"provider-3", "provider"}, {"renter", "renter"},
+	}
+	peerRE := regexp.MustCompile(`peer ID: (\S+)`)
+	var procs []*proc
+	for _, r := range roles {
+		p := &proc{name: r.name, home: filepath.Join(root, r.name), p2pPort: freePort(t), apiPort: freePort(t)}
+		out, err := run(t, bin, "init", "--role", r.role, "--home", p.home)
+		if err != nil {
+			t.Fatalf("init %s: %v\n%s", r.name, err, out)
+		}
+		m := peerRE.FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("init output has no peer ID:\n%s", out)
+		}
+		p.peerID = m[1]
+		procs = append(procs, p)
+	}
+	// init refuses to clobber an existing home.
+	if out, err := run(t, bin, "init", "--role", "renter", "--home", procs[1].home); err == nil || !strings.Contains(out, "already initialised") {
+		t.Fatalf("second init must refuse: %v\n%s", err, out)
+	}
+	// A client command without a daemon says so clearly.
+	if out, err := run(t, bin, "status", "--home", procs[1].home); err == nil || !strings.Contains(out, "no idlegrid daemon is running") {
+		t.Fatalf("status without daemon: %v\n%s", err, out)
+	}
+
+	boot := procs[0]
+	bootAddr := fmt.Sprintf("/ip4/127.0.0.1/tcp/%d/p2p/%s", boot.p2pPort, boot.peerID)
+	for _, p := range procs {
+		p.args = []string{
+			"--listen", fmt.Sprintf("/ip4/127.0.0.1/tcp/%d,/ip4/127.0.0.1/udp/%d/quic-v1", p.p2pPort, p.p2pPort),
+			"--api-listen", fmt.Sprintf("127.0.0.1:%d", p.apiPort),
+			"--set", "p2p.nat=false",
+			"--set", "api.debug=true",
+			"--set", "p2p.reconnect_min=200ms",
+			"--set", "p2p.reconnect_max=2s",
+			"--set", "p2p.gossip_heartbeat=200ms",
+			"--set", "p2p.conn_grace=0s",
+			"--log-level", "debug",
+		}
+		if p != boot {
+			p.args = append(p.args, "--bootstrap", bootAddr)
+		}
+		tokenBytes, err := os.ReadFile(filepath.Join(p.home, "api.token"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.client = client.New(fmt.Sprintf("http://127.0.0.1:%d", p.apiPort), strings.TrimSpace(string(tokenBytes)))
+		p.start(t, bin)
+		t.Cleanup(p.stop)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	waitAllConnected(t, ctx, procs)
+	gossipRound(t, ctx, procs, "round-1")
+
+	// The CLI reads from the running daemon.
+	if out, err := run(t, bin, "status", "--home", procs[1].home, "--json"); err != nil || !strings.Contains(out, `"ready": true`) {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	if out, err := run(t, bin, "peers", "--home", procs[1].home); err != nil || !strings.Contains(out, boot.peerID) {
+		t.Fatalf("peers: %v\n%s", err, out)
+	}
+
+	// Kill -9 the bootstrap peer and a provider; the rest must notice.
+	victims := []*proc{procs[0], procs[1]}
+	for _, v := range victims {
+		v.kill9(t)
+	}
+	waitFor(t, ctx, "survivors to drop the killed peers", procs, func() (bool, string) {
+		for _, p := range procs[2:] {
+			peers, err := p.client.Peers(ctx)
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, q := range peers {
+				if q.ID == victims[0].peerID || q.ID == victims[1].peerID {
+					return false, p.name + " still connected to " + q.ID
+				}
+			}
+		}
+		return true, ""
+	})
+	for _, v := range victims {
+		v.start(t, bin)
+	}
+	waitAllConnected(t, ctx, procs)
+	gossipRound(t, ctx, procs, "round-2")
+}
+
+// waitAllConnected waits until every node is ready and connected to every
+// other node.
+func waitAllConnected(t *testing.T, ctx context.Context, procs []*proc) {
+	t.Helper()
+	waitFor(t, ctx, "every node to see every other node", procs, func() (bool, string) {
+		for _, p := range procs {
+			st, err := p.client.Status(ctx)
+			if err != nil {
+				return false, p.name + ": " + err.Error()
+			}
+			if !st.Ready {
+				return false, p.name + " not ready"
+			}
+			peers, err := p.client.Peers(ctx)
+			if err != nil {
+				return false, p.name + ": " + err.Error()
+			}
+			var ids []string
+			for _, q := range peers {
+				ids = append(ids, q.ID)
+			}
+			for _, q := range procs {
+				if q != p && !slices.Contains(ids, q.peerID) {
+					return false, p.name + " does not see " + q.name
+				}
+			}
+		}
+		return true, ""
+	})
+}
+
+// gossipRound publishes one message from the renter and one from the
+// first provider on the RFQ topic and waits until every provider (the
+// subscribers) has received both.
+func gossipRound(t *testing.T, ctx context.Context, procs []*proc, tag string) {
+	t.Helper()
+	providers := procs[1:4]
+	renter := procs[4]
+	waitFor(t, ctx, "rfq topic peers", procs, func() (bool, string) {
+		for _, p := range append([]*proc{renter}, providers...) {
+			st, err := p.client.Status(ctx)
+			if err != nil {
+				return false, err.Error()
+			}
+			if st.TopicPeers["idlegrid/rfq/1"] < 2 {
+				return false, fmt.Sprintf("%s has %d rfq topic peers", p.name, st.TopicPeers["idlegrid/rfq/1"])
+			}
+		}
+		return true, ""
+	})
+	msgs := map[string]*proc{tag + "-from-renter": renter, tag + "-from-provider-1": providers[0]}
+	for data, from := range msgs {
+		if err := from.client.PublishDebug(ctx, "idlegrid/rfq/1", []byte(data)); err != nil {
+			t.Fatalf("publish from %s: %v", from.name, err)
+		}
+	}
+	waitFor(t, ctx, "gossip delivery "+tag, procs, func() (bool, string) {
+		for _, p := range providers {
+			got, err := p.client.RecentGossip(ctx, "idlegrid/rfq/1")
+			if err != nil {
+				return false, err.Error()
+			}
+			for data, from := range msgs {
+				found := false
+				for _, m := range got {
+					if string(m.Data) == data && m.From == from.peerID {
+						found = true
+					}
+				}
+				if !found {
+					return false, fmt.Sprintf("%s has not received %q", p.name, data)
+				}
+			}
+		}
+		return true, ""
+	})
+}

@@ -1,0 +1,173 @@
+// Tests that keep the repository's shape: every package documented, and
+// imports flowing one way (DESIGN section 3):
+//
+//	cmd -> node -> {p2p, store, auction, attest, node/*}, auction -> attest
+//
+// and nothing flows back up.
+package idlegrid_test
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/idlegrid/idlegrid"
+
+// goPackage is one directory of non-test Go files.
+type goPackage struct {
+	dir     string // relative, slash-separated
+	name    string
+	hasDoc  bool
+	imports map[string]bool // module-relative paths of internal imports
+}
+
+func loadPackages(t *testing.T) []goPackage {
+	t.Helper()
+	byDir := map[string]*goPackage{}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments|parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(filepath.Dir(path))
+		p := byDir[dir]
+		if p == nil {
+			p = &goPackage{dir: dir, name: f.Name.Name, imports: map[string]bool{}}
+			byDir[dir] = p
+		}
+		if f.Doc != nil {
+			text := f.Doc.Text()
+			if strings.HasPrefix(text, "Package "+f.Name.Name+" ") || strings.HasPrefix(text, "Command ") {
+				p.hasDoc = true
+			}
+		}
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if rel, ok := strings.CutPrefix(path, module+"/"); ok {
+				p.imports[rel] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []goPackage
+	for _, p := range byDir {
+		out = append(out, *p)
+	}
+	if len(out) < 5 {
+		t.Fatalf("found only %d packages; is the test running at the repository root?", len(out))
+	}
+	return out
+}
+
+func TestEveryPackageHasADocComment(t *testing.T) {
+	for _, p := range loadPackages(t) {
+		if !p.hasDoc {
+			t.Errorf("package %s (%s) has no package doc comment (// Package %s ...)", p.name, p.dir, p.name)
+		}
+	}
+}
+
+// under reports whether pkg is dir or inside it.
+func under(pkg, dir string) bool { return pkg == dir || strings.HasPrefix(pkg, dir+"/") }
+
+func TestImportDirection(t *testing.T) {
+	type rule struct {
+		from      string   // package tree the rule applies to
+		forbidden []string // package trees it must not import
+		except    []string // packages inside "from" the rule skips
+	}
+	rules := []rule{
+		{from: "p2p", forbidden: []string{"auction", "attest", "store", "node", "cmd"}},
+		{from: "auction", forbidden: []string{"p2p", "store", "node", "cmd"}},
+		{from: "attest", forbidden: []string{"p2p", "store", "node", "cmd", "auction"}},
+		{from: "store", forbidden: []string{"p2p", "node", "cmd"}},
+		{from: "node", forbidden: []string{"cmd"}},
+		// Subpackages of node serve node; they never reach back up into it.
+		// nodetest exists to build whole nodes, so it may.
+		{from: "node/", forbidden: []string{"node"}, except: []string{"node/nodetest"}},
+		// The CLI talks to daemons through the API client; only init,
+		// daemon and devnet build nodes, via package node.
+		{from: "cmd", forbidden: []string{"p2p", "store", "auction", "attest", "node/api"}, except: nil},
+	}
+	allowedExactly := map[string]map[string]bool{
+		// cmd may use node/api/client even though node/api is forbidden.
+		"cmd": {"node/api/client": true},
+	}
+	for _, p := range loadPackages(t) {
+		for _, r := range rules {
+			inTree := under(p.dir, r.from)
+			if strings.HasSuffix(r.from, "/") {
+				inTree = strings.HasPrefix(p.dir, r.from)
+			}
+			if !inTree {
+				continue
+			}
+			skip := false
+			for _, e := range r.except {
+				if under(p.dir, e) {
+					skip = true
+				}
+			}
+			if skip {
+				continue
+			}
+			for imp := range p.imports {
+				for _, bad := range r.forbidden {
+					if bad == "node" && strings.HasSuffix(r.from, "/") {
+						// only the node package itself, not its siblings
+						if imp != "node" {
+							continue
+						}
+					} else if !under(imp, bad) {
+						continue
+					}
+					if allowedExactly[r.from][imp] {
+						continue
+					}
+					t.Errorf("%s imports %s: forbidden by the import direction (DESIGN section 3)", p.dir, imp)
+				}
+			}
+		}
+	}
+}
+
+func TestLicenseAndReadme(t *testing.T) {
+	lic, err := os.ReadFile("LICENSE")
+	if err != nil || !strings.Contains(string(lic), "Apache License") {
+		t.Fatalf("LICENSE must be the Apache License 2.0: %v", err)
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := os.ReadFile(".ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The README's test command is what CI runs.
+	const testCmd = "make test"
+	if !strings.Contains(string(readme), testCmd) || !strings.Contains(string(ci), testCmd) {
+		t.Errorf("README.md and .ci/run must both use %q", testCmd)
+	}
+}

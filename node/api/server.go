@@ -1,0 +1,257 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Backend is what the API serves. The node implements it; the API never
+// reaches into the node otherwise.
+type Backend interface {
+	Identity() Identity
+	Status() Status
+	Peers() []Peer
+	// PublishDebug publishes raw bytes on a gossip topic.
+	PublishDebug(ctx context.Context, topic string, data []byte) error
+	// RecentGossip returns the latest messages received on a topic.
+	RecentGossip(topic string) ([]GossipMessage, error)
+}
+
+// Options configure the server.
+type Options struct {
+	// Token is the bearer token every request must carry.
+	Token string
+	// Gatherer backs /metrics; nil serves an empty registry.
+	Gatherer prometheus.Gatherer
+	// Debug enables /v1/debug/* endpoints.
+	Debug bool
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+const maxDebugBody = 1 << 20
+
+// Server is the HTTP API bound to a listener.
+type Server struct {
+	ln   net.Listener
+	srv  *http.Server
+	opts Options
+	b    Backend
+	log  *slog.Logger
+	// hosts are the Host header values we answer to.
+	hosts map[string]bool
+}
+
+// Listen binds addr (host:port; port 0 picks one) and prepares the server.
+func Listen(addr string, b Backend, opts Options) (*Server, error) {
+	if opts.Token == "" {
+		return nil, errors.New("api.Listen: empty token")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("api.Listen %s: %w", addr, err)
+	}
+	s := &Server{ln: ln, opts: opts, b: b, log: opts.Logger}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.hosts = allowedHosts(ln.Addr().(*net.TCPAddr))
+	s.srv = &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout:       time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	return s, nil
+}
+
+func allowedHosts(a *net.TCPAddr) map[string]bool {
+	port := fmt.Sprint(a.Port)
+	hosts := map[string]bool{net.JoinHostPort(a.IP.String(), port): true}
+	if a.IP.IsLoopback() || a.IP.IsUnspecified() {
+		for _, h := range []string{"127.0.0.1", "localhost", "::1"} {
+			hosts[net.JoinHostPort(h, port)] = true
+		}
+	}
+	return hosts
+}
+
+// URL is the base URL of the bound server.
+func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
+
+// Serve serves until ctx ends, then shuts down gracefully.
+func (s *Server) Serve(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.srv.Serve(s.ln) }()
+	select {
+	case err := <-errc:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return fmt.Errorf("api: serve: %w", err)
+	case <-ctx.Done():
+	}
+	return s.Close()
+}
+
+// Close stops the server, waiting briefly for requests in flight.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("api: shutdown: %w", err)
+	}
+	return nil
+}
+
+type handler func(w http.ResponseWriter, r *http.Request) error
+
+// Handler is the API's http.Handler with every check in front.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	routes := map[string]handler{
+		"GET /v1/id":     s.getID,
+		"GET /v1/status": s.getStatus,
+		"GET /v1/peers":  s.getPeers,
+		"GET /metrics":   s.getMetrics,
+	}
+	if s.opts.Debug {
+		routes["POST /v1/debug/gossip"] = s.postGossip
+		routes["GET /v1/debug/gossip"] = s.getGossip
+	}
+	known := map[string]bool{}
+	for pattern, h := range routes {
+		mux.Handle(pattern, s.wrap(h))
+		_, path, _ := strings.Cut(pattern, " ")
+		known[path] = true
+	}
+	mux.Handle("/", s.wrap(func(_ http.ResponseWriter, r *http.Request) error {
+		if known[r.URL.Path] {
+			return Errorf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path)
+		}
+		return Errorf(http.StatusNotFound, CodeNotFound, "no such endpoint: %s", r.URL.Path)
+	}))
+	return s.guard(mux)
+}
+
+// guard applies the Host, Origin and token checks before any route.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.hosts[r.Host] {
+			writeError(w, Errorf(http.StatusForbidden, CodeForbidden, "host %q is not allowed: the API answers only to its loopback address", r.Host))
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o) {
+			writeError(w, Errorf(http.StatusForbidden, CodeForbidden, "cross-origin request from %q refused", o))
+			return
+		}
+		auth := r.Header.Get("Authorization")
+		tok, ok := strings.CutPrefix(auth, "Bearer ")
+		switch {
+		case auth == "":
+			writeError(w, Errorf(http.StatusUnauthorized, CodeUnauthorized, "missing bearer token (see api.token in the node's home)"))
+			return
+		case !ok || !tokenEqual(tok, s.opts.Token):
+			writeError(w, Errorf(http.StatusUnauthorized, CodeUnauthorized, "invalid bearer token"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) originAllowed(origin string) bool {
+	host, ok := strings.CutPrefix(origin, "http://")
+	return ok && s.hosts[host]
+}
+
+func (s *Server) wrap(h handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		err := h(w, r)
+		if err == nil {
+			return
+		}
+		var apiErr *Error
+		if !errors.As(err, &apiErr) {
+			s.log.Error("api request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+			apiErr = Errorf(http.StatusInternalServerError, CodeInternal, "%v", err)
+		}
+		writeError(w, apiErr)
+	})
+}
+
+func writeError(w http.ResponseWriter, e *Error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(e.Status)
+	_ = json.NewEncoder(w).Encode(ErrorBody{Error: e})
+}
+
+func writeJSON(w http.ResponseWriter, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func (s *Server) getID(w http.ResponseWriter, _ *http.Request) error {
+	return writeJSON(w, s.b.Identity())
+}
+
+func (s *Server) getStatus(w http.ResponseWriter, _ *http.Request) error {
+	return writeJSON(w, s.b.Status())
+}
+
+func (s *Server) getPeers(w http.ResponseWriter, _ *http.Request) error {
+	peers := s.b.Peers()
+	if peers == nil {
+		peers = []Peer{}
+	}
+	return writeJSON(w, peers)
+}
+
+func (s *Server) getMetrics(w http.ResponseWriter, r *http.Request) error {
+	g := s.opts.Gatherer
+	if g == nil {
+		g = prometheus.NewRegistry()
+	}
+	promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}).ServeHTTP(w, r)
+	return nil
+}
+
+func (s *Server) postGossip(w http.ResponseWriter, r *http.Request) error {
+	topic := r.URL.Query().Get("topic")
+	if topic == "" {
+		return Errorf(http.StatusBadRequest, CodeBadRequest, "query parameter topic is required")
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxDebugBody))
+	if err != nil {
+		return Errorf(http.StatusBadRequest, CodeBadRequest, "read body: %v", err)
+	}
+	if err := s.b.PublishDebug(r.Context(), topic, data); err != nil {
+		return Errorf(http.StatusBadRequest, CodeBadRequest, "publish: %v", err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) getGossip(w http.ResponseWriter, r *http.Request) error {
+	topic := r.URL.Query().Get("topic")
+	msgs, err := s.b.RecentGossip(topic)
+	if err != nil {
+		return Errorf(http.StatusBadRequest, CodeBadRequest, "%v", err)
+	}
+	if msgs == nil {
+		msgs = []GossipMessage{}
+	}
+	return writeJSON(w, msgs)
+}

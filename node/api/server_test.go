@@ -1,0 +1,156 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/node/api/client"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+const token = "test-token-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+type fakeBackend struct{ published []string }
+
+func (f *fakeBackend) Identity() api.Identity { return api.Identity{PeerID: "12D3KooWtest", Role: "provider"} }
+func (f *fakeBackend) Status() api.Status {
+	return api.Status{Role: "provider", PeerID: "12D3KooWtest", Ready: true, RoutingTable: 3, TopicPeers: map[string]int{"idlegrid/rfq/1": 2}}
+}
+func (f *fakeBackend) Peers() []api.Peer { return nil }
+func (f *fakeBackend) PublishDebug(_ context.Context, topic string, data []byte) error {
+	if topic != "idlegrid/rfq/1" {
+		return errors.New("topic not allowed")
+	}
+	f.published = append(f.published, string(data))
+	return nil
+}
+func (f *fakeBackend) RecentGossip(string) ([]api.GossipMessage, error) { return nil, nil }
+
+func serve(t *testing.T, debug bool) (*api.Server, *fakeBackend) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "idlegrid_test_total", Help: "test"}))
+	b := &fakeBackend{}
+	s, err := api.Listen("127.0.0.1:0", b, api.Options{Token: token, Gatherer: reg, Debug: debug})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = s.Serve(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return s, b
+}
+
+func TestClientRoundTrip(t *testing.T) {
+	s, b := serve(t, true)
+	c := client.New(s.URL(), token)
+	ctx := t.Context()
+	st, err := c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Ready || st.RoutingTable != 3 || st.TopicPeers["idlegrid/rfq/1"] != 2 {
+		t.Fatalf("status %+v", st)
+	}
+	id, err := c.ID(ctx)
+	if err != nil || id.PeerID != "12D3KooWtest" {
+		t.Fatalf("id %+v %v", id, err)
+	}
+	peers, err := c.Peers(ctx)
+	if err != nil || peers == nil || len(peers) != 0 {
+		t.Fatalf("peers must be an empty list, got %#v %v", peers, err)
+	}
+	m, err := c.Metrics(ctx)
+	if err != nil || !strings.Contains(m, "idlegrid_test_total") {
+		t.Fatalf("metrics from the injected registry missing: %v\n%s", err, m)
+	}
+	if err := c.PublishDebug(ctx, "idlegrid/rfq/1", []byte("x")); err != nil || len(b.published) != 1 {
+		t.Fatalf("publish: %v %v", err, b.published)
+	}
+	var apiErr *api.Error
+	if err := c.PublishDebug(ctx, "other", []byte("x")); !errors.As(err, &apiErr) || apiErr.Status != 400 {
+		t.Fatalf("publish on bad topic: %v", err)
+	}
+}
+
+func TestRejectsBadAuthAndForeignHosts(t *testing.T) {
+	s, _ := serve(t, false)
+	tests := []struct {
+		name       string
+		path       string
+		method     string
+		host       string
+		origin     string
+		auth       string
+		wantStatus int
+		wantCode   string
+	}{
+		{"missing token", "/v1/status", "GET", "", "", "", 401, api.CodeUnauthorized},
+		{"wrong token", "/v1/status", "GET", "", "", "Bearer nope", 401, api.CodeUnauthorized},
+		{"basic auth", "/v1/status", "GET", "", "", "Basic " + token, 401, api.CodeUnauthorized},
+		{"metrics need token", "/metrics", "GET", "", "", "", 401, api.CodeUnauthorized},
+		{"foreign host (DNS rebinding)", "/v1/status", "GET", "evil.example:80", "", "Bearer " + token, 403, api.CodeForbidden},
+		{"foreign origin", "/v1/status", "GET", "", "http://evil.example", "Bearer " + token, 403, api.CodeForbidden},
+		{"unknown path", "/v1/nope", "GET", "", "", "Bearer " + token, 404, api.CodeNotFound},
+		{"wrong method", "/v1/status", "DELETE", "", "", "Bearer " + token, 405, api.CodeMethodNotAllowed},
+		{"debug off", "/v1/debug/gossip", "POST", "", "", "Bearer " + token, 404, api.CodeNotFound},
+		{"localhost host ok", "/v1/status", "GET", "localhost:" + s.URL()[strings.LastIndex(s.URL(), ":")+1:], "", "Bearer " + token, 200, ""},
+		{"same origin ok", "/v1/status", "GET", "", s.URL(), "Bearer " + token, 200, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(tc.method, s.URL()+tc.path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.host != "" {
+				req.Host = tc.host
+			}
+			if tc.origin != "" {
+				req.Header.Set("Origin", tc.origin)
+			}
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != tc.wantStatus {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.wantStatus)
+			}
+			if tc.wantCode == "" {
+				return
+			}
+			if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("content type %q", ct)
+			}
+			var eb api.ErrorBody
+			if err := json.NewDecoder(resp.Body).Decode(&eb); err != nil || eb.Error == nil {
+				t.Fatalf("error body: %v", err)
+			}
+			if eb.Error.Code != tc.wantCode || eb.Error.Message == "" {
+				t.Fatalf("error %+v, want code %s", eb.Error, tc.wantCode)
+			}
+		})
+	}
+}
+
+func TestClientReportsNoDaemon(t *testing.T) {
+	s, _ := serve(t, false)
+	url := s.URL()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := client.New(url, token).Status(t.Context())
+	if !errors.Is(err, client.ErrDaemonNotRunning) {
+		t.Fatalf("got %v, want ErrDaemonNotRunning", err)
+	}
+}

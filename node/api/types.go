@@ -1,0 +1,89 @@
+// Package api is the node's local HTTP API: JSON over loopback, guarded by
+// a bearer token and by Host and Origin checks (DNS-rebinding defence), with
+// one error type for every failure. The CLI, the tests and later the
+// dashboard all use it through the typed client in api/client.
+package api
+
+import (
+	"fmt"
+	"time"
+)
+
+// Identity is GET /v1/id.
+type Identity struct {
+	PeerID  string   `json:"peer_id"`
+	Role    string   `json:"role"`
+	Version string   `json:"version"`
+	Addrs   []string `json:"addrs"`
+}
+
+// Status is GET /v1/status.
+type Status struct {
+	Role           string    `json:"role"`
+	PeerID         string    `json:"peer_id"`
+	Version        string    `json:"version"`
+	Ready          bool      `json:"ready"`
+	StartedAt      time.Time `json:"started_at"`
+	UptimeSeconds  float64   `json:"uptime_seconds"`
+	ListenAddrs    []string  `json:"listen_addrs"`
+	ObservedAddrs  []string  `json:"observed_addrs"`
+	RoutingTable   int       `json:"routing_table_size"`
+	ConnectedPeers int       `json:"connected_peers"`
+	// TopicPeers is, per gossip topic, the connected peers subscribed to it.
+	TopicPeers map[string]int `json:"topic_peers"`
+}
+
+// Peer is one entry of GET /v1/peers.
+type Peer struct {
+	ID        string   `json:"id"`
+	Addrs     []string `json:"addrs"`
+	Direction string   `json:"direction"`
+	LatencyMs float64  `json:"latency_ms"`
+	Agent     string   `json:"agent,omitempty"`
+	Bootstrap bool     `json:"bootstrap"`
+	// Idlegrid is true when the peer speaks our DHT or gossip protocol.
+	Idlegrid  bool     `json:"idlegrid"`
+	Protocols []string `json:"protocols,omitempty"`
+}
+
+// GossipMessage is one message seen on a topic (debug endpoint).
+type GossipMessage struct {
+	Topic        string    `json:"topic"`
+	From         string    `json:"from"`
+	ReceivedFrom string    `json:"received_from"`
+	Data         []byte    `json:"data"`
+	ReceivedAt   time.Time `json:"received_at"`
+}
+
+// Error is the single error shape of the API:
+// {"error": {"code": "...", "message": "..."}} with the HTTP status.
+type Error struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("api: %s (%d %s)", e.Message, e.Status, e.Code)
+}
+
+// ErrorBody is the JSON envelope of an Error.
+type ErrorBody struct {
+	Error *Error `json:"error"`
+}
+
+// Error codes.
+const (
+	CodeUnauthorized     = "unauthorized"
+	CodeForbidden        = "forbidden"
+	CodeNotFound         = "not_found"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeBadRequest       = "bad_request"
+	CodeUnavailable      = "unavailable"
+	CodeInternal         = "internal"
+)
+
+// Errorf builds an *Error.
+func Errorf(status int, code, format string, a ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, a...)}
+}

@@ -1,0 +1,508 @@
+package node
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+// Role is what a node does in the market.
+type Role string
+
+// The three roles. One binary runs all of them; the role is configuration.
+const (
+	RoleProvider  Role = "provider"
+	RoleRenter    Role = "renter"
+	RoleBootstrap Role = "bootstrap"
+)
+
+// Roles lists the valid roles.
+var Roles = []Role{RoleProvider, RoleRenter, RoleBootstrap}
+
+// Default ports. 4001/5001 belong to IPFS (swarm, API); we stay clear.
+const (
+	DefaultP2PPort = 7401
+	DefaultAPIPort = 7402
+)
+
+// Config is the node's configuration: config.toml in the home directory,
+// overridden by IDLEGRID_* environment variables, overridden by flags.
+type Config struct {
+	Role Role      `toml:"role"`
+	P2P  P2PConfig `toml:"p2p"`
+	API  APIConfig `toml:"api"`
+	Log  LogConfig `toml:"log"`
+
+	// Home is the node's home directory; not part of the file.
+	Home string `toml:"-"`
+}
+
+// P2PConfig configures the libp2p layer.
+type P2PConfig struct {
+	Listen              []string      `toml:"listen"`
+	Announce            []string      `toml:"announce"`
+	Bootstrap           []string      `toml:"bootstrap"`
+	NAT                 bool          `toml:"nat"`
+	ConnLow             int           `toml:"conn_low"`
+	ConnHigh            int           `toml:"conn_high"`
+	ConnGrace           time.Duration `toml:"conn_grace"`
+	ResourceMemoryMiB   int           `toml:"resource_memory_mib"`
+	ResourceFDs         int           `toml:"resource_fds"`
+	MinPeers            int           `toml:"min_peers"`
+	ReconnectMin        time.Duration `toml:"reconnect_min"`
+	ReconnectMax        time.Duration `toml:"reconnect_max"`
+	GossipMaxMessageKiB int           `toml:"gossip_max_message_kib"`
+	GossipHeartbeat     time.Duration `toml:"gossip_heartbeat"`
+}
+
+// APIConfig configures the local HTTP API.
+type APIConfig struct {
+	Listen string `toml:"listen"`
+	// Debug exposes /v1/debug/gossip for publishing raw test messages.
+	Debug bool `toml:"debug"`
+}
+
+// LogConfig configures logging.
+type LogConfig struct {
+	Level  string `toml:"level"`
+	Format string `toml:"format"`
+}
+
+// DefaultConfig returns the defaults for a role.
+func DefaultConfig(role Role) Config {
+	return Config{
+		Role: role,
+		P2P: P2PConfig{
+			Listen: []string{
+				fmt.Sprintf("/ip4/0.0.0.0/tcp/%d", DefaultP2PPort),
+				fmt.Sprintf("/ip4/0.0.0.0/udp/%d/quic-v1", DefaultP2PPort),
+				fmt.Sprintf("/ip6/::/tcp/%d", DefaultP2PPort),
+				fmt.Sprintf("/ip6/::/udp/%d/quic-v1", DefaultP2PPort),
+			},
+			Announce:            []string{},
+			Bootstrap:           []string{},
+			NAT:                 role != RoleBootstrap,
+			ConnLow:             64,
+			ConnHigh:            192,
+			ConnGrace:           time.Minute,
+			ResourceMemoryMiB:   512,
+			ResourceFDs:         4096,
+			MinPeers:            8,
+			ReconnectMin:        time.Second,
+			ReconnectMax:        time.Minute,
+			GossipMaxMessageKiB: 256,
+			GossipHeartbeat:     time.Second,
+		},
+		API: APIConfig{Listen: fmt.Sprintf("127.0.0.1:%d", DefaultAPIPort)},
+		Log: LogConfig{Level: "info", Format: "text"},
+	}
+}
+
+// ConfigError is a configuration problem, located in the file when it
+// came from one.
+type ConfigError struct {
+	File string
+	Line int // 0 when unknown or not from the file
+	Key  string
+	Msg  string
+}
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		if e.Line > 0 {
+			fmt.Fprintf(&b, ":%d", e.Line)
+		}
+		b.WriteString(": ")
+	}
+	if e.Key != "" {
+		fmt.Fprintf(&b, "%s: ", e.Key)
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// LoadConfig reads home/config.toml. Unknown keys, type errors and invalid
+// values are errors that carry the line number.
+func LoadConfig(home string) (Config, error) {
+	path := ConfigPath(home)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Config{}, fmt.Errorf("no config at %s: run `idlegrid init --role provider|renter|bootstrap` first: %w", path, ErrNoHome)
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	cfg, err := ParseConfig(path, data)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg.Home = home
+	return cfg, nil
+}
+
+// ParseConfig parses config file contents; name is used in errors.
+func ParseConfig(name string, data []byte) (Config, error) {
+	// Start from the defaults of the role the file names, so a file that
+	// omits a key gets the role's default rather than a zero value.
+	var probe struct {
+		Role Role `toml:"role"`
+	}
+	if _, err := toml.Decode(string(data), &probe); err != nil {
+		return Config{}, tomlError(name, err)
+	}
+	if probe.Role == "" {
+		return Config{}, &ConfigError{File: name, Key: "role", Msg: fmt.Sprintf("missing; want one of %v", Roles)}
+	}
+	cfg := DefaultConfig(probe.Role)
+	md, err := toml.Decode(string(data), &cfg)
+	if err != nil {
+		return Config{}, tomlError(name, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		key := und[0].String()
+		return Config{}, &ConfigError{File: name, Line: lineOfKey(data, key), Key: key, Msg: "unknown key" + suggestKey(key)}
+	}
+	if err := cfg.Validate(); err != nil {
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			ce.File = name
+			ce.Line = lineOfKey(data, ce.Key)
+		}
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+var tomlTypeErr = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): (.*)$`)
+
+func tomlError(name string, err error) error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		return &ConfigError{File: name, Line: pe.Position.Line, Key: pe.LastKey, Msg: pe.Message}
+	}
+	// Type mismatches come back as plain errors of the form
+	// `toml: line N (last key "k"): msg`.
+	if m := tomlTypeErr.FindStringSubmatch(err.Error()); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &ConfigError{File: name, Line: line, Key: m[2], Msg: m[3]}
+	}
+	return &ConfigError{File: name, Msg: err.Error()}
+}
+
+// lineOfKey finds the line where a dotted key ("p2p.conn_low") is set.
+func lineOfKey(data []byte, key string) int {
+	section, name := "", key
+	if i := strings.LastIndexByte(key, '.'); i >= 0 {
+		section, name = key[:i], key[i+1:]
+	}
+	cur := ""
+	for i, line := range strings.Split(string(data), "\n") {
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "[") && strings.HasSuffix(t, "]") {
+			cur = strings.Trim(t, "[] ")
+			continue
+		}
+		k, _, ok := strings.Cut(t, "=")
+		if ok && cur == section && strings.TrimSpace(k) == name {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// configKeys lists every dotted key of Config.
+func configKeys() []string {
+	var keys []string
+	walkConfig(reflect.ValueOf(&Config{}).Elem(), "", func(key string, _ reflect.Value) { keys = append(keys, key) })
+	return keys
+}
+
+func walkConfig(v reflect.Value, prefix string, fn func(key string, field reflect.Value)) {
+	t := v.Type()
+	for i := range t.NumField() {
+		tag := t.Field(i).Tag.Get("toml")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		key := tag
+		if prefix != "" {
+			key = prefix + "." + tag
+		}
+		f := v.Field(i)
+		if f.Kind() == reflect.Struct {
+			walkConfig(f, key, fn)
+			continue
+		}
+		fn(key, f)
+	}
+}
+
+func suggestKey(key string) string {
+	best, bestD := "", 4
+	for _, k := range configKeys() {
+		if d := editDistance(key, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// Set overrides one key from a string, as environment variables and flags
+// do. Lists are comma-separated.
+func (c *Config) Set(key, value string) error {
+	var target reflect.Value
+	walkConfig(reflect.ValueOf(c).Elem(), "", func(k string, f reflect.Value) {
+		if k == key {
+			target = f
+		}
+	})
+	if !target.IsValid() {
+		return &ConfigError{Key: key, Msg: "unknown key" + suggestKey(key)}
+	}
+	bad := func(err error) error {
+		return &ConfigError{Key: key, Msg: fmt.Sprintf("invalid value %q: %v", value, err)}
+	}
+	switch target.Interface().(type) {
+	case time.Duration:
+		d, err := time.ParseDuration(value)
+		if err != nil {
+			return bad(err)
+		}
+		target.SetInt(int64(d))
+		return nil
+	}
+	switch target.Kind() {
+	case reflect.String:
+		target.SetString(value)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(value)
+		if err != nil {
+			return bad(err)
+		}
+		target.SetBool(b)
+	case reflect.Int:
+		n, err := strconv.Atoi(value)
+		if err != nil {
+			return bad(err)
+		}
+		target.SetInt(int64(n))
+	case reflect.Slice:
+		parts := []string{}
+		for _, p := range strings.Split(value, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				parts = append(parts, p)
+			}
+		}
+		target.Set(reflect.ValueOf(parts))
+	default:
+		return bad(fmt.Errorf("unsupported kind %s", target.Kind()))
+	}
+	return nil
+}
+
+// EnvName is the environment variable that overrides a key:
+// "p2p.conn_low" -> IDLEGRID_P2P_CONN_LOW.
+func EnvName(key string) string {
+	return "IDLEGRID_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// ApplyEnv applies IDLEGRID_* overrides from lookup (os.LookupEnv).
+func (c *Config) ApplyEnv(lookup func(string) (string, bool)) error {
+	for _, key := range configKeys() {
+		if v, ok := lookup(EnvName(key)); ok {
+			if err := c.Set(key, v); err != nil {
+				var ce *ConfigError
+				if errors.As(err, &ce) {
+					ce.File = "environment " + EnvName(key)
+				}
+				return err
+			}
+		}
+	}
+	return c.Validate()
+}
+
+// Validate checks every value and returns the first problem, naming its key.
+func (c *Config) Validate() error {
+	bad := func(key, format string, a ...any) error {
+		return &ConfigError{Key: key, Msg: fmt.Sprintf(format, a...)}
+	}
+	if !slices.Contains(Roles, c.Role) {
+		return bad("role", "%q is not a role; want one of %v", c.Role, Roles)
+	}
+	for _, s := range c.P2P.Listen {
+		if _, err := ma.NewMultiaddr(s); err != nil {
+			return bad("p2p.listen", "%q: %v", s, err)
+		}
+	}
+	if len(c.P2P.Listen) == 0 {
+		return bad("p2p.listen", "at least one listen address is required")
+	}
+	for _, s := range c.P2P.Announce {
+		if _, err := ma.NewMultiaddr(s); err != nil {
+			return bad("p2p.announce", "%q: %v", s, err)
+		}
+	}
+	if _, err := c.BootstrapPeers(); err != nil {
+		return bad("p2p.bootstrap", "%v", err)
+	}
+	switch {
+	case c.P2P.ConnLow <= 0 || c.P2P.ConnHigh < c.P2P.ConnLow:
+		return bad("p2p.conn_high", "need 0 < conn_low (%d) <= conn_high (%d)", c.P2P.ConnLow, c.P2P.ConnHigh)
+	case c.P2P.ResourceMemoryMiB < 64:
+		return bad("p2p.resource_memory_mib", "%d MiB is too little; at least 64", c.P2P.ResourceMemoryMiB)
+	case c.P2P.ResourceFDs < 64:
+		return bad("p2p.resource_fds", "%d is too few; at least 64", c.P2P.ResourceFDs)
+	case c.P2P.ReconnectMin <= 0 || c.P2P.ReconnectMax < c.P2P.ReconnectMin:
+		return bad("p2p.reconnect_max", "need 0 < reconnect_min (%s) <= reconnect_max (%s)", c.P2P.ReconnectMin, c.P2P.ReconnectMax)
+	case c.P2P.GossipMaxMessageKiB < 1 || c.P2P.GossipMaxMessageKiB > 4096:
+		return bad("p2p.gossip_max_message_kib", "%d: must be 1..4096", c.P2P.GossipMaxMessageKiB)
+	case c.P2P.GossipHeartbeat < 10*time.Millisecond:
+		return bad("p2p.gossip_heartbeat", "%s is too short", c.P2P.GossipHeartbeat)
+	case c.P2P.MinPeers < 0:
+		return bad("p2p.min_peers", "must not be negative")
+	}
+	if c.API.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.API.Listen); err != nil {
+			return bad("api.listen", "%q: want host:port, for example 127.0.0.1:%d", c.API.Listen, DefaultAPIPort)
+		}
+	}
+	if _, err := parseLevel(c.Log.Level); err != nil {
+		return bad("log.level", "%v", err)
+	}
+	if c.Log.Format != "text" && c.Log.Format != "json" {
+		return bad("log.format", "%q: want text or json", c.Log.Format)
+	}
+	return nil
+}
+
+// BootstrapPeers parses p2p.bootstrap; every entry needs a /p2p/ peer ID.
+func (c *Config) BootstrapPeers() ([]peer.AddrInfo, error) {
+	var addrs []ma.Multiaddr
+	for _, s := range c.P2P.Bootstrap {
+		a, err := ma.NewMultiaddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", s, err)
+		}
+		if _, err := a.ValueForProtocol(ma.P_P2P); err != nil {
+			return nil, fmt.Errorf("%q: a bootstrap address must end in /p2p/<peer ID>", s)
+		}
+		addrs = append(addrs, a)
+	}
+	infos, err := peer.AddrInfosFromP2pAddrs(addrs...)
+	if err != nil {
+		return nil, err
+	}
+	return infos, nil
+}
+
+// Encode renders the config as a commented TOML file with every value
+// written out.
+func (c *Config) Encode() ([]byte, error) {
+	var buf bytes.Buffer
+	if err := configTemplate.Execute(&buf, c); err != nil {
+		return nil, fmt.Errorf("render config: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+var configTemplate = template.Must(template.New("config").Funcs(template.FuncMap{
+	"list": func(xs []string) string {
+		q := make([]string, len(xs))
+		for i, x := range xs {
+			q[i] = strconv.Quote(x)
+		}
+		return "[" + strings.Join(q, ", ") + "]"
+	},
+	"q": strconv.Quote,
+	"dur": func(d time.Duration) string { return strconv.Quote(d.String()) },
+}).Parse(`# idlegrid node configuration.
+# Every key is written out with its default. Any key can be overridden by an
+# environment variable IDLEGRID_<SECTION>_<KEY> (for example
+# IDLEGRID_API_LISTEN=127.0.0.1:7502) and by daemon flags.
+
+# What this node does: provider (rents out GPUs), renter (rents GPUs),
+# or bootstrap (a well-known entry point that helps peers find each other).
+role = {{q (printf "%s" .Role)}}
+
+[p2p]
+# Multiaddresses to listen on (TCP and QUIC-v1). 7401 stays clear of IPFS's 4001.
+listen = {{list .P2P.Listen}}
+# Addresses to advertise instead of the detected ones (a datacenter host with
+# a known public IP). Empty: detect.
+announce = {{list .P2P.Announce}}
+# Bootstrap peers as multiaddresses ending in /p2p/<peer ID>. They seed the
+# DHT and are always redialed. Peers met later are remembered in the store.
+bootstrap = {{list .P2P.Bootstrap}}
+# NAT traversal for providers and renters behind a router: UPnP/NAT-PMP port
+# mapping, hole punching, AutoNAT and relays learnt from bootstrap peers.
+# Ignored on bootstrap peers, which must be publicly reachable.
+nat = {{.P2P.NAT}}
+# Connection manager water marks: above conn_high, trim down to conn_low.
+conn_low = {{.P2P.ConnLow}}
+conn_high = {{.P2P.ConnHigh}}
+# New connections are safe from trimming for this long.
+conn_grace = {{dur .P2P.ConnGrace}}
+# Resource manager budget for libp2p (memory in MiB, file descriptors).
+resource_memory_mib = {{.P2P.ResourceMemoryMiB}}
+resource_fds = {{.P2P.ResourceFDs}}
+# Below this many connected idlegrid peers, redial remembered peers too.
+min_peers = {{.P2P.MinPeers}}
+# Backoff between redials of a lost peer: doubles from min up to max.
+reconnect_min = {{dur .P2P.ReconnectMin}}
+reconnect_max = {{dur .P2P.ReconnectMax}}
+# Largest gossip message accepted, in KiB.
+gossip_max_message_kib = {{.P2P.GossipMaxMessageKiB}}
+# Gossipsub heartbeat (mesh maintenance) interval.
+gossip_heartbeat = {{dur .P2P.GossipHeartbeat}}
+
+[api]
+# Local HTTP API (bearer token in api.token). Keep it on loopback.
+listen = {{q .API.Listen}}
+# Expose /v1/debug/gossip to publish raw test messages. Off in production.
+debug = {{.API.Debug}}
+
+[log]
+# debug, info, warn or error.
+level = {{q .Log.Level}}
+# text or json.
+format = {{q .Log.Format}}
+`))

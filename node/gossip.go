@@ -1,0 +1,131 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/p2p"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// topicValidators are the edge checks per topic. Each topic's typed record
+// decoder (RFQ, attestation heartbeat, fraud proof) plugs in here as the
+// record kinds land; until then a message must at least carry a payload.
+func (n *Node) topicValidators() map[string]p2p.Validator {
+	nonEmpty := func(_ context.Context, _, _ peer.ID, data []byte) p2p.Verdict {
+		if len(data) == 0 {
+			return p2p.Reject
+		}
+		return p2p.Accept
+	}
+	return map[string]p2p.Validator{
+		p2p.TopicRFQ:    nonEmpty,
+		p2p.TopicAttest: nonEmpty,
+		p2p.TopicFraud:  nonEmpty,
+	}
+}
+
+func (n *Node) registerValidators() error {
+	for topic, v := range n.topicValidators() {
+		if err := n.p2p.RegisterValidator(topic, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// gossipLog keeps the last messages per topic for the debug API.
+type gossipLog struct {
+	mu   sync.Mutex
+	size int
+	msgs map[string][]api.GossipMessage
+}
+
+func newGossipLog(size int) *gossipLog {
+	return &gossipLog{size: size, msgs: map[string][]api.GossipMessage{}}
+}
+
+func (g *gossipLog) add(m p2p.Message) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	l := append(g.msgs[m.Topic], api.GossipMessage{
+		Topic: m.Topic, From: m.From.String(), ReceivedFrom: m.ReceivedFrom.String(),
+		Data: m.Data, ReceivedAt: time.Now().UTC(),
+	})
+	if len(l) > g.size {
+		l = slices.Delete(l, 0, len(l)-g.size)
+	}
+	g.msgs[m.Topic] = l
+}
+
+func (g *gossipLog) recent(topic string) []api.GossipMessage {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.msgs[topic])
+}
+
+// apiBackend serves the API from the node.
+type apiBackend struct{ n *Node }
+
+func (b apiBackend) Identity() api.Identity {
+	return api.Identity{PeerID: b.n.ID().String(), Role: string(b.n.cfg.Role), Version: FullVersion(), Addrs: b.n.P2PAddrs()}
+}
+
+func (b apiBackend) Status() api.Status {
+	p := b.n.p2p
+	return api.Status{
+		Role:           string(b.n.cfg.Role),
+		PeerID:         p.ID().String(),
+		Version:        FullVersion(),
+		Ready:          p.Ready(),
+		StartedAt:      b.n.started.UTC(),
+		UptimeSeconds:  time.Since(b.n.started).Seconds(),
+		ListenAddrs:    addrStrings(p.ListenAddrs()),
+		ObservedAddrs:  addrStrings(p.ObservedAddrs()),
+		RoutingTable:   p.RoutingTableSize(),
+		ConnectedPeers: len(p.ConnectedPeers()),
+		TopicPeers:     p.TopicPeers(),
+	}
+}
+
+func (b apiBackend) Peers() []api.Peer {
+	var out []api.Peer
+	for _, pi := range b.n.p2p.Peers() {
+		out = append(out, api.Peer{
+			ID:        pi.ID.String(),
+			Addrs:     addrStrings(pi.Addrs),
+			Direction: pi.Direction.String(),
+			LatencyMs: float64(pi.Latency) / float64(time.Millisecond),
+			Agent:     pi.Agent,
+			Bootstrap: pi.Bootstrap,
+			Idlegrid:  slices.Contains(pi.Protocols, string(p2p.DHTProtocol)) || slices.Contains(pi.Protocols, string(p2p.GossipProtocol)),
+			Protocols: pi.Protocols,
+		})
+	}
+	return out
+}
+
+func (b apiBackend) PublishDebug(ctx context.Context, topic string, data []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return b.n.p2p.Publish(ctx, topic, data, 0)
+}
+
+func (b apiBackend) RecentGossip(topic string) ([]api.GossipMessage, error) {
+	if !slices.Contains(p2p.AllTopics, topic) {
+		return nil, fmt.Errorf("topic %q is not one of %v", topic, p2p.AllTopics)
+	}
+	return b.n.gossip.recent(topic), nil
+}
+
+func addrStrings[T fmt.Stringer](xs []T) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = x.String()
+	}
+	return out
+}

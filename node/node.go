@@ -1,0 +1,313 @@
+// Package node wires one idlegrid node: it opens the store, builds the p2p
+// layer for the node's role, registers gossip validators, serves the local
+// API and supervises everything with a Run(ctx)/Close lifecycle. It holds no
+// business rules; those live in auction and attest.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/p2p"
+	"github.com/idlegrid/idlegrid/store"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Deps are a node's collaborators. All are optional: the zero value builds
+// a production node from cfg.Home.
+type Deps struct {
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Registry receives metrics and backs /metrics; nil creates one.
+	Registry *prometheus.Registry
+	// Host replaces the libp2p host (mocknet in tests); the node owns it.
+	Host host.Host
+	// Store replaces the on-disk store (in-memory in tests); the node owns it.
+	Store *store.DB
+	// Identity replaces the key in cfg.Home.
+	Identity crypto.PrivKey
+	// Token replaces the API token in cfg.Home.
+	Token string
+}
+
+// Node is one running idlegrid node.
+type Node struct {
+	cfg     Config
+	log     *slog.Logger
+	reg     *prometheus.Registry
+	db      *store.DB
+	p2p     *p2p.Node
+	api     *api.Server
+	started time.Time
+	gossip  *gossipLog
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New wires a node: store, then p2p, then API. If a step fails, the steps
+// already done are undone in reverse order.
+func New(cfg Config, deps Deps) (_ *Node, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("node.New: %w", err)
+	}
+	n := &Node{cfg: cfg, log: deps.Logger, reg: deps.Registry, started: time.Now(), gossip: newGossipLog(64)}
+	if n.log == nil {
+		n.log = slog.New(slog.DiscardHandler)
+	}
+	if n.reg == nil {
+		n.reg = prometheus.NewRegistry()
+	}
+	var undo []func() error
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				_ = undo[i]()
+			}
+		}
+	}()
+
+	n.db = deps.Store
+	if n.db == nil {
+		if cfg.Home == "" {
+			return nil, errors.New("node.New: no home directory and no store given")
+		}
+		if n.db, err = store.Open(StorePath(cfg.Home), store.Options{Logger: n.log}); err != nil {
+			return nil, fmt.Errorf("node.New: %w", err)
+		}
+	}
+	undo = append(undo, n.db.Close)
+
+	pcfg, err := n.p2pConfig(deps)
+	if err != nil {
+		return nil, fmt.Errorf("node.New: %w", err)
+	}
+	if n.p2p, err = p2p.New(pcfg, p2p.Deps{
+		Host:       deps.Host,
+		PeerBook:   peerBook{n.db},
+		Logger:     n.log.With("component", "p2p"),
+		Registerer: n.reg,
+	}); err != nil {
+		return nil, fmt.Errorf("node.New: %w", err)
+	}
+	undo = append(undo, n.p2p.Close)
+
+	if err := n.registerValidators(); err != nil {
+		return nil, fmt.Errorf("node.New: %w", err)
+	}
+
+	if cfg.API.Listen != "" {
+		token := deps.Token
+		if token == "" {
+			if token, err = LoadToken(cfg.Home); err != nil {
+				return nil, fmt.Errorf("node.New: %w", err)
+			}
+		}
+		if n.api, err = api.Listen(cfg.API.Listen, apiBackend{n}, api.Options{
+			Token: token, Gatherer: n.reg, Debug: cfg.API.Debug, Logger: n.log.With("component", "api"),
+		}); err != nil {
+			return nil, fmt.Errorf("node.New: %w", err)
+		}
+		undo = append(undo, n.api.Close)
+	}
+	return n, nil
+}
+
+func (n *Node) p2pConfig(deps Deps) (p2p.Config, error) {
+	c := p2p.DefaultConfig()
+	c.Identity = deps.Identity
+	if c.Identity == nil && deps.Host == nil {
+		sk, err := LoadIdentity(n.cfg.Home)
+		if err != nil {
+			return c, err
+		}
+		c.Identity = sk
+	}
+	var err error
+	if c.ListenAddrs, err = parseAddrs(n.cfg.P2P.Listen); err != nil {
+		return c, err
+	}
+	if c.AnnounceAddrs, err = parseAddrs(n.cfg.P2P.Announce); err != nil {
+		return c, err
+	}
+	if c.Bootstrap, err = n.cfg.BootstrapPeers(); err != nil {
+		return c, err
+	}
+	c.DHTServer = n.cfg.Role != RoleRenter
+	c.Bootstrapper = n.cfg.Role == RoleBootstrap
+	c.NATTraversal = n.cfg.P2P.NAT && n.cfg.Role != RoleBootstrap
+	c.ConnLow, c.ConnHigh, c.ConnGrace = n.cfg.P2P.ConnLow, n.cfg.P2P.ConnHigh, n.cfg.P2P.ConnGrace
+	c.ResourceMemory = int64(n.cfg.P2P.ResourceMemoryMiB) << 20
+	c.ResourceFDs = n.cfg.P2P.ResourceFDs
+	c.MinPeers = n.cfg.P2P.MinPeers
+	c.ReconnectMin, c.ReconnectMax = n.cfg.P2P.ReconnectMin, n.cfg.P2P.ReconnectMax
+	c.MaxMessageSize = n.cfg.P2P.GossipMaxMessageKiB << 10
+	c.GossipHeartbeat = n.cfg.P2P.GossipHeartbeat
+	c.UserAgent = "idlegrid/" + Version
+	return c, nil
+}
+
+func parseAddrs(ss []string) ([]ma.Multiaddr, error) {
+	out := make([]ma.Multiaddr, 0, len(ss))
+	for _, s := range ss {
+		a, err := ma.NewMultiaddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("address %q: %w", s, err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// subscribedTopics are the topics a role listens to. Renters publish RFQs
+// without subscribing to them. Bootstrap peers join every topic with mesh
+// degree 0: they keep no mesh, but pruning the peers that graft to them is
+// how they hand out peer exchange (PX) lists to newcomers.
+func subscribedTopics(r Role) []string {
+	switch r {
+	case RoleRenter:
+		return []string{p2p.TopicAttest, p2p.TopicFraud}
+	default:
+		return []string{p2p.TopicRFQ, p2p.TopicAttest, p2p.TopicFraud}
+	}
+}
+
+// Run runs the node until ctx ends or a component fails; either way the
+// other components are stopped before it returns. Close releases
+// resources afterwards.
+func (n *Node) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for _, t := range subscribedTopics(n.cfg.Role) {
+		if err := n.p2p.Subscribe(ctx, t, n.gossip.add); err != nil {
+			return fmt.Errorf("node.Run: %w", err)
+		}
+	}
+	if n.api != nil && n.cfg.Home != "" {
+		if err := writeFileAtomic(APIURLPath(n.cfg.Home), []byte(n.api.URL()+"\n"), 0o644); err != nil {
+			return fmt.Errorf("node.Run: record API address: %w", err)
+		}
+	}
+	errc := make(chan error, 2)
+	var wg sync.WaitGroup
+	wg.Go(func() { errc <- n.p2p.Run(ctx) })
+	wg.Go(func() { n.pruneKnownPeers(ctx) })
+	if n.api != nil {
+		wg.Go(func() { errc <- n.api.Serve(ctx) })
+	}
+	n.log.Info("node running", "role", n.cfg.Role, "peer", n.p2p.ID(), "api", n.APIURL())
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	cancel()
+	wg.Wait()
+	return err
+}
+
+// Close undoes New in reverse order: API, then p2p (pubsub, DHT, host),
+// then the store. It is idempotent.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		var errs []error
+		if n.api != nil {
+			errs = append(errs, n.api.Close())
+			if n.cfg.Home != "" {
+				if err := os.Remove(APIURLPath(n.cfg.Home)); err != nil && !errors.Is(err, os.ErrNotExist) {
+					errs = append(errs, err)
+				}
+			}
+		}
+		errs = append(errs, n.p2p.Close(), n.db.Close())
+		n.closeErr = errors.Join(errs...)
+	})
+	return n.closeErr
+}
+
+// ID is the node's peer ID.
+func (n *Node) ID() peer.ID { return n.p2p.ID() }
+
+// Role is the node's role.
+func (n *Node) Role() Role { return n.cfg.Role }
+
+// P2P exposes the p2p layer (tests, later wiring).
+func (n *Node) P2P() *p2p.Node { return n.p2p }
+
+// Ready reports whether the node can route (non-empty routing table).
+func (n *Node) Ready() bool { return n.p2p.Ready() }
+
+// WaitReady blocks until Ready or ctx ends.
+func (n *Node) WaitReady(ctx context.Context) error { return n.p2p.WaitReady(ctx) }
+
+// APIURL is the API's base URL, or "" when the API is off.
+func (n *Node) APIURL() string {
+	if n.api == nil {
+		return ""
+	}
+	return n.api.URL()
+}
+
+// P2PAddrs are the node's dialable addresses, each ending in /p2p/<id>:
+// what another node puts in p2p.bootstrap.
+func (n *Node) P2PAddrs() []string {
+	infos, err := peer.AddrInfoToP2pAddrs(&peer.AddrInfo{ID: n.p2p.ID(), Addrs: n.p2p.AdvertisedAddrs()})
+	if err != nil {
+		return nil
+	}
+	out := make([]string, len(infos))
+	for i, a := range infos {
+		out[i] = a.String()
+	}
+	return out
+}
+
+// knownPeersKept bounds the peer book: enough to rejoin a network whose
+// bootstrap peers are all gone, small enough to read on every redial pass.
+const knownPeersKept = 512
+
+func (n *Node) pruneKnownPeers(ctx context.Context) {
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	for {
+		if removed, err := n.db.PruneKnownPeers(knownPeersKept); err != nil {
+			n.log.Warn("prune known peers", "err", err)
+		} else if removed > 0 {
+			n.log.Debug("pruned known peers", "removed", removed)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// peerBook adapts the store to p2p.PeerBook.
+type peerBook struct{ db *store.DB }
+
+func (b peerBook) SavePeer(info peer.AddrInfo, seen time.Time) error {
+	return b.db.SavePeer(store.KnownPeer{Info: info, LastSeen: seen})
+}
+
+func (b peerBook) KnownPeers(limit int) ([]peer.AddrInfo, error) {
+	kps, err := b.db.KnownPeers(limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]peer.AddrInfo, len(kps))
+	for i, k := range kps {
+		out[i] = k.Info
+	}
+	return out, nil
+}

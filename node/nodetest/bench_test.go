@@ -1,0 +1,408 @@
+package nodetest
+
+import (
+	"context"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idlegrid/idlegrid/node"
+	"github.com/idlegrid/idlegrid/p2p"
+	"github.com/libp2p/go-libp2p/core/peer"
+	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Network benchmark parameters. The defaults are what docs/benchmarks.md
+// reports; the flags exist so that a variant can be rerun from the
+// command line (go test ... -args -netbench.heartbeat=100ms) instead of
+// by editing code.
+var (
+	benchLatency = flag.Duration("netbench.latency", 5*time.Millisecond,
+		"mocknet one-way latency per link (applied to every write)")
+	benchHeartbeat = flag.Duration("netbench.heartbeat", time.Second,
+		"gossipsub heartbeat; 1s is the production default")
+	benchConnLow     = flag.Int("netbench.connlow", 16, "connection manager low water mark")
+	benchConnHigh    = flag.Int("netbench.connhigh", 32, "connection manager high water mark")
+	benchMsgs        = flag.Int("netbench.msgs", 40, "gossip messages per benchmark iteration")
+	benchHeapProfile = flag.String("netbench.heapprofile", "",
+		"write a heap profile to FILE.<nodes> while each cluster is still up")
+	benchEvery = flag.Duration("netbench.every", 50*time.Millisecond,
+		"interval between two published messages")
+)
+
+const (
+	// payloadSize is about one RFQ: a few hundred bytes of job spec.
+	payloadSize = 256
+	// deliveryDeadline is the generous bound after which a message that
+	// has not reached every subscriber counts as lost and fails the run.
+	deliveryDeadline = 30 * time.Second
+	kindProbe        = 'p'
+	kindMeasure      = 'm'
+)
+
+// BenchmarkNetwork measures an in-process idlegrid network on mocknet
+// with connection limits on: how long until every routing table is
+// non-empty, gossip delivery latency on the RFQ topic at every
+// subscribing provider, and heap and goroutines per node.
+//
+//	go test ./node/nodetest -run '^$' -bench BenchmarkNetwork -benchtime=1x -count=3 -timeout 60m
+func BenchmarkNetwork(b *testing.B) {
+	if testing.Short() {
+		// 200 nodes take minutes and gigabytes on a small machine.
+		b.Skip("network benchmark skipped in -short mode")
+	}
+	for _, n := range []int{50, 200} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) { benchNetwork(b, n) })
+	}
+}
+
+func benchNetwork(b *testing.B, n int) {
+	ctx, cancel := context.WithTimeout(b.Context(), 15*time.Minute)
+	defer cancel()
+
+	// Baseline before the cluster exists: what earlier runs (and the test
+	// binary) left behind is not charged to this network.
+	baseHeap, baseG := liveHeap()
+
+	c, regs, err := startLimited(n, Options{
+		Configure: func(_ int, cfg *node.Config) {
+			cfg.P2P.ConnLow, cfg.P2P.ConnHigh = *benchConnLow, *benchConnHigh
+			// No grace period: limits bite from the first trim (every 10 s,
+			// the connection manager's silence period) instead of after the
+			// one minute production grants, longer than the whole run.
+			cfg.P2P.ConnGrace = 0
+			cfg.P2P.GossipHeartbeat = *benchHeartbeat
+		},
+		Link: mocknet.LinkOptions{Latency: *benchLatency},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			b.Errorf("close: %v", err)
+		}
+	})
+	// Start returns once every node's Run is launched: the network starts
+	// forming now.
+	t0 := time.Now()
+	if err := WaitFor(ctx, "every routing table non-empty", func() bool {
+		return !slices.ContainsFunc(c.Members, func(m *Member) bool { return !m.Node.Ready() })
+	}); err != nil {
+		b.Fatal(err)
+	}
+	rtReady := time.Since(t0)
+
+	// The connection managers trim only when their 10 s ticker finds them
+	// at or above the high water mark; a short run would otherwise be
+	// measured before the limits ever bit. Trim every such member once
+	// now, as that tick would, then let the mesh recover before measuring.
+	for _, m := range c.Members {
+		h := m.Node.P2P().Host()
+		if len(h.Network().Conns()) >= *benchConnHigh {
+			h.(*limitedHost).cm.TrimOpenConns(ctx)
+		}
+	}
+
+	providers := c.ByRole(node.RoleProvider)
+	renter := c.ByRole(node.RoleRenter)[0]
+	rec := newRecorder(providers)
+	for i, m := range providers {
+		self := m.Node.ID()
+		if err := m.Node.P2P().Subscribe(ctx, p2p.TopicRFQ, func(msg p2p.Message) {
+			// Our own publications come back through our subscription with
+			// zero latency; they are not deliveries.
+			if msg.From != self {
+				rec.add(i, msg.Data, time.Now())
+			}
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+
+	rng := rand.New(rand.NewPCG(uint64(n), 2))
+	var seq uint64
+	publish := func(kind byte) (uint64, error) {
+		seq++
+		pub := -1 // the renter
+		if seq%2 == 0 {
+			// Every other message comes from a provider, so that mesh
+			// forwarding from inside the mesh is measured too and not only
+			// the renter's flood publish to its direct topic peers.
+			pub = rng.IntN(len(providers))
+		}
+		from := renter.Node.P2P()
+		if pub >= 0 {
+			from = providers[pub].Node.P2P()
+		}
+		rec.expect(seq, kind, pub)
+		data := make([]byte, payloadSize)
+		data[0] = kind
+		binary.BigEndian.PutUint64(data[1:], seq)
+		binary.BigEndian.PutUint64(data[9:], uint64(time.Now().UnixNano()))
+		pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
+		defer pcancel()
+		return seq, from.Publish(pctx, p2p.TopicRFQ, data, 0)
+	}
+
+	// The mesh is usable once every provider knows enough rfq subscribers
+	// among its peers for the next heartbeat to fill its mesh to Dlo, and
+	// then a renter message and a provider message have each reached every
+	// provider. Probes repeat until then; their deliveries are not
+	// measured.
+	const dlo = 5 // gossipsub's default; p2p keeps it
+	if err := WaitFor(ctx, "rfq topic peers", func() bool {
+		if len(renter.Node.P2P().ListTopicPeers(p2p.TopicRFQ)) == 0 {
+			return false
+		}
+		return !slices.ContainsFunc(providers, func(m *Member) bool {
+			return len(m.Node.P2P().ListTopicPeers(p2p.TopicRFQ)) < min(dlo, len(providers)-1)
+		})
+	}); err != nil {
+		b.Fatal(err)
+	}
+	for {
+		s1, err1 := publish(kindProbe)
+		s2, err2 := publish(kindProbe)
+		if err1 != nil || err2 != nil {
+			b.Fatalf("probe publish: %v %v", err1, err2)
+		}
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		err := WaitFor(pctx, "probe delivery", func() bool { return rec.complete(s1) && rec.complete(s2) })
+		pcancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			b.Fatalf("rfq mesh never carried a probe to every provider: %v", ctx.Err())
+		}
+	}
+	meshReady := time.Since(t0)
+
+	for b.Loop() {
+		tick := time.NewTicker(*benchEvery)
+		var sent []uint64
+		for range *benchMsgs {
+			s, err := publish(kindMeasure)
+			if err != nil {
+				b.Fatalf("publish: %v", err)
+			}
+			sent = append(sent, s)
+			<-tick.C
+		}
+		tick.Stop()
+		dctx, dcancel := context.WithTimeout(ctx, deliveryDeadline)
+		err := WaitFor(dctx, "delivery to every provider", func() bool {
+			return !slices.ContainsFunc(sent, func(s uint64) bool { return !rec.complete(s) })
+		})
+		dcancel()
+		if err != nil {
+			b.Fatalf("%v after %s: %s", err, deliveryDeadline, rec.missing(sent))
+		}
+	}
+
+	// Measured while the network is still up: this is its steady state.
+	heap, g := liveHeap()
+	if *benchHeapProfile != "" {
+		writeHeapProfile(b, fmt.Sprintf("%s.%d", *benchHeapProfile, n))
+	}
+	conns, maxConns := connStats(c)
+	lat, ratio := rec.result()
+	b.ReportMetric(ms(rtReady), "rt_ready_ms")
+	b.ReportMetric(ms(meshReady), "mesh_ready_ms")
+	b.ReportMetric(ms(percentile(lat, 0.50)), "gossip_p50_ms")
+	b.ReportMetric(ms(percentile(lat, 0.95)), "gossip_p95_ms")
+	b.ReportMetric(ms(percentile(lat, 1)), "gossip_max_ms")
+	b.ReportMetric(ratio, "delivery_ratio")
+	b.ReportMetric(float64(int64(heap)-int64(baseHeap))/float64(n)/(1<<20), "heap_MB/node")
+	b.ReportMetric(float64(g-baseG)/float64(n), "goroutines/node")
+	b.ReportMetric(conns, "conns/node")
+	b.Logf("nodes=%d: %d latency samples, max conns %d (bootstrap %d), redials %.0f, heap %.0f MiB total",
+		n, len(lat), maxConns, len(c.Members[0].Node.P2P().Host().Network().Peers()),
+		counterSum(regs, "idlegrid_p2p_redials_total"), float64(heap-baseHeap)/(1<<20))
+	if ratio != 1 {
+		b.Fatalf("delivery ratio %.4f, want 1", ratio)
+	}
+}
+
+// recorder collects deliveries at the subscribing providers.
+type recorder struct {
+	mu       sync.Mutex
+	ids      []peer.ID         // subscriber index -> peer
+	want     map[uint64]int    // seq -> expected deliveries
+	got      map[uint64][]bool // seq -> subscriber -> delivered
+	count    map[uint64]int    // seq -> distinct deliveries
+	measured map[uint64]bool   // seq -> counts towards the results
+	lat      []time.Duration   // latencies of measured deliveries
+}
+
+func newRecorder(subs []*Member) *recorder {
+	r := &recorder{
+		want:     map[uint64]int{},
+		got:      map[uint64][]bool{},
+		count:    map[uint64]int{},
+		measured: map[uint64]bool{},
+	}
+	for _, m := range subs {
+		r.ids = append(r.ids, m.Node.ID())
+	}
+	return r
+}
+
+// expect registers a message before it is published; pub is the
+// publishing subscriber's index, or -1 when the publisher does not
+// subscribe (the renter).
+func (r *recorder) expect(seq uint64, kind byte, pub int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got[seq] = make([]bool, len(r.ids))
+	r.want[seq] = len(r.ids)
+	r.measured[seq] = kind == kindMeasure
+	if pub >= 0 {
+		r.got[seq][pub] = true // it has its own message
+		r.want[seq]--
+	}
+}
+
+func (r *recorder) add(sub int, data []byte, now time.Time) {
+	if len(data) < 17 {
+		return
+	}
+	seq := binary.BigEndian.Uint64(data[1:])
+	sent := time.Unix(0, int64(binary.BigEndian.Uint64(data[9:])))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	got, ok := r.got[seq]
+	if !ok || got[sub] {
+		// Content IDs deduplicate, so a second delivery would be a bug;
+		// the cluster test checks for it, here it only must not count.
+		return
+	}
+	got[sub] = true
+	r.count[seq]++
+	if r.measured[seq] {
+		r.lat = append(r.lat, now.Sub(sent))
+	}
+}
+
+func (r *recorder) complete(seq uint64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.count[seq] >= r.want[seq]
+}
+
+// missing describes undelivered messages for the failure report.
+func (r *recorder) missing(seqs []uint64) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lost, msgs := 0, 0
+	var example string
+	for _, s := range seqs {
+		if miss := r.want[s] - r.count[s]; miss > 0 {
+			lost += miss
+			msgs++
+			if example == "" {
+				i := slices.Index(r.got[s], false)
+				example = fmt.Sprintf("; e.g. message %d never reached provider %s", s, r.ids[i])
+			}
+		}
+	}
+	return fmt.Sprintf("%d of %d messages incomplete, %d deliveries missing%s", msgs, len(seqs), lost, example)
+}
+
+// result returns the measured latencies, sorted, and the delivery ratio
+// over measured messages.
+func (r *recorder) result() ([]time.Duration, float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	want, got := 0, 0
+	for s, m := range r.measured {
+		if m {
+			want += r.want[s]
+			got += r.count[s]
+		}
+	}
+	lat := slices.Clone(r.lat)
+	slices.Sort(lat)
+	if want == 0 {
+		return lat, 0
+	}
+	return lat, float64(got) / float64(want)
+}
+
+// writeHeapProfile records what the live network holds. -memprofile
+// cannot: it is written after every cluster has been torn down.
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// liveHeap is the live heap after a full collection, and the goroutine
+// count.
+func liveHeap() (uint64, int) {
+	// Two cycles: finalizers queued by the first free more in the second.
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc, runtime.NumGoroutine()
+}
+
+// connStats is the mean and the largest number of open connections per
+// member.
+func connStats(c *Cluster) (mean float64, most int) {
+	total := 0
+	for _, m := range c.Members {
+		k := len(m.Node.P2P().Host().Network().Conns())
+		total += k
+		most = max(most, k)
+	}
+	return float64(total) / float64(len(c.Members)), most
+}
+
+// percentile is the nearest-rank q-quantile of sorted durations.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// counterSum adds up a counter family over every member's registry.
+func counterSum(regs []*prometheus.Registry, name string) float64 {
+	sum := 0.0
+	for _, reg := range regs {
+		mfs, err := reg.Gather()
+		if err != nil {
+			continue
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}

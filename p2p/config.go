@@ -1,0 +1,165 @@
+package p2p
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Protocol identifiers. They keep idlegrid off the public IPFS network:
+// a node speaking /ipfs/kad or /meshsub never meets ours.
+const (
+	// DHTPrefix is the Kademlia protocol prefix (-> /idlegrid/kad/1.0.0).
+	DHTPrefix protocol.ID = "/idlegrid"
+	// DHTProtocol is the full Kademlia protocol ID that DHTPrefix yields.
+	DHTProtocol protocol.ID = DHTPrefix + "/kad/1.0.0"
+	// GossipProtocol is the private gossipsub v1.2 protocol ID.
+	GossipProtocol protocol.ID = "/idlegrid/meshsub/1.2.0"
+)
+
+// Gossip topics. Only these may be joined or subscribed to: the
+// subscription filter drops every other topic a peer announces.
+const (
+	TopicRFQ    = "idlegrid/rfq/1"
+	TopicAttest = "idlegrid/attest/1"
+	TopicFraud  = "idlegrid/fraud/1"
+)
+
+// AllTopics lists the topic allowlist.
+var AllTopics = []string{TopicRFQ, TopicAttest, TopicFraud}
+
+// Config describes one libp2p node. The node package maps a role onto it;
+// p2p itself knows nothing about roles or markets, only knobs.
+type Config struct {
+	// Identity is the node's Ed25519 key; its peer ID names the node.
+	Identity crypto.PrivKey
+	// ListenAddrs are the TCP and QUIC-v1 addresses to listen on.
+	ListenAddrs []ma.Multiaddr
+	// AnnounceAddrs, when set, replace the addresses advertised to peers
+	// (datacenter hosts with a known public address).
+	AnnounceAddrs []ma.Multiaddr
+	// Bootstrap peers are dialed first, kept connected, and seed the DHT.
+	Bootstrap []peer.AddrInfo
+
+	// DHTServer answers DHT queries (providers, bootstrap); otherwise client.
+	DHTServer bool
+	// Bootstrapper turns on the relay v2 service, forces public
+	// reachability, turns on gossip peer exchange and sets mesh degree 0.
+	Bootstrapper bool
+	// NATTraversal turns on UPnP/NAT-PMP port mapping, hole punching,
+	// AutoNAT v2 and auto-relay through relays learnt from bootstrap peers.
+	NATTraversal bool
+
+	// ConnLow and ConnHigh are the connection manager water marks.
+	ConnLow, ConnHigh int
+	// ConnGrace protects new connections from trimming.
+	ConnGrace time.Duration
+	// ResourceMemory and ResourceFDs size the resource manager explicitly
+	// (never AutoScale, which grants each host 1/8 of RAM).
+	ResourceMemory int64
+	ResourceFDs    int
+
+	// Topics the node may use; defaults to AllTopics.
+	Topics []string
+	// MaxMessageSize caps one gossip message.
+	MaxMessageSize int
+	// GossipHeartbeat is the gossipsub heartbeat interval.
+	GossipHeartbeat time.Duration
+	// AppScore feeds gossipsub's application-specific score (reputation
+	// later); bootstrap peers get a fixed bonus on top. May be nil.
+	AppScore func(peer.ID) float64
+
+	// ReconnectMin and ReconnectMax bound the redial backoff.
+	ReconnectMin, ReconnectMax time.Duration
+	// MinPeers: below this many connected idlegrid peers the node redials
+	// known peers, not only bootstrap peers.
+	MinPeers int
+
+	// DHTOptions are appended to the node's own (record validators).
+	DHTOptions []dht.Option
+	// UserAgent is announced through identify.
+	UserAgent string
+}
+
+// Deps are the node's collaborators.
+type Deps struct {
+	// Host, when set, is used instead of building one (mocknet in tests).
+	// The node takes ownership and closes it.
+	Host host.Host
+	// PeerBook persists known peers across restarts. May be nil.
+	PeerBook PeerBook
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Registerer receives the node's metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+}
+
+// PeerBook is durable memory of peers met, so that a restarted node does
+// not depend on one bootstrap peer to find the network again.
+type PeerBook interface {
+	SavePeer(info peer.AddrInfo, seen time.Time) error
+	KnownPeers(limit int) ([]peer.AddrInfo, error)
+}
+
+// DefaultConfig returns a Config with every knob at its production default.
+// Identity and addresses are left empty.
+func DefaultConfig() Config {
+	return Config{
+		ConnLow:         64,
+		ConnHigh:        192,
+		ConnGrace:       time.Minute,
+		ResourceMemory:  512 << 20,
+		ResourceFDs:     4096,
+		Topics:          AllTopics,
+		MaxMessageSize:  256 << 10,
+		GossipHeartbeat: time.Second,
+		ReconnectMin:    time.Second,
+		ReconnectMax:    time.Minute,
+		MinPeers:        8,
+		UserAgent:       "idlegrid",
+	}
+}
+
+func (c *Config) validate(hasHost bool) error {
+	var errs []error
+	if c.Identity == nil && !hasHost {
+		errs = append(errs, errors.New("identity key is required"))
+	}
+	if c.Identity != nil && c.Identity.Type() != crypto.Ed25519 {
+		errs = append(errs, fmt.Errorf("identity key must be Ed25519, got %s", c.Identity.Type()))
+	}
+	if c.ConnLow <= 0 || c.ConnHigh < c.ConnLow {
+		errs = append(errs, fmt.Errorf("connection water marks low=%d high=%d: need 0 < low <= high", c.ConnLow, c.ConnHigh))
+	}
+	if c.MaxMessageSize < 1<<10 || c.MaxMessageSize > 4<<20 {
+		errs = append(errs, fmt.Errorf("max message size %d: must be within 1 KiB..4 MiB", c.MaxMessageSize))
+	}
+	if c.GossipHeartbeat < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("gossip heartbeat %s is too short", c.GossipHeartbeat))
+	}
+	if c.ReconnectMin <= 0 || c.ReconnectMax < c.ReconnectMin {
+		errs = append(errs, fmt.Errorf("reconnect backoff min=%s max=%s: need 0 < min <= max", c.ReconnectMin, c.ReconnectMax))
+	}
+	allowed := map[string]bool{}
+	for _, t := range AllTopics {
+		allowed[t] = true
+	}
+	for _, t := range c.Topics {
+		if !allowed[t] {
+			errs = append(errs, fmt.Errorf("topic %q is not in the allowlist %v", t, AllTopics))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("p2p config: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,171 @@
+package p2p
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	pb "github.com/libp2p/go-libp2p-pubsub/pb"
+	"github.com/libp2p/go-libp2p/core/discovery"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+)
+
+// Verdict is a topic validator's decision about one message.
+type Verdict int
+
+const (
+	// Accept delivers and forwards the message.
+	Accept Verdict = iota
+	// Reject drops it and penalises the peer that forwarded it: use for
+	// provably bad messages (bad signature, malformed).
+	Reject
+	// Ignore drops it without penalty: stale, duplicate, not for us.
+	Ignore
+)
+
+// Validator inspects a message's payload before anything else sees it.
+// from is the peer that forwarded it; signer is the peer that signed the
+// gossip envelope (strict signing makes it always present).
+type Validator func(ctx context.Context, from, signer peer.ID, data []byte) Verdict
+
+// bootstrapScore lifts bootstrap peers above AcceptPXThreshold, so peer
+// exchange from them is trusted (the Lotus pattern).
+const bootstrapScore = 1500
+
+// contentID names a message by the hash of its payload, so the same
+// signed record relayed by two publishers is delivered once.
+func contentID(m *pb.Message) string {
+	sum := sha256.Sum256(m.Data)
+	return string(sum[:])
+}
+
+// gossipFeatures declares what our private protocol ID supports: mesh,
+// peer exchange and IDONTWANT, exactly gossipsub v1.2.
+func gossipFeatures(feat pubsub.GossipSubFeature, p protocol.ID) bool {
+	if p != GossipProtocol {
+		return false
+	}
+	switch feat {
+	case pubsub.GossipSubFeatureMesh, pubsub.GossipSubFeaturePX, pubsub.GossipSubFeatureIdontwant:
+		return true
+	default:
+		return false
+	}
+}
+
+func gossipParams(cfg *Config) pubsub.GossipSubParams {
+	p := pubsub.DefaultGossipSubParams()
+	p.HeartbeatInterval = cfg.GossipHeartbeat
+	if cfg.GossipHeartbeat < p.HeartbeatInitialDelay {
+		p.HeartbeatInitialDelay = cfg.GossipHeartbeat
+	}
+	if cfg.Bootstrapper {
+		// Bootstrap peers route no messages of their own: no mesh, only
+		// gossip emission and peer exchange.
+		p.D, p.Dlo, p.Dhi, p.Dout, p.Dscore = 0, 0, 0, 0, 0
+		p.Dlazy = 12
+	}
+	return p
+}
+
+func scoreParams(cfg *Config, isBootstrap func(peer.ID) bool) (*pubsub.PeerScoreParams, *pubsub.PeerScoreThresholds) {
+	app := cfg.AppScore
+	topics := make(map[string]*pubsub.TopicScoreParams, len(cfg.Topics))
+	for _, t := range cfg.Topics {
+		topics[t] = &pubsub.TopicScoreParams{
+			TopicWeight: 0.5,
+			// P1: a little credit for staying in the mesh.
+			TimeInMeshWeight:  0.00027,
+			TimeInMeshQuantum: time.Second,
+			TimeInMeshCap:     3600,
+			// P2: credit for delivering messages first.
+			FirstMessageDeliveriesWeight: 5,
+			FirstMessageDeliveriesDecay:  pubsub.ScoreParameterDecay(10 * time.Minute),
+			FirstMessageDeliveriesCap:    100,
+			// P3 (mesh delivery rate) stays off: in a small network it
+			// prunes honest but quiet peers.
+			// P4: invalid messages cost a lot and are remembered for hours.
+			InvalidMessageDeliveriesWeight: -1000,
+			InvalidMessageDeliveriesDecay:  pubsub.ScoreParameterDecay(time.Hour),
+		}
+	}
+	params := &pubsub.PeerScoreParams{
+		Topics:            topics,
+		TopicScoreCap:     100,
+		AppSpecificWeight: 1,
+		AppSpecificScore: func(p peer.ID) float64 {
+			s := 0.0
+			if isBootstrap(p) {
+				s += bootstrapScore
+			}
+			if app != nil {
+				s += app(p)
+			}
+			return s
+		},
+		// P6: many peers from one IP is suspicious; loopback is exempt.
+		IPColocationFactorWeight:    -100,
+		IPColocationFactorThreshold: 5,
+		BehaviourPenaltyWeight:      -10,
+		BehaviourPenaltyThreshold:   6,
+		BehaviourPenaltyDecay:       pubsub.ScoreParameterDecay(time.Hour),
+		DecayInterval:               pubsub.DefaultDecayInterval,
+		DecayToZero:                 pubsub.DefaultDecayToZero,
+		RetainScore:                 6 * time.Hour,
+	}
+	thresholds := &pubsub.PeerScoreThresholds{
+		GossipThreshold:             -500,
+		PublishThreshold:            -1000,
+		GraylistThreshold:           -2500,
+		AcceptPXThreshold:           1000,
+		OpportunisticGraftThreshold: 3.5,
+	}
+	return params, thresholds
+}
+
+// newPubSub starts gossipsub bound to ctx (pubsub has no Close: cancelling
+// ctx stops it). disc finds topic peers through the DHT.
+func newPubSub(ctx context.Context, h host.Host, cfg *Config, disc discovery.Discovery, isBootstrap func(peer.ID) bool) (*pubsub.PubSub, error) {
+	sp, th := scoreParams(cfg, isBootstrap)
+	opts := []pubsub.Option{
+		pubsub.WithGossipSubProtocols([]protocol.ID{GossipProtocol}, gossipFeatures),
+		pubsub.WithGossipSubParams(gossipParams(cfg)),
+		pubsub.WithMessageSignaturePolicy(pubsub.StrictSign),
+		pubsub.WithMessageIdFn(contentID),
+		pubsub.WithMaxMessageSize(cfg.MaxMessageSize),
+		pubsub.WithFloodPublish(true),
+		pubsub.WithValidateQueueSize(256),
+		pubsub.WithPeerOutboundQueueSize(128),
+		pubsub.WithSubscriptionFilter(pubsub.WrapLimitSubscriptionFilter(
+			pubsub.NewAllowlistSubscriptionFilter(cfg.Topics...), len(cfg.Topics)*4)),
+		pubsub.WithPeerScore(sp, th),
+		pubsub.WithPeerExchange(cfg.Bootstrapper),
+	}
+	if disc != nil {
+		opts = append(opts, pubsub.WithDiscovery(disc))
+	}
+	ps, err := pubsub.NewGossipSub(ctx, h, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("p2p: gossipsub: %w", err)
+	}
+	return ps, nil
+}
+
+// retryingDiscovery shortens pubsub's two-minute retry after a failed
+// topic advertisement: at start-up the routing table is often still empty.
+type retryingDiscovery struct {
+	discovery.Discovery
+	retry time.Duration
+}
+
+func (d retryingDiscovery) Advertise(ctx context.Context, ns string, opts ...discovery.Option) (time.Duration, error) {
+	ttl, err := d.Discovery.Advertise(ctx, ns, opts...)
+	if err != nil {
+		return d.retry, err
+	}
+	return ttl, nil
+}

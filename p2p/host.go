@@ -1,0 +1,157 @@
+package p2p
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
+	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
+	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
+	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/proto"
+	"github.com/libp2p/go-libp2p/p2p/security/noise"
+	tls "github.com/libp2p/go-libp2p/p2p/security/tls"
+	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
+	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// newHost builds the libp2p host from explicit options: TCP and QUIC-v1,
+// Noise and TLS, yamux, a connection manager, an explicitly sized resource
+// manager, identify and ping. Role-specific reachability options follow.
+func newHost(cfg *Config, reg prometheus.Registerer, relaySource autorelay.PeerSource) (host.Host, error) {
+	cm, err := connmgr.NewConnManager(cfg.ConnLow, cfg.ConnHigh, connmgr.WithGracePeriod(cfg.ConnGrace))
+	if err != nil {
+		return nil, fmt.Errorf("p2p: connection manager: %w", err)
+	}
+	rm, err := newResourceManager(cfg)
+	if err != nil {
+		return nil, err
+	}
+	opts := []libp2p.Option{
+		libp2p.Identity(cfg.Identity),
+		libp2p.ListenAddrs(cfg.ListenAddrs...),
+		libp2p.Transport(tcp.NewTCPTransport),
+		libp2p.Transport(quic.NewTransport),
+		libp2p.Security(noise.ID, noise.New),
+		libp2p.Security(tls.ID, tls.New),
+		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
+		libp2p.ConnectionManager(cm),
+		libp2p.ResourceManager(rm),
+		libp2p.Ping(true),
+		libp2p.UserAgent(cfg.UserAgent),
+	}
+	if reg != nil {
+		opts = append(opts, libp2p.PrometheusRegisterer(reg))
+	} else {
+		opts = append(opts, libp2p.DisableMetrics())
+	}
+	if len(cfg.AnnounceAddrs) > 0 {
+		announce := cfg.AnnounceAddrs
+		opts = append(opts, libp2p.AddrsFactory(func([]ma.Multiaddr) []ma.Multiaddr { return announce }))
+	}
+	switch {
+	case cfg.Bootstrapper:
+		// Bootstrap peers are public by definition: serve relay v2 circuits
+		// (signalling and hole-punch coordination only; the default limits
+		// are 2 min / 128 KiB per circuit) and AutoNAT dial-backs.
+		opts = append(opts,
+			libp2p.ForceReachabilityPublic(),
+			libp2p.EnableRelayService(),
+			libp2p.EnableNATService(),
+		)
+	case cfg.NATTraversal:
+		opts = append(opts,
+			libp2p.NATPortMap(),
+			libp2p.EnableHolePunching(),
+			libp2p.EnableAutoNATv2(),
+			libp2p.EnableAutoRelayWithPeerSource(relaySource),
+		)
+	}
+	h, err := libp2p.New(opts...)
+	if err != nil {
+		_ = rm.Close()
+		return nil, fmt.Errorf("p2p: libp2p.New: %w", err)
+	}
+	return h, nil
+}
+
+// newResourceManager sizes the limits from an explicit memory and file
+// descriptor budget and allowlists bootstrap peers, so a busy node can
+// always reach its way back into the network.
+func newResourceManager(cfg *Config) (network.ResourceManager, error) {
+	limits := rcmgr.DefaultLimits
+	libp2p.SetDefaultServiceLimits(&limits)
+	scaled := limits.Scale(cfg.ResourceMemory, cfg.ResourceFDs)
+	// The allowlist takes /ip4|ip6/<addr>/p2p/<id>; DNS addresses cannot be
+	// allowlisted and are skipped.
+	var allow []ma.Multiaddr
+	for _, b := range cfg.Bootstrap {
+		for _, a := range b.Addrs {
+			var ipc *ma.Component
+			ma.ForEach(a, func(c ma.Component) bool {
+				if c.Protocol().Code == ma.P_IP4 || c.Protocol().Code == ma.P_IP6 {
+					ipc = &c
+					return false
+				}
+				return true
+			})
+			if ipc == nil {
+				continue
+			}
+			pc, err := ma.NewComponent("p2p", b.ID.String())
+			if err != nil {
+				continue
+			}
+			allow = append(allow, ma.Multiaddr{*ipc, *pc})
+		}
+	}
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(scaled), rcmgr.WithAllowlistedMultiaddrs(allow))
+	if err != nil {
+		return nil, fmt.Errorf("p2p: resource manager: %w", err)
+	}
+	return rm, nil
+}
+
+// relayPeerSource feeds auto-relay with candidate relays: the configured
+// bootstrap peers (which run the relay service) and any connected peer
+// that advertises the relay v2 hop protocol.
+func relayPeerSource(bootstrap []peer.AddrInfo, hostFn func() host.Host) autorelay.PeerSource {
+	return func(ctx context.Context, num int) <-chan peer.AddrInfo {
+		out := make(chan peer.AddrInfo, num)
+		defer close(out)
+		seen := map[peer.ID]bool{}
+		emit := func(ai peer.AddrInfo) bool {
+			if seen[ai.ID] || len(out) == cap(out) {
+				return len(out) < cap(out)
+			}
+			seen[ai.ID] = true
+			out <- ai
+			return len(out) < cap(out)
+		}
+		for _, b := range bootstrap {
+			if !emit(b) {
+				return out
+			}
+		}
+		h := hostFn()
+		if h == nil {
+			return out
+		}
+		for _, p := range h.Network().Peers() {
+			protos, err := h.Peerstore().SupportsProtocols(p, proto.ProtoIDv2Hop)
+			if err != nil || len(protos) == 0 {
+				continue
+			}
+			if !emit(peer.AddrInfo{ID: p, Addrs: h.Peerstore().Addrs(p)}) {
+				break
+			}
+		}
+		return out
+	}
+}

@@ -1,0 +1,309 @@
+// Package p2p is idlegrid's libp2p layer: one host (TCP and QUIC-v1, Noise
+// and TLS, yamux, explicit connection and resource managers), a private
+// Kademlia DHT under the /idlegrid prefix, gossipsub on private protocol IDs
+// with a topic allowlist, signed messages and content-hash IDs, size-limited
+// stream helpers, and a reconnect loop that heals the network after
+// restarts.
+//
+// p2p moves bytes. It knows no market types: validators receive raw
+// payloads and the node package decides what they mean.
+package p2p
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/discovery"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	drouting "github.com/libp2p/go-libp2p/p2p/discovery/routing"
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+// ErrClosed is returned by operations on a closed node.
+var ErrClosed = errors.New("p2p node is closed")
+
+// Node is a running libp2p node: host, DHT and gossipsub.
+type Node struct {
+	cfg     Config
+	log     *slog.Logger
+	host    host.Host
+	dht     *dht.IpfsDHT
+	ps      *pubsub.PubSub
+	book    PeerBook
+	metrics *metrics
+	started time.Time
+
+	routing  *drouting.RoutingDiscovery
+	psCancel context.CancelFunc
+	boot     map[peer.ID]bool
+
+	mu     sync.Mutex
+	topics map[string]*pubsub.Topic
+	closed bool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New builds the host (unless deps.Host is given), the DHT and gossipsub.
+// On error everything already built is torn down again.
+func New(cfg Config, deps Deps) (_ *Node, err error) {
+	if err := cfg.validate(deps.Host != nil); err != nil {
+		return nil, err
+	}
+	if len(cfg.Topics) == 0 {
+		cfg.Topics = AllTopics
+	}
+	logger := deps.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	n := &Node{
+		cfg:     cfg,
+		log:     logger,
+		book:    deps.PeerBook,
+		started: time.Now(),
+		boot:    make(map[peer.ID]bool, len(cfg.Bootstrap)),
+		topics:  make(map[string]*pubsub.Topic),
+	}
+	for _, b := range cfg.Bootstrap {
+		n.boot[b.ID] = true
+	}
+	var undo []func() error
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				_ = undo[i]()
+			}
+		}
+	}()
+
+	n.host = deps.Host
+	if n.host == nil {
+		n.host, err = newHost(&n.cfg, deps.Registerer, relayPeerSource(cfg.Bootstrap, func() host.Host { return n.host }))
+		if err != nil {
+			return nil, err
+		}
+	}
+	undo = append(undo, n.host.Close)
+	for _, b := range cfg.Bootstrap {
+		n.host.Peerstore().AddAddrs(b.ID, b.Addrs, time.Hour)
+	}
+
+	mode := dht.ModeClient
+	if cfg.DHTServer {
+		mode = dht.ModeServer
+	}
+	dopts := append([]dht.Option{
+		dht.ProtocolPrefix(DHTPrefix),
+		dht.Mode(mode),
+		dht.BootstrapPeersFunc(n.bootstrapPeers),
+	}, cfg.DHTOptions...)
+	n.dht, err = dht.New(n.host, dopts...)
+	if err != nil {
+		return nil, fmt.Errorf("p2p: dht.New: %w", err)
+	}
+	undo = append(undo, n.dht.Close)
+
+	psCtx, cancel := context.WithCancel(context.Background())
+	n.psCancel = cancel
+	undo = append(undo, func() error { cancel(); return nil })
+	// Topic peers are found through the DHT (provider records under the
+	// topic name). Bootstrap peers join no topic and need none.
+	n.routing = drouting.NewRoutingDiscovery(n.dht)
+	var disc discovery.Discovery
+	if !cfg.Bootstrapper {
+		disc = retryingDiscovery{Discovery: n.routing, retry: 5 * time.Second}
+	}
+	n.ps, err = newPubSub(psCtx, n.host, &n.cfg, disc, n.isBootstrap)
+	if err != nil {
+		return nil, err
+	}
+	n.metrics, err = newMetrics(deps.Registerer, n)
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// Host is the libp2p host.
+func (n *Node) Host() host.Host { return n.host }
+
+// DHT is the Kademlia DHT.
+func (n *Node) DHT() *dht.IpfsDHT { return n.dht }
+
+// ID is this node's peer ID.
+func (n *Node) ID() peer.ID { return n.host.ID() }
+
+// Ready reports whether the node can route: its DHT routing table is
+// non-empty. Queries before that fail with "failed to find any peer in
+// table".
+func (n *Node) Ready() bool { return n.dht.RoutingTable().Size() > 0 }
+
+// WaitReady blocks until Ready or ctx ends.
+func (n *Node) WaitReady(ctx context.Context) error {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for !n.Ready() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("p2p: wait for non-empty routing table: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+func (n *Node) isBootstrap(p peer.ID) bool { return n.boot[p] }
+
+// bootstrapPeers seeds the DHT: configured bootstrap peers first, then
+// peers remembered from earlier runs.
+func (n *Node) bootstrapPeers() []peer.AddrInfo {
+	out := slices.Clone(n.cfg.Bootstrap)
+	if n.book != nil {
+		known, err := n.book.KnownPeers(32)
+		if err != nil {
+			n.log.Warn("read known peers", "err", err)
+		}
+		for _, k := range known {
+			if !n.boot[k.ID] && k.ID != n.host.ID() {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// Run runs the node's loops (reconnect, peer book) until ctx ends.
+func (n *Node) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Go(func() { n.recordPeers(ctx) })
+	wg.Go(func() { n.reconnectLoop(ctx) })
+	wg.Wait()
+	return nil
+}
+
+// Close stops gossipsub, the DHT and the host, in that order. It is
+// idempotent.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		n.mu.Lock()
+		n.closed = true
+		for name, t := range n.topics {
+			_ = t.Close()
+			delete(n.topics, name)
+		}
+		n.mu.Unlock()
+		n.psCancel()
+		var errs []error
+		if err := n.dht.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("dht close: %w", err))
+		}
+		if err := n.host.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("host close: %w", err))
+		}
+		n.metrics.unregister()
+		n.closeErr = errors.Join(errs...)
+	})
+	return n.closeErr
+}
+
+// Uptime is how long ago the node was built.
+func (n *Node) Uptime() time.Duration { return time.Since(n.started) }
+
+// ListenAddrs are the addresses the host listens on, resolved to
+// interfaces (0.0.0.0 expanded, port 0 replaced).
+func (n *Node) ListenAddrs() []ma.Multiaddr {
+	addrs, err := n.host.Network().InterfaceListenAddresses()
+	if err != nil {
+		addrs = n.host.Network().ListenAddresses()
+	}
+	// The relay transport "listens" on /p2p-circuit; that is not an
+	// address anyone can dial us on directly.
+	return slices.DeleteFunc(addrs, func(a ma.Multiaddr) bool {
+		_, err := a.ValueForProtocol(ma.P_CIRCUIT)
+		return err == nil
+	})
+}
+
+// AdvertisedAddrs are the addresses the node tells peers to dial: the
+// announce addresses when configured, else the detected ones (relay
+// circuit addresses excluded).
+func (n *Node) AdvertisedAddrs() []ma.Multiaddr {
+	return slices.DeleteFunc(slices.Clone(n.host.Addrs()), func(a ma.Multiaddr) bool {
+		_, err := a.ValueForProtocol(ma.P_CIRCUIT)
+		return err == nil
+	})
+}
+
+// ObservedAddrs are announced addresses that are not our own listen
+// addresses: what peers see of us (NAT mappings, observed public IPs).
+func (n *Node) ObservedAddrs() []ma.Multiaddr {
+	listen := n.ListenAddrs()
+	var out []ma.Multiaddr
+	for _, a := range n.host.Addrs() {
+		if !slices.ContainsFunc(listen, a.Equal) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// RoutingTableSize is the number of peers in the DHT routing table.
+func (n *Node) RoutingTableSize() int { return n.dht.RoutingTable().Size() }
+
+// ConnectedPeers lists peers with at least one open connection.
+func (n *Node) ConnectedPeers() []peer.ID { return n.host.Network().Peers() }
+
+// PeerInfo describes one connected peer.
+type PeerInfo struct {
+	ID        peer.ID
+	Addrs     []ma.Multiaddr
+	Direction network.Direction
+	Latency   time.Duration
+	Agent     string
+	Bootstrap bool
+	Protocols []string
+}
+
+// Peers describes every connected peer.
+func (n *Node) Peers() []PeerInfo {
+	ps := n.host.Peerstore()
+	var out []PeerInfo
+	for _, p := range n.host.Network().Peers() {
+		pi := PeerInfo{ID: p, Latency: ps.LatencyEWMA(p), Bootstrap: n.boot[p]}
+		for _, c := range n.host.Network().ConnsToPeer(p) {
+			pi.Addrs = append(pi.Addrs, c.RemoteMultiaddr())
+			pi.Direction = c.Stat().Direction
+		}
+		if v, err := ps.Get(p, "AgentVersion"); err == nil {
+			pi.Agent, _ = v.(string)
+		}
+		if protos, err := ps.GetProtocols(p); err == nil {
+			for _, pr := range protos {
+				pi.Protocols = append(pi.Protocols, string(pr))
+			}
+			slices.Sort(pi.Protocols)
+		}
+		out = append(out, pi)
+	}
+	slices.SortFunc(out, func(a, b PeerInfo) int {
+		switch {
+		case a.ID < b.ID:
+			return -1
+		case a.ID > b.ID:
+			return 1
+		}
+		return 0
+	})
+	return out
+}

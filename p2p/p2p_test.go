@@ -1,0 +1,303 @@
+package p2p
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
+	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// Process-wide singletons started by libp2p/badger dependencies.
+		goleak.IgnoreTopFunction("github.com/ipfs/go-log/v2/writer.(*MirrorWriter).logRoutine"),
+		goleak.IgnoreAnyFunction("github.com/libp2p/go-libp2p/p2p/transport/quicreuse.(*reuse).gc"),
+		goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"),
+	)
+}
+
+// mockNet builds n nodes on a fully linked mocknet: node 0 is a bootstrap
+// peer that every other node knows.
+func mockNet(t *testing.T, n int, tweak func(i int, c *Config)) []*Node {
+	t.Helper()
+	mn := mocknet.New()
+	t.Cleanup(func() { _ = mn.Close() })
+	nodes := make([]*Node, n)
+	var boot peer.AddrInfo
+	for i := range n {
+		sk, _, err := crypto.GenerateEd25519Key(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ma.StringCast(fmt.Sprintf("/ip4/10.0.%d.%d/tcp/7401", i/250, i%250+1))
+		h, err := mn.AddPeer(sk, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := DefaultConfig()
+		cfg.DHTServer = true
+		cfg.GossipHeartbeat = 100 * time.Millisecond
+		cfg.ReconnectMin = 100 * time.Millisecond
+		cfg.ReconnectMax = time.Second
+		if i == 0 {
+			cfg.Bootstrapper = true
+		} else {
+			cfg.Bootstrap = []peer.AddrInfo{boot}
+		}
+		if tweak != nil {
+			tweak(i, &cfg)
+		}
+		node, err := New(cfg, Deps{Host: h, PeerBook: newMemBook()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			boot = peer.AddrInfo{ID: h.ID(), Addrs: h.Addrs()}
+		}
+		nodes[i] = node
+	}
+	if err := mn.LinkAll(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, node := range nodes {
+		wg.Go(func() { _ = node.Run(ctx) })
+	}
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		for i := len(nodes) - 1; i >= 0; i-- {
+			if err := nodes[i].Close(); err != nil {
+				t.Errorf("close node %d: %v", i, err)
+			}
+		}
+	})
+	return nodes
+}
+
+type memBook struct {
+	mu    sync.Mutex
+	peers map[peer.ID]peer.AddrInfo
+}
+
+func newMemBook() *memBook { return &memBook{peers: map[peer.ID]peer.AddrInfo{}} }
+
+func (b *memBook) SavePeer(ai peer.AddrInfo, _ time.Time) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.peers[ai.ID] = ai
+	return nil
+}
+
+func (b *memBook) KnownPeers(int) ([]peer.AddrInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []peer.AddrInfo
+	for _, ai := range b.peers {
+		out = append(out, ai)
+	}
+	return out, nil
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestGossipReachesEverySubscriberAndValidatorGates(t *testing.T) {
+	nodes := mockNet(t, 6, nil)
+	for i, n := range nodes[1:] {
+		waitFor(t, fmt.Sprintf("node %d routing table", i+1), 30*time.Second, n.Ready)
+	}
+	ctx := t.Context()
+	type got struct {
+		node int
+		data string
+	}
+	recv := make(chan got, 64)
+	for i, n := range nodes[1:] {
+		if err := n.RegisterValidator(TopicRFQ, func(_ context.Context, _, _ peer.ID, data []byte) Verdict {
+			if bytes.HasPrefix(data, []byte("bad")) {
+				return Reject
+			}
+			return Accept
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Subscribe(ctx, TopicRFQ, func(m Message) { recv <- got{i + 1, string(m.Data)} }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "topic peers", 30*time.Second, func() bool {
+		for _, n := range nodes[1:] {
+			if len(n.ListTopicPeers(TopicRFQ)) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	pub := nodes[1]
+	// A message the validator rejects never reaches anyone, not even the
+	// publisher's own subscription.
+	if err := pub.Publish(ctx, TopicRFQ, []byte("bad message"), 0); err == nil {
+		t.Fatal("publishing a message our own validator rejects must fail")
+	}
+	pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := pub.Publish(pctx, TopicRFQ, []byte("hello"), 1); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	timeout := time.After(30 * time.Second)
+	for len(seen) < len(nodes)-1 {
+		select {
+		case g := <-recv:
+			if g.data != "hello" {
+				t.Fatalf("node %d received %q", g.node, g.data)
+			}
+			seen[g.node] = true
+		case <-timeout:
+			t.Fatalf("only %d of %d subscribers received the message: %v", len(seen), len(nodes)-1, seen)
+		}
+	}
+}
+
+func TestTopicAllowlist(t *testing.T) {
+	nodes := mockNet(t, 1, nil)
+	err := nodes[0].Publish(t.Context(), "not/allowed", []byte("x"), 0)
+	if !errors.Is(err, ErrTopicNotAllowed) {
+		t.Fatalf("got %v, want ErrTopicNotAllowed", err)
+	}
+	big := make([]byte, nodes[0].cfg.MaxMessageSize)
+	if err := nodes[0].Publish(t.Context(), TopicRFQ, big, 0); !errors.Is(err, ErrMessageTooLarge) {
+		t.Fatalf("oversize publish: got %v, want ErrMessageTooLarge", err)
+	}
+	if err := nodes[0].RegisterValidator("other", nil); !errors.Is(err, ErrTopicNotAllowed) {
+		t.Fatalf("got %v, want ErrTopicNotAllowed", err)
+	}
+}
+
+func TestRequestResponseLimits(t *testing.T) {
+	nodes := mockNet(t, 2, nil)
+	a, b := nodes[1], nodes[0]
+	const proto = "/idlegrid/test-echo/1.0.0"
+	lim := StreamLimits{MaxRequest: 64, MaxResponse: 128, Timeout: 5 * time.Second}
+	b.HandleRequests(proto, "idlegrid.test", lim, func(_ context.Context, from peer.ID, req []byte) ([]byte, error) {
+		if string(req) == "fail" {
+			return nil, errors.New("handler refuses")
+		}
+		return append([]byte(from.String()[:4]+":"), req...), nil
+	})
+	ctx := t.Context()
+	waitFor(t, "connection", 20*time.Second, func() bool { return len(a.ConnectedPeers()) > 0 })
+	resp, err := a.Request(ctx, b.ID(), proto, []byte("ping"), lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := a.ID().String()[:4] + ":ping"; string(resp) != want {
+		t.Fatalf("resp %q, want %q", resp, want)
+	}
+	if _, err := a.Request(ctx, b.ID(), proto, []byte("fail"), lim); err == nil {
+		t.Fatal("a handler error must surface as a reset")
+	}
+	// The server enforces its request limit even when a client ignores it.
+	big := bytes.Repeat([]byte("x"), 100)
+	loose := lim
+	loose.MaxRequest = 1 << 10
+	if _, err := a.Request(ctx, b.ID(), proto, big, loose); err == nil {
+		t.Fatal("oversize request must be reset by the server")
+	}
+	if _, err := a.Request(ctx, b.ID(), proto, big, lim); err == nil {
+		t.Fatal("oversize request must be refused by the client")
+	}
+	if _, err := a.Request(ctx, a.ID(), proto, []byte("x"), lim); !errors.Is(err, ErrSelfDial) {
+		t.Fatalf("self request: %v", err)
+	}
+}
+
+func TestReconnectAfterDisconnect(t *testing.T) {
+	nodes := mockNet(t, 3, nil)
+	a := nodes[1]
+	boot := nodes[0].ID()
+	waitFor(t, "bootstrap connection", 20*time.Second, func() bool { return len(a.host.Network().ConnsToPeer(boot)) > 0 })
+	if err := a.host.Network().ClosePeer(boot); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "redial of bootstrap peer", 20*time.Second, func() bool { return len(a.host.Network().ConnsToPeer(boot)) > 0 })
+}
+
+func TestRealHostTCPAndQUIC(t *testing.T) {
+	mk := func(boot []peer.AddrInfo, reg prometheus.Registerer) *Node {
+		sk, _, err := crypto.GenerateEd25519Key(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := DefaultConfig()
+		cfg.Identity = sk
+		cfg.DHTServer = true
+		cfg.Bootstrap = boot
+		cfg.Bootstrapper = boot == nil
+		cfg.ListenAddrs = []ma.Multiaddr{ma.StringCast("/ip4/127.0.0.1/tcp/0"), ma.StringCast("/ip4/127.0.0.1/udp/0/quic-v1")}
+		n, err := New(cfg, Deps{Registerer: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	reg := prometheus.NewRegistry()
+	boot := mk(nil, reg)
+	defer boot.Close()
+	var quicAddr ma.Multiaddr
+	for _, a := range boot.ListenAddrs() {
+		if _, err := a.ValueForProtocol(ma.P_QUIC_V1); err == nil {
+			quicAddr = a
+		}
+	}
+	if quicAddr == nil {
+		t.Fatalf("no QUIC listen address in %v", boot.ListenAddrs())
+	}
+	// Dial over QUIC only to prove that transport works end to end.
+	client := mk([]peer.AddrInfo{{ID: boot.ID(), Addrs: []ma.Multiaddr{quicAddr}}}, nil)
+	defer client.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = client.Run(ctx) })
+	wg.Go(func() { _ = boot.Run(ctx) })
+	defer wg.Wait()
+	defer cancel()
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	if err := client.WaitReady(wctx); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, mf := range mfs {
+		if mf.GetName() == "idlegrid_dht_routing_table_size" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("routing table gauge missing from the injected registry")
+	}
+}

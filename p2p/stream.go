@@ -1,0 +1,106 @@
+package p2p
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/libp2p/go-msgio"
+)
+
+// ErrSelfDial is returned when a request targets this node itself: libp2p
+// cannot open a stream to its own host, so callers short-cut in process.
+var ErrSelfDial = errors.New("p2p: request to self")
+
+// Handler answers one request on a request/response protocol. from is the
+// authenticated remote peer. Returning an error resets the stream.
+type Handler func(ctx context.Context, from peer.ID, req []byte) ([]byte, error)
+
+// StreamLimits bound one request/response exchange.
+type StreamLimits struct {
+	MaxRequest  int
+	MaxResponse int
+	Timeout     time.Duration
+}
+
+// HandleRequests registers a size-limited, deadline-bound request/response
+// protocol: one varint-framed request, one framed response, reset on any
+// error. Memory for both frames is reserved against the resource manager
+// under the given service name first.
+func (n *Node) HandleRequests(proto protocol.ID, service string, lim StreamLimits, h Handler) {
+	n.host.SetStreamHandler(proto, func(s network.Stream) {
+		if err := s.Scope().SetService(service); err != nil {
+			n.log.Debug("stream refused: service scope", "proto", proto, "err", err)
+			_ = s.Reset()
+			return
+		}
+		reserve := lim.MaxRequest + lim.MaxResponse
+		if err := s.Scope().ReserveMemory(reserve, network.ReservationPriorityAlways); err != nil {
+			n.log.Debug("stream refused: memory", "proto", proto, "err", err)
+			_ = s.Reset()
+			return
+		}
+		defer s.Scope().ReleaseMemory(reserve)
+		ctx, cancel := context.WithTimeout(context.Background(), lim.Timeout)
+		defer cancel()
+		_ = s.SetDeadline(time.Now().Add(lim.Timeout))
+		// Deadlines are no-ops on some transports (mocknet); the context
+		// bounds the exchange either way.
+		stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+		defer stop()
+		req, err := msgio.NewVarintReaderSize(s, lim.MaxRequest).ReadMsg()
+		if err != nil {
+			_ = s.Reset()
+			return
+		}
+		resp, err := h(ctx, s.Conn().RemotePeer(), req)
+		if err != nil || len(resp) > lim.MaxResponse {
+			n.log.Debug("request failed", "proto", proto, "peer", s.Conn().RemotePeer(), "err", err, "resp_bytes", len(resp))
+			_ = s.Reset()
+			return
+		}
+		if err := msgio.NewVarintWriter(s).WriteMsg(resp); err != nil {
+			_ = s.Reset()
+			return
+		}
+		_ = s.Close()
+	})
+}
+
+// Request sends one request to p on proto and returns the response.
+func (n *Node) Request(ctx context.Context, p peer.ID, proto protocol.ID, req []byte, lim StreamLimits) ([]byte, error) {
+	if p == n.host.ID() {
+		return nil, ErrSelfDial
+	}
+	if len(req) > lim.MaxRequest {
+		return nil, fmt.Errorf("p2p: request on %s: %d bytes exceeds limit %d", proto, len(req), lim.MaxRequest)
+	}
+	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
+	defer cancel()
+	s, err := n.host.NewStream(ctx, p, proto)
+	if err != nil {
+		return nil, fmt.Errorf("p2p: open %s stream to %s: %w", proto, p, err)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+	defer stop()
+	_ = s.SetDeadline(time.Now().Add(lim.Timeout))
+	if err := msgio.NewVarintWriter(s).WriteMsg(req); err != nil {
+		_ = s.Reset()
+		return nil, fmt.Errorf("p2p: write %s request to %s: %w", proto, p, err)
+	}
+	_ = s.CloseWrite()
+	resp, err := msgio.NewVarintReaderSize(s, lim.MaxResponse).ReadMsg()
+	if err != nil {
+		_ = s.Reset()
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, fmt.Errorf("p2p: read %s response from %s: %w", proto, p, err)
+	}
+	_ = s.Close()
+	return resp, nil
+}

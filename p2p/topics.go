@@ -1,0 +1,182 @@
+package p2p
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// ErrTopicNotAllowed is returned for a topic outside the allowlist.
+var ErrTopicNotAllowed = errors.New("topic not in the allowlist")
+
+// Message is a validated gossip message.
+type Message struct {
+	Topic string
+	// From is the peer that signed and first published it.
+	From peer.ID
+	// ReceivedFrom is the peer that forwarded it to us.
+	ReceivedFrom peer.ID
+	Data         []byte
+}
+
+func (n *Node) topic(name string) (*pubsub.Topic, error) {
+	if !slices.Contains(n.cfg.Topics, name) {
+		return nil, fmt.Errorf("p2p: topic %q: %w", name, ErrTopicNotAllowed)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return nil, ErrClosed
+	}
+	if t, ok := n.topics[name]; ok {
+		return t, nil
+	}
+	t, err := n.ps.Join(name)
+	if err != nil {
+		return nil, fmt.Errorf("p2p: join %q: %w", name, err)
+	}
+	n.topics[name] = t
+	return t, nil
+}
+
+// RegisterValidator installs the validator for a topic. Every message on
+// the topic, ours included, passes through it before delivery or
+// forwarding. Register before subscribing.
+func (n *Node) RegisterValidator(topic string, v Validator) error {
+	if !slices.Contains(n.cfg.Topics, topic) {
+		return fmt.Errorf("p2p: validator for %q: %w", topic, ErrTopicNotAllowed)
+	}
+	counted := func(ctx context.Context, from peer.ID, m *pubsub.Message) pubsub.ValidationResult {
+		verdict := v(ctx, from, m.GetFrom(), m.GetData())
+		n.metrics.validated(topic, verdict)
+		switch verdict {
+		case Accept:
+			return pubsub.ValidationAccept
+		case Reject:
+			return pubsub.ValidationReject
+		default:
+			return pubsub.ValidationIgnore
+		}
+	}
+	if err := n.ps.RegisterTopicValidator(topic, counted); err != nil {
+		return fmt.Errorf("p2p: register validator for %q: %w", topic, err)
+	}
+	return nil
+}
+
+// Subscribe subscribes to a topic and delivers messages to fn, one at a
+// time, until ctx ends. It returns once the subscription is live. fn must
+// not block for long: a full buffer drops messages.
+func (n *Node) Subscribe(ctx context.Context, topic string, fn func(Message)) error {
+	t, err := n.topic(topic)
+	if err != nil {
+		return err
+	}
+	sub, err := t.Subscribe(pubsub.WithBufferSize(256))
+	if err != nil {
+		return fmt.Errorf("p2p: subscribe %q: %w", topic, err)
+	}
+	go func() {
+		defer sub.Cancel()
+		for {
+			m, err := sub.Next(ctx)
+			if err != nil {
+				return
+			}
+			n.metrics.received(topic)
+			fn(Message{Topic: topic, From: m.GetFrom(), ReceivedFrom: m.ReceivedFrom, Data: m.GetData()})
+		}
+	}()
+	return nil
+}
+
+// Publish signs and floods data on a topic. With minPeers > 0 it first
+// waits (bounded by ctx) until that many connected peers subscribe to the
+// topic. Flood publishing sends to all of them, so this is the right
+// readiness for publishers outside the mesh too (renters publish RFQs
+// without subscribing; gossipsub's own readiness counts mesh peers only and
+// would never be satisfied for them).
+func (n *Node) Publish(ctx context.Context, topic string, data []byte, minPeers int) error {
+	t, err := n.topic(topic)
+	if err != nil {
+		return err
+	}
+	if len(data) > n.maxPayload() {
+		return fmt.Errorf("p2p: publish on %q: %d bytes: %w (limit %d)", topic, len(data), ErrMessageTooLarge, n.maxPayload())
+	}
+	if minPeers > 0 {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		var lastLookup time.Time
+		for len(t.ListPeers()) < minPeers {
+			// Publishers outside the mesh get no help from gossipsub's
+			// discovery; look the topic's subscribers up in the DHT.
+			if time.Since(lastLookup) > 2*time.Second {
+				lastLookup = time.Now()
+				go n.connectTopicPeers(ctx, topic, minPeers)
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("p2p: publish on %q: waiting for %d topic peers (have %d): %w", topic, minPeers, len(t.ListPeers()), ctx.Err())
+			case <-tick.C:
+			}
+		}
+	}
+	if err := t.Publish(ctx, data); err != nil {
+		return fmt.Errorf("p2p: publish on %q: %w", topic, err)
+	}
+	n.metrics.published(topic)
+	return nil
+}
+
+// ErrMessageTooLarge is returned when a payload exceeds the gossip limit.
+var ErrMessageTooLarge = errors.New("message too large for gossip")
+
+// envelopeOverhead is room for the signed gossip envelope around a payload
+// (sender, sequence number, topic, signature, public key, framing).
+const envelopeOverhead = 1 << 10
+
+func (n *Node) maxPayload() int { return n.cfg.MaxMessageSize - envelopeOverhead }
+
+// connectTopicPeers finds subscribers of a topic through the DHT (pubsub
+// advertises under the topic name) and dials up to want of them.
+func (n *Node) connectTopicPeers(ctx context.Context, topic string, want int) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	peers, err := n.routing.FindPeers(ctx, topic)
+	if err != nil {
+		n.log.Debug("find topic peers", "topic", topic, "err", err)
+		return
+	}
+	dialed := 0
+	for ai := range peers {
+		if ai.ID == n.host.ID() || n.host.Network().Connectedness(ai.ID) == network.Connected {
+			continue
+		}
+		if err := n.host.Connect(ctx, ai); err != nil {
+			continue
+		}
+		if dialed++; dialed >= want {
+			return
+		}
+	}
+}
+
+// TopicPeers returns, per allowed topic, the connected peers subscribed to
+// it (not only mesh peers).
+func (n *Node) TopicPeers() map[string]int {
+	out := make(map[string]int, len(n.cfg.Topics))
+	for _, t := range n.cfg.Topics {
+		out[t] = len(n.ps.ListPeers(t))
+	}
+	return out
+}
+
+// ListTopicPeers returns the connected peers subscribed to a topic.
+func (n *Node) ListTopicPeers(topic string) []peer.ID { return n.ps.ListPeers(topic) }

@@ -1,0 +1,165 @@
+// Package store is the node's durable state: a badger v4 database under the
+// node's home with typed access to what the node must remember across
+// restarts (known peers now; jobs, leases, vouchers and attestations later).
+//
+// The database carries a schema version key. Opening a database written by a
+// newer schema, a database another process holds, or a corrupt one fails with
+// a clear, typed error and never rewrites what is on disk.
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	badger "github.com/dgraph-io/badger/v4"
+)
+
+// SchemaVersion is the version of the key layout this build reads and writes.
+// Bump it with a migration when a key or value format changes.
+const SchemaVersion uint32 = 1
+
+var schemaKey = []byte("meta/schema")
+
+// Sentinel errors returned by Open.
+var (
+	// ErrLocked means another process (usually a running daemon) holds the
+	// database.
+	ErrLocked = errors.New("store is locked by another process")
+	// ErrCorrupt means badger could not read the files on disk.
+	ErrCorrupt = errors.New("store is corrupt or unreadable")
+	// ErrSchema means the database was written by an incompatible schema.
+	ErrSchema = errors.New("store schema version mismatch")
+	// ErrClosed is returned by operations on a closed store.
+	ErrClosed = errors.New("store is closed")
+)
+
+// Options tune Open. The zero value is a durable on-disk store.
+type Options struct {
+	// Logger receives badger's own log lines at debug level (warnings and
+	// errors keep their level). Nil discards them.
+	Logger *slog.Logger
+	// InMemory keeps everything in RAM; dir is ignored. For tests only.
+	InMemory bool
+}
+
+// DB is an open store. It is safe for concurrent use.
+type DB struct {
+	db        *badger.DB
+	log       *slog.Logger
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens (creating if needed) the store in dir.
+func Open(dir string, opts Options) (*DB, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	bopts := badger.DefaultOptions(dir).
+		WithLogger(badgerLogger{logger}).
+		// Small values and a small node: keep memory modest so a provider
+		// daemon stays light next to the GPU jobs it hosts.
+		WithMemTableSize(16 << 20).
+		WithValueLogFileSize(64 << 20).
+		WithNumVersionsToKeep(1).
+		WithBlockCacheSize(16 << 20).
+		WithIndexCacheSize(8 << 20)
+	if opts.InMemory {
+		bopts = bopts.WithInMemory(true).WithDir("").WithValueDir("")
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("store.Open: create %s: %w", dir, err)
+	}
+	bdb, err := badger.Open(bopts)
+	if err != nil {
+		return nil, classifyOpenError(dir, err)
+	}
+	db := &DB{db: bdb, log: logger}
+	if err := db.checkSchema(); err != nil {
+		_ = bdb.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func classifyOpenError(dir string, err error) error {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "Cannot acquire directory lock"):
+		return fmt.Errorf("store.Open %s: %w (is another idlegrid daemon running with this home?): %v", dir, ErrLocked, err)
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("store.Open %s: %w", dir, err)
+	default:
+		// Badger reports damaged MANIFEST, SST and value-log files with a
+		// variety of messages; all of them mean "cannot read what is there".
+		// We never repair or delete automatically: the operator decides.
+		return fmt.Errorf("store.Open %s: %w: %v (the files are left untouched; move the directory aside to start fresh)", dir, ErrCorrupt, err)
+	}
+}
+
+func (d *DB) checkSchema() error {
+	return d.db.Update(func(txn *badger.Txn) error {
+		item, err := txn.Get(schemaKey)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			var buf [4]byte
+			binary.BigEndian.PutUint32(buf[:], SchemaVersion)
+			return txn.Set(schemaKey, buf[:])
+		}
+		if err != nil {
+			return fmt.Errorf("store.Open: read schema version: %w: %v", ErrCorrupt, err)
+		}
+		return item.Value(func(v []byte) error {
+			if len(v) != 4 {
+				return fmt.Errorf("store.Open: schema key holds %d bytes: %w", len(v), ErrCorrupt)
+			}
+			if got := binary.BigEndian.Uint32(v); got != SchemaVersion {
+				return fmt.Errorf("store.Open: database schema %d, this build reads %d: %w", got, SchemaVersion, ErrSchema)
+			}
+			return nil
+		})
+	})
+}
+
+// Close flushes and closes the database. It is idempotent.
+func (d *DB) Close() error {
+	d.closeOnce.Do(func() {
+		if err := d.db.Close(); err != nil {
+			d.closeErr = fmt.Errorf("store.Close: %w", err)
+		}
+	})
+	return d.closeErr
+}
+
+// Path returns the directory of an on-disk store ("" in memory).
+func (d *DB) Path() string {
+	return filepath.Clean(d.db.Opts().Dir)
+}
+
+func (d *DB) update(fn func(txn *badger.Txn) error) error {
+	if d.db.IsClosed() {
+		return ErrClosed
+	}
+	return d.db.Update(fn)
+}
+
+func (d *DB) view(fn func(txn *badger.Txn) error) error {
+	if d.db.IsClosed() {
+		return ErrClosed
+	}
+	return d.db.View(fn)
+}
+
+// badgerLogger routes badger's printf-style logging into slog. Badger is
+// chatty at info level, so its info lines go to debug.
+type badgerLogger struct{ l *slog.Logger }
+
+func (b badgerLogger) Errorf(f string, a ...any)   { b.l.Error(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger") }
+func (b badgerLogger) Warningf(f string, a ...any) { b.l.Warn(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger") }
+func (b badgerLogger) Infof(f string, a ...any)    { b.l.Debug(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger") }
+func (b badgerLogger) Debugf(f string, a ...any)   { b.l.Debug(strings.TrimSpace(fmt.Sprintf(f, a...)), "component", "badger") }
