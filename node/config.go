@@ -452,7 +452,7 @@ var configTemplate = template.Must(template.New("config").Funcs(template.FuncMap
 		}
 		return "[" + strings.Join(q, ", ") + "]"
 	},
-	"q": strconv.Quote,
+	"q":   strconv.Quote,
 	"dur": func(d time.Duration) string { return strconv.Quote(d.String()) },
 }).Parse(`# idlegrid node configuration.
 # Every key is written out with its default. Any key can be overridden by an

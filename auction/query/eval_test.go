@@ -31,7 +31,7 @@ func TestMatch(t *testing.T) {
 		want  []string
 	}{
 		{"empty_matches_all", "", []string{"a-h100x2-de", "b-h100-leased-fr", "c-a100-40-us", "d-4090x4-de", "e-wasm-only-fi", "f-h200-mixed-de"}},
-		{"design_example_gib_excludes_h100", "gpu=h100 vram>=80 region in [de,fr] price<=2.5 reliability>=0.9", nil},
+		{"design_example_bare_gb", "gpu=h100 vram>=80 region in [de,fr] price<=2.5 reliability>=0.9", []string{"a-h100x2-de"}},
 		{"design_example_vendor_gb", "gpu=h100 vram>=80GB region in [de,fr] price<=2.5 reliability>=0.9", []string{"a-h100x2-de"}},
 		{"family_prefix", "gpu=h100", []string{"a-h100x2-de"}}, // b's H100 is leased
 		{"family_prefix_segment_only", "gpu=h10", nil},
@@ -43,8 +43,9 @@ func TestMatch(t *testing.T) {
 		{"gpus_counts_free", "gpus>=3", []string{"d-4090x4-de"}},
 		{"gpus_counts_qualifying", "gpu=h200 gpus>=2", nil},
 		{"gpus_zero_matches_cpu_only", "gpus=0", []string{"e-wasm-only-fi"}},
-		{"vram_bare_is_gib", "vram>=40", []string{"a-h100x2-de", "c-a100-40-us", "f-h200-mixed-de"}},
-		{"vram_bare_gib_excludes_h100_at_80", "vram>=80", []string{"f-h200-mixed-de"}},
+		{"vram_bare_is_gb", "vram>=40", []string{"a-h100x2-de", "c-a100-40-us", "f-h200-mixed-de"}},
+		{"vram_bare_gb_includes_h100_at_80", "vram>=80", []string{"a-h100x2-de", "f-h200-mixed-de"}},
+		{"vram_gib_excludes_h100_at_80", "vram>=80GiB", []string{"f-h200-mixed-de"}},
 		{"vram_gb_vendor_units", "vram>=48GB", []string{"a-h100x2-de", "f-h200-mixed-de"}},
 		{"vram_mib_exact", "vram=24564MiB", []string{"d-4090x4-de"}},
 		{"cc_numeric_not_lexical", "cc>=9.0", []string{"a-h100x2-de", "f-h200-mixed-de"}},

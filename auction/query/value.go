@@ -20,8 +20,10 @@ type value struct {
 	text string
 }
 
-// Size units. A bare number is GiB (the brief's rule); vendors' "80GB" is
-// decimal, so write 80GB to match cards by their label (see docs/query.md).
+// Size units. A bare number is vendor gigabytes (GB, 10^9 bytes): cards are
+// sold by the decimal size on their label and NVML reports a little less
+// than the binary size, so "vram>=80" must match an "80GB" H100 (81559 MiB,
+// 85.5 GB but only 79.6 GiB). See docs/query.md.
 var sizeUnits = []struct {
 	name  string
 	bytes int64
@@ -143,7 +145,7 @@ func parseSize(f *field, raw string) (value, error) {
 	if !isDecimal(num) {
 		return value{}, fmt.Errorf("%s takes a size such as 80GiB, 48GB or 512MiB, got %q", f.name, raw)
 	}
-	mult := int64(1 << 30) // bare number: GiB
+	mult := int64(1_000_000_000) // bare number: vendor GB
 	if unit != "" {
 		found := false
 		for _, u := range sizeUnits {

@@ -17,7 +17,9 @@ const token = "test-token-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
 type fakeBackend struct{ published []string }
 
-func (f *fakeBackend) Identity() api.Identity { return api.Identity{PeerID: "12D3KooWtest", Role: "provider"} }
+func (f *fakeBackend) Identity() api.Identity {
+	return api.Identity{PeerID: "12D3KooWtest", Role: "provider"}
+}
 func (f *fakeBackend) Status() api.Status {
 	return api.Status{Role: "provider", PeerID: "12D3KooWtest", Ready: true, RoutingTable: 3, TopicPeers: map[string]int{"idlegrid/rfq/1": 2}}
 }
