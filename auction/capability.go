@@ -16,6 +16,9 @@ const (
 	CapabilityVRAM   = capPrefix + "vram:"    // + class in GB
 	CapabilityRegion = capPrefix + "region:"  // + country code
 	CapabilityRT     = capPrefix + "runtime:" // + runtime name
+	// CapabilityProvider is announced by every provider, so a renter can
+	// list the whole market when a query pins no announced capability.
+	CapabilityProvider = capPrefix + "provider"
 )
 
 // VRAMClassesGB are the VRAM capability classes, in vendor gigabytes
@@ -53,10 +56,10 @@ func CapabilityCID(s string) cid.Cid {
 }
 
 // CapabilityStrings returns the canonical capability strings of c, sorted
-// and without duplicates: each GPU model, each VRAM class any GPU reaches,
-// the region's country and each runtime.
+// and without duplicates: the provider key, each GPU model, each VRAM class
+// any GPU reaches, the region's country and each runtime.
 func CapabilityStrings(c *Capacity) []string {
-	var out []string
+	out := []string{CapabilityProvider}
 	for _, g := range c.GPUs {
 		out = append(out, CapabilityGPU+g.Model)
 		for _, cl := range VRAMClasses(g.VRAMMiB) {

@@ -33,6 +33,7 @@ func TestCapabilityStrings(t *testing.T) {
 	got := CapabilityStrings(fixtureCapacity(t, 1))
 	want := []string{
 		"idlegrid:gpu:h100-80gb",
+		"idlegrid:provider",
 		"idlegrid:region:de",
 		"idlegrid:runtime:docker",
 		"idlegrid:runtime:wasm",

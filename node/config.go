@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 )
@@ -41,10 +42,13 @@ const (
 // Config is the node's configuration: config.toml in the home directory,
 // overridden by IDLEGRID_* environment variables, overridden by flags.
 type Config struct {
-	Role Role      `toml:"role"`
-	P2P  P2PConfig `toml:"p2p"`
-	API  APIConfig `toml:"api"`
-	Log  LogConfig `toml:"log"`
+	Role     Role           `toml:"role"`
+	P2P      P2PConfig      `toml:"p2p"`
+	API      APIConfig      `toml:"api"`
+	Log      LogConfig      `toml:"log"`
+	GPU      gpu.Config     `toml:"gpu"`
+	Provider ProviderConfig `toml:"provider"`
+	Market   MarketConfig   `toml:"market"`
 
 	// Home is the node's home directory; not part of the file.
 	Home string `toml:"-"`
@@ -73,6 +77,62 @@ type APIConfig struct {
 	Listen string `toml:"listen"`
 	// Debug exposes /v1/debug/gossip for publishing raw test messages.
 	Debug bool `toml:"debug"`
+}
+
+// ProviderConfig is what a provider offers, where, when and at what price.
+type ProviderConfig struct {
+	// Region is the ISO 3166-1 alpha-2 country code, lower case ("de").
+	Region string `toml:"region"`
+	Zone   string `toml:"zone"`
+	// Runtimes offered: docker, wasm.
+	Runtimes []string `toml:"runtimes"`
+	// Tiers accepted: gold, silver, bronze.
+	Tiers []string `toml:"tiers"`
+	// FloorUSD is the lowest price per GPU-hour per tier, in USD.
+	FloorUSD FloorUSD `toml:"floor_usd"`
+	// Calendar lists weekly UTC windows in which work is taken, each
+	// "DAYS HH:MM-HH:MM [xFACTOR]" such as "mon-fri 08:00-20:00 x1.5" (peak
+	// pricing) or "sat,sun 00:00-24:00 x0.8". Empty: always open at 1.0x.
+	Calendar []string `toml:"calendar"`
+	// MaxDuration is the longest job accepted (0: no limit).
+	MaxDuration time.Duration `toml:"max_duration"`
+	// AllowedImages restricts docker images (digest prefixes
+	// "sha256:..." or repository patterns "ghcr.io/acme/*"); empty: any.
+	AllowedImages []string `toml:"allowed_images"`
+	// Egress lets jobs reach the network.
+	Egress bool `toml:"egress"`
+	// OfferGPUs lists the GPUs offered, by UUID or index; empty: all.
+	OfferGPUs []string `toml:"offer_gpus"`
+	// Datasets are CIDs of datasets cached on this host.
+	Datasets []string `toml:"datasets"`
+	// Host resources offered to jobs; 0 means detect.
+	CPUCores      int `toml:"cpu_cores"`
+	RAMMiB        int `toml:"ram_mib"`
+	DiskGiB       int `toml:"disk_gib"`
+	BandwidthMbps int `toml:"bandwidth_mbps"`
+	// RecordTTL is how long a published capacity record stays valid;
+	// Republish, shorter, is how often it is re-put without changes.
+	RecordTTL time.Duration `toml:"record_ttl"`
+	Republish time.Duration `toml:"republish"`
+}
+
+// FloorUSD holds per-tier floor prices in USD per GPU-hour.
+type FloorUSD struct {
+	Gold   float64 `toml:"gold"`
+	Silver float64 `toml:"silver"`
+	Bronze float64 `toml:"bronze"`
+}
+
+// MarketConfig tunes the renter's view of the market.
+type MarketConfig struct {
+	// ReliabilityPrior is the reliability assumed for a provider with no
+	// history (until reputation evidence exists), 0..1.
+	ReliabilityPrior float64 `toml:"reliability_prior"`
+	// Refresh: cached capacity records older than this are re-fetched
+	// before a search (expired ones always are).
+	Refresh time.Duration `toml:"refresh"`
+	// SearchTimeout bounds one market search.
+	SearchTimeout time.Duration `toml:"search_timeout"`
 }
 
 // LogConfig configures logging.
@@ -108,6 +168,21 @@ func DefaultConfig(role Role) Config {
 		},
 		API: APIConfig{Listen: fmt.Sprintf("127.0.0.1:%d", DefaultAPIPort)},
 		Log: LogConfig{Level: "info", Format: "text"},
+		GPU: gpu.Config{Backend: gpu.BackendAuto, Sim: gpu.SimConfig{Profiles: []string{}}},
+		Provider: ProviderConfig{
+			Region:        "",
+			Runtimes:      []string{"docker", "wasm"},
+			Tiers:         []string{"gold", "silver", "bronze"},
+			FloorUSD:      FloorUSD{Gold: 3.00, Silver: 2.00, Bronze: 1.20},
+			Calendar:      []string{},
+			MaxDuration:   7 * 24 * time.Hour,
+			AllowedImages: []string{},
+			OfferGPUs:     []string{},
+			Datasets:      []string{},
+			RecordTTL:     30 * time.Minute,
+			Republish:     10 * time.Minute,
+		},
+		Market: MarketConfig{ReliabilityPrior: 0.8, Refresh: 15 * time.Second, SearchTimeout: 15 * time.Second},
 	}
 }
 
@@ -324,6 +399,18 @@ func (c *Config) Set(key, value string) error {
 			return bad(err)
 		}
 		target.SetInt(int64(n))
+	case reflect.Uint64:
+		n, err := strconv.ParseUint(value, 10, 64)
+		if err != nil {
+			return bad(err)
+		}
+		target.SetUint(n)
+	case reflect.Float64:
+		f, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return bad(err)
+		}
+		target.SetFloat(f)
 	case reflect.Slice:
 		parts := []string{}
 		for _, p := range strings.Split(value, ",") {
@@ -405,6 +492,9 @@ func (c *Config) Validate() error {
 			return bad("api.listen", "%q: want host:port, for example 127.0.0.1:%d", c.API.Listen, DefaultAPIPort)
 		}
 	}
+	if err := c.validateMarket(); err != nil {
+		return err
+	}
 	if _, err := parseLevel(c.Log.Level); err != nil {
 		return bad("log.level", "%v", err)
 	}
@@ -454,6 +544,14 @@ var configTemplate = template.Must(template.New("config").Funcs(template.FuncMap
 	},
 	"q":   strconv.Quote,
 	"dur": func(d time.Duration) string { return strconv.Quote(d.String()) },
+	// Floats always carry a decimal point, so TOML reads them back as floats.
+	"f": func(x float64) string {
+		s := strconv.FormatFloat(x, 'f', -1, 64)
+		if !strings.ContainsAny(s, ".eE") {
+			s += ".0"
+		}
+		return s
+	},
 }).Parse(`# idlegrid node configuration.
 # Every key is written out with its default. Any key can be overridden by an
 # environment variable IDLEGRID_<SECTION>_<KEY> (for example
@@ -505,4 +603,67 @@ debug = {{.API.Debug}}
 level = {{q .Log.Level}}
 # text or json.
 format = {{q .Log.Format}}
+
+[gpu]
+# Where GPU facts and telemetry come from: auto (NVML when the driver loads,
+# else no GPUs), nvml, sim (simulated GPUs, for devnets and tests) or none.
+backend = {{q .GPU.Backend}}
+# Library go-nvml loads; empty: libnvidia-ml.so.1.
+nvml_library_path = {{q .GPU.NVMLLibraryPath}}
+
+[gpu.sim]
+# Simulated GPUs, one profile per device: h100-sxm-80gb, a100-sxm-80gb, l40s,
+# rtx-4090, a10, t4. Used only with backend = "sim".
+profiles = {{list .GPU.Sim.Profiles}}
+seed = {{.GPU.Sim.Seed}}
+driver_version = {{q .GPU.Sim.DriverVersion}}
+cuda_version = {{q .GPU.Sim.CUDAVersion}}
+
+[provider]
+# Country (ISO 3166-1 alpha-2, lower case) and optional zone of this host.
+# Required for providers: renters filter on it.
+region = {{q .Provider.Region}}
+zone = {{q .Provider.Zone}}
+# Runtimes offered to jobs (docker, wasm).
+runtimes = {{list .Provider.Runtimes}}
+# Tiers accepted: gold (reserved), silver (on-demand), bronze (interruptible).
+tiers = {{list .Provider.Tiers}}
+# Weekly availability windows in UTC with a price factor, for example
+# ["mon-fri 08:00-20:00 x1.5", "mon-fri 20:00-24:00 x1.0", "sat,sun 00:00-24:00 x0.8"].
+# Empty: always open at the floor price.
+calendar = {{list .Provider.Calendar}}
+# Longest job accepted; "0s" for no limit.
+max_duration = {{dur .Provider.MaxDuration}}
+# Docker images allowed: digest prefixes ("sha256:...") or repository
+# patterns ("ghcr.io/acme/*"). Empty: any image.
+allowed_images = {{list .Provider.AllowedImages}}
+# Whether jobs may reach the network.
+egress = {{.Provider.Egress}}
+# GPUs offered, by UUID or index. Empty: all of them.
+offer_gpus = {{list .Provider.OfferGPUs}}
+# CIDs of datasets cached on this host (renters can look for them).
+datasets = {{list .Provider.Datasets}}
+# Host resources offered to jobs; 0 means detect.
+cpu_cores = {{.Provider.CPUCores}}
+ram_mib = {{.Provider.RAMMiB}}
+disk_gib = {{.Provider.DiskGiB}}
+bandwidth_mbps = {{.Provider.BandwidthMbps}}
+# A published capacity record is valid for record_ttl and re-published every
+# republish (and at once whenever a GPU is leased or freed).
+record_ttl = {{dur .Provider.RecordTTL}}
+republish = {{dur .Provider.Republish}}
+
+[provider.floor_usd]
+# Lowest price per GPU-hour, in USD, for each tier.
+gold = {{f .Provider.FloorUSD.Gold}}
+silver = {{f .Provider.FloorUSD.Silver}}
+bronze = {{f .Provider.FloorUSD.Bronze}}
+
+[market]
+# Reliability assumed for providers with no history yet (0..1).
+reliability_prior = {{f .Market.ReliabilityPrior}}
+# Cached capacity records older than this are re-fetched before a search.
+refresh = {{dur .Market.Refresh}}
+# Upper bound on one market search.
+search_timeout = {{dur .Market.SearchTimeout}}
 `))

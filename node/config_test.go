@@ -16,6 +16,8 @@ func TestConfigEncodeParseRoundTrip(t *testing.T) {
 	for _, role := range Roles {
 		t.Run(string(role), func(t *testing.T) {
 			want := DefaultConfig(role)
+			want.Provider.Region = "de"
+			want.Provider.Calendar = []string{"mon-fri 08:00-20:00 x1.5"}
 			want.P2P.Bootstrap = []string{"/ip4/192.0.2.1/tcp/7401/p2p/12D3KooWQZDo27ooBp36oTQhLkqGWmbLteJQJEDK5krf7oreoT7h"}
 			want.P2P.ConnGrace = 90 * time.Second
 			data, err := want.Encode()
@@ -43,7 +45,7 @@ func TestDefaultConfigAvoidsIPFSPorts(t *testing.T) {
 }
 
 func TestBadConfigErrorsCarryLineNumbers(t *testing.T) {
-	base, err := func() ([]byte, error) { c := DefaultConfig(RoleProvider); return c.Encode() }()
+	base, err := func() ([]byte, error) { c := DefaultConfig(RoleProvider); c.Provider.Region = "de"; return c.Encode() }()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +125,9 @@ func TestEnvAndSetOverrides(t *testing.T) {
 
 func TestInitCreatesHomeAndRefusesToClobber(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "home")
-	res, err := Init(home, RoleProvider, InitOptions{})
+	cfg := DefaultConfig(RoleProvider)
+	cfg.Provider.Region = "de"
+	res, err := Init(home, RoleProvider, InitOptions{Config: &cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,11 +155,14 @@ func TestInitCreatesHomeAndRefusesToClobber(t *testing.T) {
 	if err != nil || len(tok1) != 64 {
 		t.Fatalf("token %q: %v", tok1, err)
 	}
-	cfg, err := LoadConfig(home)
-	if err != nil || cfg.Role != RoleProvider || cfg.Home != home {
-		t.Fatalf("config: %+v %v", cfg, err)
+	loaded, err := LoadConfig(home)
+	if err != nil || loaded.Role != RoleProvider || loaded.Home != home || loaded.Provider.Region != "de" {
+		t.Fatalf("config: %+v %v", loaded, err)
 	}
 
+	if _, err := Init(home, RoleProvider, InitOptions{}); err == nil || !strings.Contains(err.Error(), "provider.region") {
+		t.Fatalf("a provider home without a region must be refused: %v", err)
+	}
 	if _, err := Init(home, RoleRenter, InitOptions{}); !errors.Is(err, ErrHomeExists) {
 		t.Fatalf("second init: %v, want ErrHomeExists", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -56,14 +57,19 @@ func StartDevnet(ctx context.Context, o DevnetOptions) (_ *Devnet, err error) {
 		}
 	}()
 	type member struct {
-		name string
-		role Role
+		name  string
+		role  Role
+		offer devnetOffer
+		seed  uint64
 	}
-	members := []member{{"bootstrap", RoleBootstrap}}
+	members := []member{{name: "bootstrap", role: RoleBootstrap}}
 	for i := range o.Providers {
-		members = append(members, member{fmt.Sprintf("provider-%d", i+1), RoleProvider})
+		members = append(members, member{
+			name: fmt.Sprintf("provider-%d", i+1), role: RoleProvider,
+			offer: devnetOffers[i%len(devnetOffers)], seed: uint64(i + 1),
+		})
 	}
-	members = append(members, member{"renter", RoleRenter})
+	members = append(members, member{name: "renter", role: RoleRenter})
 
 	var bootstrap []string
 	for _, m := range members {
@@ -76,6 +82,20 @@ func StartDevnet(ctx context.Context, o DevnetOptions) (_ *Devnet, err error) {
 		cfg.P2P.GossipHeartbeat = DevnetHeartbeat
 		cfg.API.Listen = "127.0.0.1:0"
 		cfg.API.Debug = true
+		if m.role == RoleProvider {
+			cfg.GPU.Backend = gpu.BackendSim
+			cfg.GPU.Sim.Profiles = m.offer.profiles
+			cfg.GPU.Sim.Seed = m.seed
+			cfg.Provider.Region = m.offer.region
+			cfg.Provider.Zone = m.offer.zone
+			cfg.Provider.FloorUSD = m.offer.floor
+			// The devnet has no Docker engine to promise; its demo jobs
+			// are WASM.
+			cfg.Provider.Runtimes = []string{"wasm"}
+			cfg.Provider.Republish = time.Minute
+			cfg.Provider.RecordTTL = 5 * time.Minute
+		}
+		cfg.Market.Refresh = 2 * time.Second
 		if _, err := Init(home, m.role, InitOptions{Force: true, Config: &cfg}); err != nil {
 			return nil, fmt.Errorf("devnet: %s: %w", m.name, err)
 		}
@@ -95,6 +115,26 @@ func StartDevnet(ctx context.Context, o DevnetOptions) (_ *Devnet, err error) {
 		}
 	}
 	return d, nil
+}
+
+// devnetOffer is one simulated provider of the devnet.
+type devnetOffer struct {
+	profiles []string
+	region   string
+	zone     string
+	floor    FloorUSD
+}
+
+// devnetOffers is a small, varied market: different GPUs, countries and
+// prices, with floors in the range peer-to-peer GPU markets ask
+// (below the clouds' on-demand rates in data/traces/prices-fsdl).
+var devnetOffers = []devnetOffer{
+	{[]string{"h100-sxm-80gb", "h100-sxm-80gb"}, "de", "fra-1", FloorUSD{Gold: 3.20, Silver: 2.49, Bronze: 1.89}},
+	{[]string{"a100-sxm-80gb", "a100-sxm-80gb", "a100-sxm-80gb", "a100-sxm-80gb"}, "fr", "par-2", FloorUSD{Gold: 2.20, Silver: 1.69, Bronze: 1.19}},
+	{[]string{"rtx-4090", "rtx-4090"}, "us", "", FloorUSD{Gold: 0.90, Silver: 0.69, Bronze: 0.44}},
+	{[]string{"l40s", "l40s"}, "nl", "ams-1", FloorUSD{Gold: 1.60, Silver: 1.19, Bronze: 0.89}},
+	{[]string{"a10"}, "se", "", FloorUSD{Gold: 0.95, Silver: 0.75, Bronze: 0.50}},
+	{[]string{"t4", "t4", "t4", "t4"}, "fi", "", FloorUSD{Gold: 0.55, Silver: 0.40, Bronze: 0.25}},
 }
 
 // DevnetHeartbeat is a faster gossip heartbeat for loopback networks, so

@@ -13,9 +13,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/p2p"
 	"github.com/idlegrid/idlegrid/store"
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	"github.com/libp2p/go-libp2p-kad-dht/records"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -38,6 +42,9 @@ type Deps struct {
 	Identity crypto.PrivKey
 	// Token replaces the API token in cfg.Home.
 	Token string
+	// GPU replaces the backend cfg.GPU selects (providers only); the node
+	// owns it.
+	GPU gpu.Backend
 }
 
 // Node is one running idlegrid node.
@@ -50,6 +57,10 @@ type Node struct {
 	api     *api.Server
 	started time.Time
 	gossip  *gossipLog
+	key     crypto.PrivKey
+	gpus    gpu.Backend
+	adv     *advertiser // providers only
+	market  *market
 
 	closeOnce sync.Once
 	closeErr  error
@@ -88,7 +99,10 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	}
 	undo = append(undo, n.db.Close)
 
-	pcfg, err := n.p2pConfig(deps)
+	if n.key, err = identityKey(cfg, deps); err != nil {
+		return nil, fmt.Errorf("node.New: %w", err)
+	}
+	pcfg, err := n.p2pConfig()
 	if err != nil {
 		return nil, fmt.Errorf("node.New: %w", err)
 	}
@@ -104,6 +118,20 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 
 	if err := n.registerValidators(); err != nil {
 		return nil, fmt.Errorf("node.New: %w", err)
+	}
+
+	n.market = newMarket(n)
+	if cfg.Role == RoleProvider {
+		n.gpus = deps.GPU
+		if n.gpus == nil {
+			if n.gpus, err = gpu.Open(cfg.GPU, n.log.With("component", "gpu")); err != nil {
+				return nil, fmt.Errorf("node.New: %w", err)
+			}
+		}
+		undo = append(undo, n.gpus.Close)
+		if n.adv, err = newAdvertiser(n, n.key, n.gpus); err != nil {
+			return nil, fmt.Errorf("node.New: %w", err)
+		}
 	}
 
 	if cfg.API.Listen != "" {
@@ -123,15 +151,34 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	return n, nil
 }
 
-func (n *Node) p2pConfig(deps Deps) (p2p.Config, error) {
-	c := p2p.DefaultConfig()
-	c.Identity = deps.Identity
-	if c.Identity == nil && deps.Host == nil {
-		sk, err := LoadIdentity(n.cfg.Home)
-		if err != nil {
-			return c, err
+// identityKey is the node's signing key: given, the injected host's, or
+// the one in the home.
+func identityKey(cfg Config, deps Deps) (crypto.PrivKey, error) {
+	switch {
+	case deps.Identity != nil:
+		return deps.Identity, nil
+	case deps.Host != nil:
+		if sk := deps.Host.Peerstore().PrivKey(deps.Host.ID()); sk != nil {
+			return sk, nil
 		}
-		c.Identity = sk
+		return nil, errors.New("injected host has no private key")
+	default:
+		return LoadIdentity(cfg.Home)
+	}
+}
+
+// provideValidity is how long DHT nodes keep a provider announcement. It
+// is a network-wide convention: providers re-announce every republish
+// interval (10 min by default), so an hour survives a few missed rounds
+// yet lets a vanished provider drop out of searches quickly.
+const provideValidity = time.Hour
+
+func (n *Node) p2pConfig() (p2p.Config, error) {
+	c := p2p.DefaultConfig()
+	c.Identity = n.key
+	c.DHTOptions = []dht.Option{
+		dht.NamespacedValidator(auction.CapacityNamespace, auction.NewCapacityValidator(time.Now)),
+		dht.ProviderManagerOpts(records.ProvideValidity(provideValidity), records.CleanupInterval(5*time.Minute)),
 	}
 	var err error
 	if c.ListenAddrs, err = parseAddrs(n.cfg.P2P.Listen); err != nil {
@@ -202,6 +249,9 @@ func (n *Node) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { errc <- n.p2p.Run(ctx) })
 	wg.Go(func() { n.pruneKnownPeers(ctx) })
+	if n.adv != nil {
+		wg.Go(func() { n.adv.run(ctx) })
+	}
 	if n.api != nil {
 		wg.Go(func() { errc <- n.api.Serve(ctx) })
 	}
@@ -217,7 +267,7 @@ func (n *Node) Run(ctx context.Context) error {
 }
 
 // Close undoes New in reverse order: API, then p2p (pubsub, DHT, host),
-// then the store. It is idempotent.
+// then the GPU backend and the store. It is idempotent.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		var errs []error
@@ -229,7 +279,11 @@ func (n *Node) Close() error {
 				}
 			}
 		}
-		errs = append(errs, n.p2p.Close(), n.db.Close())
+		errs = append(errs, n.p2p.Close())
+		if n.gpus != nil {
+			errs = append(errs, n.gpus.Close())
+		}
+		errs = append(errs, n.db.Close())
 		n.closeErr = errors.Join(errs...)
 	})
 	return n.closeErr

@@ -151,3 +151,19 @@ func TestClosedStoreErrors(t *testing.T) {
 		t.Fatalf("got %v, want ErrClosed", err)
 	}
 }
+
+func TestCapacitySeqPersists(t *testing.T) {
+	dir := t.TempDir()
+	db := openT(t, dir)
+	if s, err := db.CapacitySeq(); err != nil || s != 0 {
+		t.Fatalf("fresh seq %d %v", s, err)
+	}
+	if err := db.SetCapacitySeq(42); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	db = openT(t, dir)
+	if s, err := db.CapacitySeq(); err != nil || s != 42 {
+		t.Fatalf("seq after reopen %d %v", s, err)
+	}
+}

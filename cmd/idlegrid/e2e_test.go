@@ -145,7 +145,11 @@ func TestNetworkHealsAfterKill9(t *testing.T) {
 	var procs []*proc
 	for _, r := range roles {
 		p := &proc{name: r.name, home: filepath.Join(root, r.name), p2pPort: freePort(t), apiPort: freePort(t)}
-		out, err := run(t, bin, "init", "--role", r.role, "--home", p.home)
+		args := []string{"init", "--role", r.role, "--home", p.home}
+		if r.role == "provider" {
+			args = append(args, "--region", "de")
+		}
+		out, err := run(t, bin, args...)
 		if err != nil {
 			t.Fatalf("init %s: %v\n%s", r.name, err, out)
 		}
@@ -178,6 +182,11 @@ func TestNetworkHealsAfterKill9(t *testing.T) {
 			"--set", "p2p.gossip_heartbeat=200ms",
 			"--set", "p2p.conn_grace=0s",
 			"--log-level", "debug",
+		}
+		if strings.HasPrefix(p.name, "provider") {
+			// No GPU here; the sim backend gives the provider something to
+			// advertise, and docker is not promised without an engine.
+			p.args = append(p.args, "--set", "gpu.backend=sim", "--set", "gpu.sim.profiles=t4", "--set", "provider.runtimes=wasm")
 		}
 		if p != boot {
 			p.args = append(p.args, "--bootstrap", bootAddr)

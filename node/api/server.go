@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +27,12 @@ type Backend interface {
 	PublishDebug(ctx context.Context, topic string, data []byte) error
 	// RecentGossip returns the latest messages received on a topic.
 	RecentGossip(topic string) ([]GossipMessage, error)
+	// Search runs a market query; a malformed query returns an *Error.
+	Search(ctx context.Context, q, sort string, limit int, explain bool) (SearchResult, error)
+	// Provider returns one provider's verified offer.
+	Provider(ctx context.Context, peerID string) (Offer, error)
+	// Capacity returns this provider's own current offer.
+	Capacity() (Offer, error)
 }
 
 // Options configure the server.
@@ -125,6 +132,11 @@ func (s *Server) Handler() http.Handler {
 		"GET /v1/status": s.getStatus,
 		"GET /v1/peers":  s.getPeers,
 		"GET /metrics":   s.getMetrics,
+		// Market search: q is the query, sort a field (-field descending),
+		// limit a count, explain=true adds per-clause counts.
+		"GET /v1/market/search":           s.getSearch,
+		"GET /v1/market/providers/{peer}": s.getProvider,
+		"GET /v1/capacity":                s.getCapacity,
 	}
 	if s.opts.Debug {
 		routes["POST /v1/debug/gossip"] = s.postGossip
@@ -134,7 +146,9 @@ func (s *Server) Handler() http.Handler {
 	for pattern, h := range routes {
 		mux.Handle(pattern, s.wrap(h))
 		_, path, _ := strings.Cut(pattern, " ")
-		known[path] = true
+		if !strings.Contains(path, "{") {
+			known[path] = true
+		}
 	}
 	mux.Handle("/", s.wrap(func(_ http.ResponseWriter, r *http.Request) error {
 		if known[r.URL.Path] {
@@ -254,4 +268,38 @@ func (s *Server) getGossip(w http.ResponseWriter, r *http.Request) error {
 		msgs = []GossipMessage{}
 	}
 	return writeJSON(w, msgs)
+}
+
+func (s *Server) getSearch(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	limit := 0
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 0 {
+			return Errorf(http.StatusBadRequest, CodeBadRequest, "limit %q: want a non-negative integer", l)
+		}
+		limit = n
+	}
+	explain := q.Get("explain") == "true" || q.Get("explain") == "1"
+	res, err := s.b.Search(r.Context(), q.Get("q"), q.Get("sort"), limit, explain)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, res)
+}
+
+func (s *Server) getProvider(w http.ResponseWriter, r *http.Request) error {
+	o, err := s.b.Provider(r.Context(), r.PathValue("peer"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, o)
+}
+
+func (s *Server) getCapacity(w http.ResponseWriter, _ *http.Request) error {
+	o, err := s.b.Capacity()
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, o)
 }

@@ -32,6 +32,16 @@ func (f *fakeBackend) PublishDebug(_ context.Context, topic string, data []byte)
 	return nil
 }
 func (f *fakeBackend) RecentGossip(string) ([]api.GossipMessage, error) { return nil, nil }
+func (f *fakeBackend) Search(_ context.Context, q, _ string, _ int, _ bool) (api.SearchResult, error) {
+	if q == "bad" {
+		return api.SearchResult{}, api.Errorf(http.StatusBadRequest, api.CodeBadQuery, "query.Parse: column 1: unknown field")
+	}
+	return api.SearchResult{Query: q, Offers: []api.Offer{{PeerID: "12D3KooWp"}}}, nil
+}
+func (f *fakeBackend) Provider(context.Context, string) (api.Offer, error) {
+	return api.Offer{}, api.Errorf(http.StatusNotFound, api.CodeNotFound, "no valid capacity record")
+}
+func (f *fakeBackend) Capacity() (api.Offer, error) { return api.Offer{PeerID: "12D3KooWtest"}, nil }
 
 func serve(t *testing.T, debug bool) (*api.Server, *fakeBackend) {
 	t.Helper()
@@ -78,6 +88,19 @@ func TestClientRoundTrip(t *testing.T) {
 	var apiErr *api.Error
 	if err := c.PublishDebug(ctx, "other", []byte("x")); !errors.As(err, &apiErr) || apiErr.Status != 400 {
 		t.Fatalf("publish on bad topic: %v", err)
+	}
+	res, err := c.Search(ctx, "gpu=h100", client.SearchOptions{Limit: 3})
+	if err != nil || res.Query != "gpu=h100" || len(res.Offers) != 1 {
+		t.Fatalf("search: %+v %v", res, err)
+	}
+	if _, err := c.Search(ctx, "bad", client.SearchOptions{}); !errors.As(err, &apiErr) || apiErr.Code != api.CodeBadQuery {
+		t.Fatalf("bad query must be a bad_query error: %v", err)
+	}
+	if _, err := c.Provider(ctx, "12D3KooWnope"); !errors.As(err, &apiErr) || apiErr.Status != 404 {
+		t.Fatalf("unknown provider: %v", err)
+	}
+	if o, err := c.Capacity(ctx); err != nil || o.PeerID != "12D3KooWtest" {
+		t.Fatalf("capacity: %+v %v", o, err)
 	}
 }
 

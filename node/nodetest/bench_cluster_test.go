@@ -1,12 +1,12 @@
 package nodetest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/idlegrid/idlegrid/node"
+	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/store"
 	"github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -40,16 +40,16 @@ func (h *limitedHost) Close() error { return errors.Join(h.Host.Close(), h.cm.Cl
 // its cfg.P2P water marks and grace period, so that a benchmark measures
 // a network with the limits production nodes run with. It also returns
 // each member's metrics registry (Start keeps them private). Everything
-// else (addresses, test timers, roles, start order) deliberately mirrors
-// Start; once Start honours the water marks itself this helper can go.
+// else (addresses, test timers, simulated GPUs, roles, start order)
+// deliberately mirrors Start and must follow it when Start changes; once
+// Start honours the water marks itself this helper can go.
 func startLimited(n int, o Options) (_ *Cluster, regs []*prometheus.Registry, err error) {
 	if o.Role == nil {
 		o.Role = DefaultRole
 	}
 	mn := mocknet.New()
 	mn.SetLinkDefaults(o.Link)
-	ctx, cancel := context.WithCancel(context.Background())
-	c := &Cluster{Net: mn, cancel: cancel}
+	c := &Cluster{Net: mn}
 	defer func() {
 		if err != nil {
 			_ = c.Close()
@@ -73,43 +73,61 @@ func startLimited(n int, o Options) (_ *Cluster, regs []*prometheus.Registry, er
 		cfg.P2P.ReconnectMax = 2 * time.Second
 		cfg.API.Listen = ""
 		cfg.API.Debug = true
+		if role == node.RoleProvider {
+			cfg.GPU.Backend = gpu.BackendSim
+			cfg.GPU.Sim.Profiles = []string{"a10"}
+			cfg.GPU.Sim.Seed = uint64(i)
+			cfg.Provider.Region = "de"
+			cfg.Provider.Runtimes = []string{"wasm"}
+		}
+		cfg.Market.Refresh = 0
 		if o.Configure != nil {
 			o.Configure(i, &cfg)
 		}
-		mh, err := mn.AddPeer(sk, addr)
+		m := &Member{Index: i, Role: role, Key: sk, Config: cfg, Addr: addr}
+		h, err := limitedPeer(mn, m)
 		if err != nil {
-			return nil, nil, fmt.Errorf("member %d: mocknet host: %w", i, err)
+			return nil, nil, fmt.Errorf("member %d: %w", i, err)
 		}
-		cm, err := basicconnmgr.NewConnManager(cfg.P2P.ConnLow, cfg.P2P.ConnHigh, basicconnmgr.WithGracePeriod(cfg.P2P.ConnGrace))
-		if err != nil {
-			_ = mh.Close()
-			return nil, nil, fmt.Errorf("member %d: connection manager: %w", i, err)
-		}
-		// What bhost.NewHost does when it is given a manager: the manager
-		// learns of connections through the network's notifications.
-		mh.Network().Notify(cm.Notifee())
-		h := &limitedHost{Host: mh, cm: cm}
 		db, err := store.Open("", store.Options{InMemory: true})
 		if err != nil {
 			_ = h.Close()
 			return nil, nil, err
 		}
 		reg := prometheus.NewRegistry()
-		nd, err := node.New(cfg, node.Deps{Host: h, Store: db, Identity: sk, Token: Token, Registry: reg})
-		if err != nil {
+		if m.Node, err = node.New(cfg, node.Deps{Host: h, Store: db, Identity: sk, Token: Token, Registry: reg}); err != nil {
 			return nil, nil, fmt.Errorf("member %d: %w", i, err)
 		}
-		c.Members = append(c.Members, &Member{Index: i, Role: role, Node: nd})
+		c.Members = append(c.Members, m)
 		regs = append(regs, reg)
 		if i == 0 {
-			bootstrap = nd.P2PAddrs()
+			bootstrap = m.Node.P2PAddrs()
 		}
 	}
 	if err := mn.LinkAll(); err != nil {
 		return nil, nil, fmt.Errorf("link mocknet: %w", err)
 	}
 	for _, m := range c.Members {
-		c.wg.Go(func() { _ = m.Node.Run(ctx) })
+		m.start()
 	}
 	return c, regs, nil
+}
+
+// limitedPeer adds m to the mocknet behind a connection manager built
+// from m's water marks and grace period.
+func limitedPeer(mn mocknet.Mocknet, m *Member) (*limitedHost, error) {
+	h, err := mn.AddPeer(m.Key, m.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("mocknet host: %w", err)
+	}
+	p := m.Config.P2P
+	cm, err := basicconnmgr.NewConnManager(p.ConnLow, p.ConnHigh, basicconnmgr.WithGracePeriod(p.ConnGrace))
+	if err != nil {
+		_ = h.Close()
+		return nil, fmt.Errorf("connection manager: %w", err)
+	}
+	// What bhost.NewHost does when it is given a manager: the manager
+	// learns of connections through the network's notifications.
+	h.Network().Notify(cm.Notifee())
+	return &limitedHost{Host: h, cm: cm}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/p2p"
+	"github.com/idlegrid/idlegrid/store"
 	"github.com/libp2p/go-libp2p/core/peer"
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,7 +35,7 @@ var (
 		"gossipsub heartbeat; 1s is the production default")
 	benchConnLow     = flag.Int("netbench.connlow", 16, "connection manager low water mark")
 	benchConnHigh    = flag.Int("netbench.connhigh", 32, "connection manager high water mark")
-	benchMsgs        = flag.Int("netbench.msgs", 40, "gossip messages per benchmark iteration")
+	benchMsgs        = flag.Int("netbench.msgs", 100, "gossip messages per benchmark iteration")
 	benchHeapProfile = flag.String("netbench.heapprofile", "",
 		"write a heap profile to FILE.<nodes> while each cluster is still up")
 	benchEvery = flag.Duration("netbench.every", 50*time.Millisecond,
@@ -73,6 +75,7 @@ func benchNetwork(b *testing.B, n int) {
 	// Baseline before the cluster exists: what earlier runs (and the test
 	// binary) left behind is not charged to this network.
 	baseHeap, baseG := liveHeap()
+	storeHeap := storeCost(b)
 
 	c, regs, err := startLimited(n, Options{
 		Configure: func(_ int, cfg *node.Config) {
@@ -189,6 +192,7 @@ func benchNetwork(b *testing.B, n int) {
 	}
 	meshReady := time.Since(t0)
 
+	busy0 := cpuBusy()
 	for b.Loop() {
 		tick := time.NewTicker(*benchEvery)
 		var sent []uint64
@@ -211,6 +215,7 @@ func benchNetwork(b *testing.B, n int) {
 		}
 	}
 
+	cpu := cpuBusy().since(busy0)
 	// Measured while the network is still up: this is its steady state.
 	heap, g := liveHeap()
 	if *benchHeapProfile != "" {
@@ -224,7 +229,11 @@ func benchNetwork(b *testing.B, n int) {
 	b.ReportMetric(ms(percentile(lat, 0.95)), "gossip_p95_ms")
 	b.ReportMetric(ms(percentile(lat, 1)), "gossip_max_ms")
 	b.ReportMetric(ratio, "delivery_ratio")
-	b.ReportMetric(float64(int64(heap)-int64(baseHeap))/float64(n)/(1<<20), "heap_MB/node")
+	perNode := float64(int64(heap)-int64(baseHeap)) / float64(n) / (1 << 20)
+	b.ReportMetric(perNode, "heap_MB/node")
+	b.ReportMetric(float64(storeHeap)/(1<<20), "store_MB/node")
+	b.ReportMetric(perNode-float64(storeHeap)/(1<<20), "net_heap_MB/node")
+	b.ReportMetric(cpu, "cpu_busy")
 	b.ReportMetric(float64(g-baseG)/float64(n), "goroutines/node")
 	b.ReportMetric(conns, "conns/node")
 	b.Logf("nodes=%d: %d latency samples, max conns %d (bootstrap %d), redials %.0f, heap %.0f MiB total",
@@ -351,6 +360,44 @@ func writeHeapProfile(b *testing.B, path string) {
 	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// storeCost is the live heap one empty in-memory store holds. Every
+// member owns one; reporting it apart separates the network's cost from
+// the store's.
+func storeCost(b *testing.B) uint64 {
+	before, _ := liveHeap()
+	db, err := store.Open("", store.Options{InMemory: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	after, _ := liveHeap()
+	if err := db.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return after - before
+}
+
+// cpuSample is the runtime's account of CPU time, in seconds.
+type cpuSample struct{ idle, total float64 }
+
+func cpuBusy() cpuSample {
+	// The runtime brings its CPU classes up to date only during a GC.
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/cpu/classes/idle:cpu-seconds"}, {Name: "/cpu/classes/total:cpu-seconds"}}
+	metrics.Read(s)
+	return cpuSample{s[0].Value.Float64(), s[1].Value.Float64()}
+}
+
+// since is the fraction of available CPU (GOMAXPROCS x wall time) that
+// was busy between two samples: near 1 means the measurement ran on a
+// saturated machine and latencies include queueing for a core.
+func (s cpuSample) since(t cpuSample) float64 {
+	total := s.total - t.total
+	if total <= 0 {
+		return 0
+	}
+	return 1 - (s.idle-t.idle)/total
 }
 
 // liveHeap is the live heap after a full collection, and the goroutine

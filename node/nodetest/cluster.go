@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/idlegrid/idlegrid/node"
+	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/store"
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,9 +38,39 @@ const Token = "nodetest-token-0123456789abcdef0123456789abcdef"
 
 // Member is one node of a cluster.
 type Member struct {
-	Index int
-	Role  node.Role
-	Node  *node.Node
+	Index  int
+	Role   node.Role
+	Node   *node.Node
+	Key    crypto.PrivKey
+	Config node.Config
+	Addr   ma.Multiaddr
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// start runs the member's node until stop.
+func (m *Member) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	m.done = make(chan struct{})
+	go func() {
+		defer close(m.done)
+		_ = m.Node.Run(ctx)
+	}()
+}
+
+// stop ends Run and closes the node.
+func (m *Member) stop() error {
+	if m.cancel != nil {
+		m.cancel()
+		<-m.done
+		m.cancel = nil
+	}
+	if m.Node == nil {
+		return nil
+	}
+	return m.Node.Close()
 }
 
 // Cluster is a running in-process network.
@@ -46,10 +78,8 @@ type Cluster struct {
 	Members []*Member
 	Net     mocknet.Mocknet
 
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	once   sync.Once
-	err    error
+	once sync.Once
+	err  error
 }
 
 // DefaultRole is 0 bootstrap, last renter (n >= 3), providers between.
@@ -86,8 +116,7 @@ func Start(n int, o Options) (_ *Cluster, err error) {
 	}
 	mn := mocknet.New()
 	mn.SetLinkDefaults(o.Link)
-	ctx, cancel := context.WithCancel(context.Background())
-	c := &Cluster{Net: mn, cancel: cancel}
+	c := &Cluster{Net: mn}
 	defer func() {
 		if err != nil {
 			_ = c.Close()
@@ -116,21 +145,27 @@ func Start(n int, o Options) (_ *Cluster, err error) {
 		cfg.P2P.ReconnectMax = 2 * time.Second
 		cfg.API.Listen = ""
 		cfg.API.Debug = true
+		if role == node.RoleProvider {
+			cfg.GPU.Backend = gpu.BackendSim
+			cfg.GPU.Sim.Profiles = []string{"a10"}
+			cfg.GPU.Sim.Seed = uint64(i)
+			cfg.Provider.Region = "de"
+			cfg.Provider.Runtimes = []string{"wasm"}
+		}
+		// Fresh records on every search: tests check what the DHT holds now.
+		cfg.Market.Refresh = 0
 		if o.API {
 			cfg.API.Listen = "127.0.0.1:0"
 		}
 		if o.Configure != nil {
 			o.Configure(i, &cfg)
 		}
-		db, err := store.Open("", store.Options{InMemory: true})
-		if err != nil {
-			return nil, err
-		}
-		nd, err := node.New(cfg, node.Deps{Host: h, Store: db, Identity: sk, Token: Token, Registry: prometheus.NewRegistry()})
-		if err != nil {
+		m := &Member{Index: i, Role: role, Key: sk, Config: cfg, Addr: addr}
+		if m.Node, err = newNode(m, h); err != nil {
 			return nil, fmt.Errorf("member %d: %w", i, err)
 		}
-		c.Members = append(c.Members, &Member{Index: i, Role: role, Node: nd})
+		nd := m.Node
+		c.Members = append(c.Members, m)
 		if i == 0 {
 			bootstrap = nd.P2PAddrs()
 		}
@@ -139,9 +174,48 @@ func Start(n int, o Options) (_ *Cluster, err error) {
 		return nil, fmt.Errorf("link mocknet: %w", err)
 	}
 	for _, m := range c.Members {
-		c.wg.Go(func() { _ = m.Node.Run(ctx) })
+		m.start()
 	}
 	return c, nil
+}
+
+func newNode(m *Member, h host.Host) (*node.Node, error) {
+	db, err := store.Open("", store.Options{InMemory: true})
+	if err != nil {
+		return nil, err
+	}
+	return node.New(m.Config, node.Deps{Host: h, Store: db, Identity: m.Key, Token: Token, Registry: prometheus.NewRegistry()})
+}
+
+// Restart stops member i and starts it again with the same identity and
+// address but a fresh (empty) store, as after a crash that lost the disk.
+func (c *Cluster) Restart(i int) error {
+	m := c.Members[i]
+	id := m.Node.ID()
+	if err := m.stop(); err != nil {
+		return fmt.Errorf("restart member %d: stop: %w", i, err)
+	}
+	for _, o := range c.Members {
+		if o != m {
+			_ = c.Net.UnlinkPeers(id, o.Node.ID())
+		}
+	}
+	h, err := c.Net.AddPeer(m.Key, m.Addr)
+	if err != nil {
+		return fmt.Errorf("restart member %d: host: %w", i, err)
+	}
+	for _, o := range c.Members {
+		if o != m {
+			if _, err := c.Net.LinkPeers(id, o.Node.ID()); err != nil {
+				return fmt.Errorf("restart member %d: link: %w", i, err)
+			}
+		}
+	}
+	if m.Node, err = newNode(m, h); err != nil {
+		return fmt.Errorf("restart member %d: %w", i, err)
+	}
+	m.start()
+	return nil
 }
 
 // WaitReady waits until every member's routing table is non-empty.
@@ -182,11 +256,9 @@ func (c *Cluster) ByRole(r node.Role) []*Member {
 // Close stops every member (last first) and the mocknet. Idempotent.
 func (c *Cluster) Close() error {
 	c.once.Do(func() {
-		c.cancel()
-		c.wg.Wait()
 		var errs []error
 		for i := len(c.Members) - 1; i >= 0; i-- {
-			if e := c.Members[i].Node.Close(); e != nil {
+			if e := c.Members[i].stop(); e != nil {
 				errs = append(errs, fmt.Errorf("member %d: %w", i, e))
 			}
 		}

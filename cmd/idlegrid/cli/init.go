@@ -9,8 +9,9 @@ import (
 
 func newInitCmd(g *globals) *cobra.Command {
 	var (
-		role  string
-		force bool
+		role   string
+		region string
+		force  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "init --role provider|renter|bootstrap",
@@ -27,7 +28,12 @@ and the store are kept.`,
 			if err != nil {
 				return err
 			}
-			res, err := node.Init(home, node.Role(role), node.InitOptions{Force: force})
+			cfg := node.DefaultConfig(node.Role(role))
+			cfg.Provider.Region = region
+			if cfg.Role == node.RoleProvider && region == "" {
+				return fmt.Errorf("a provider needs --region: the ISO 3166-1 country code of the host, for example --region de")
+			}
+			res, err := node.Init(home, node.Role(role), node.InitOptions{Force: force, Config: &cfg})
 			if err != nil {
 				return err
 			}
@@ -42,6 +48,7 @@ and the store are kept.`,
 		},
 	}
 	cmd.Flags().StringVar(&role, "role", "", "node role: provider, renter or bootstrap (required)")
+	cmd.Flags().StringVar(&region, "region", "", "providers: ISO 3166-1 country code of the host, e.g. de (required for providers)")
 	cmd.Flags().BoolVar(&force, "force", false, "rewrite config and token of an existing home (identity and store are kept)")
 	_ = cmd.MarkFlagRequired("role")
 	_ = cmd.RegisterFlagCompletionFunc("role", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {

@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/idlegrid/idlegrid/node"
+	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/node/api/client"
 	"github.com/spf13/cobra"
 )
@@ -75,6 +76,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 		newPeersCmd(g),
 		newVersionCmd(g),
 		newDevnetCmd(g),
+		newMarketCmd(g),
 	)
 	return root
 }
@@ -127,6 +129,10 @@ func (g *globals) client() (*client.Client, error) {
 func explain(err error, home string) error {
 	if errors.Is(err, client.ErrDaemonNotRunning) {
 		return fmt.Errorf("%w for home %s", err, home)
+	}
+	var apiErr *api.Error
+	if errors.As(err, &apiErr) {
+		return errors.New(apiErr.Message)
 	}
 	return err
 }

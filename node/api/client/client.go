@@ -133,3 +133,41 @@ func isConnRefused(err error) bool {
 	var op *net.OpError
 	return errors.Is(err, syscall.ECONNREFUSED) || (errors.As(err, &op) && op.Op == "dial")
 }
+
+// SearchOptions shape a market search.
+type SearchOptions struct {
+	Sort    string
+	Limit   int
+	Explain bool
+}
+
+// Search runs a market query on the daemon.
+func (c *Client) Search(ctx context.Context, q string, o SearchOptions) (api.SearchResult, error) {
+	v := url.Values{"q": {q}}
+	if o.Sort != "" {
+		v.Set("sort", o.Sort)
+	}
+	if o.Limit > 0 {
+		v.Set("limit", fmt.Sprint(o.Limit))
+	}
+	if o.Explain {
+		v.Set("explain", "true")
+	}
+	var out api.SearchResult
+	err := c.do(ctx, http.MethodGet, "/v1/market/search", v, nil, &out)
+	return out, err
+}
+
+// Provider returns one provider's verified offer.
+func (c *Client) Provider(ctx context.Context, peerID string) (api.Offer, error) {
+	var out api.Offer
+	err := c.do(ctx, http.MethodGet, "/v1/market/providers/"+url.PathEscape(peerID), nil, nil, &out)
+	return out, err
+}
+
+// Capacity returns the daemon's own current offer (providers only).
+func (c *Client) Capacity(ctx context.Context) (api.Offer, error) {
+	var out api.Offer
+	err := c.do(ctx, http.MethodGet, "/v1/capacity", nil, nil, &out)
+	return out, err
+}

@@ -1,0 +1,217 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/node/api/client"
+	"github.com/spf13/cobra"
+)
+
+func newMarketCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "market",
+		Short: "Search the market for GPU capacity",
+	}
+	cmd.AddCommand(newMarketSearchCmd(g), newMarketShowCmd(g))
+	return cmd
+}
+
+func newMarketSearchCmd(g *globals) *cobra.Command {
+	var (
+		o      client.SearchOptions
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "search 'QUERY'",
+		Short: "Find providers whose signed capacity matches a query",
+		Long: `Find providers whose signed capacity records match a query. Terms are
+"field op value", joined by spaces (all must hold):
+
+  idlegrid market search 'gpu=h100 vram>=80 region in [de,fr] price<=2.5'
+
+Operators: = != < <= > >= in notin. Sizes take MiB, GiB, GB (a bare number is
+GB), prices are USD per GPU-hour. An unknown field, bad unit or type mismatch
+is an error that names the closest valid field; no clause is ever dropped.
+Fields and units: docs/query.md. An empty query lists every provider.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			q := ""
+			if len(args) == 1 {
+				q = args[0]
+			}
+			res, err := c.Search(cmd.Context(), q, o)
+			if err != nil {
+				return explain(err, g.home)
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), res)
+			}
+			return printSearch(cmd.OutOrStdout(), res)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.Explain, "explain", false, "show how many offers each clause removed")
+	f.StringVar(&o.Sort, "sort", "", "sort by a field (price, vram, gpus, reliability, ...); prefix - for descending")
+	f.IntVar(&o.Limit, "limit", 0, "show at most N offers (0: all)")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printSearch(w io.Writer, res api.SearchResult) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PEER\tREGION\tFREE GPUS\tVRAM\tBRONZE\tSILVER\tGOLD\tRUNTIMES\tRELIABILITY")
+	for _, o := range res.Offers {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\n",
+			shortPeer(o.PeerID), region(o), gpuSummary(o), vramSummary(o),
+			usd(o.FloorUSD.Bronze), usd(o.FloorUSD.Silver), usd(o.FloorUSD.Gold),
+			strings.Join(o.Runtimes, ","), o.Reliability)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%d of %d providers match\n", len(res.Offers), res.Providers)
+	if len(res.Explain) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "\nCLAUSE\tREMOVED\tREMAINING")
+		for _, cs := range res.Explain {
+			fmt.Fprintf(tw, "%s\t%d\t%d\n", cs.Clause, cs.Removed, cs.Remaining)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, p := range res.Problems {
+		fmt.Fprintf(w, "warning: %s\n", p)
+	}
+	return nil
+}
+
+func newMarketShowCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show PEER",
+		Short: "Show one provider's verified capacity record (PEER \"self\" for this node)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			var o api.Offer
+			if args[0] == "self" {
+				o, err = c.Capacity(cmd.Context())
+			} else {
+				o, err = c.Provider(cmd.Context(), args[0])
+			}
+			if err != nil {
+				return explain(err, g.home)
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), o)
+			}
+			return printOffer(cmd.OutOrStdout(), o)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printOffer(w io.Writer, o api.Offer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "peer\t%s\n", o.PeerID)
+	fmt.Fprintf(tw, "record\tseq %d, issued %s, expires %s\n", o.Seq, o.IssuedAt.Format("2006-01-02 15:04:05Z"), o.ExpiresAt.Format("2006-01-02 15:04:05Z"))
+	fmt.Fprintf(tw, "region\t%s (%s)\n", region(o), o.Reachability)
+	fmt.Fprintf(tw, "tiers\t%s\n", strings.Join(o.Tiers, ", "))
+	fmt.Fprintf(tw, "floor\tbronze %s  silver %s  gold %s  (USD per GPU-hour)\n", usd(o.FloorUSD.Bronze), usd(o.FloorUSD.Silver), usd(o.FloorUSD.Gold))
+	fmt.Fprintf(tw, "runtimes\t%s\n", strings.Join(o.Runtimes, ", "))
+	fmt.Fprintf(tw, "host\t%d cores, %d MiB RAM, %d GiB disk\n", o.Host.CPUCores, o.Host.RAMMiB, o.Host.DiskGiB)
+	if o.MaxDuration != "" {
+		fmt.Fprintf(tw, "max duration\t%s\n", o.MaxDuration)
+	}
+	fmt.Fprintf(tw, "egress\t%v\n", o.Egress)
+	for _, s := range o.Calendar {
+		fmt.Fprintf(tw, "window\t%s %s-%s x%.2f\n", s.Day, s.Start, s.End, s.Factor)
+	}
+	for _, d := range o.Datasets {
+		fmt.Fprintf(tw, "dataset\t%s\n", d)
+	}
+	fmt.Fprintf(tw, "version\t%s\n", o.Version)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nIDX\tMODEL\tVRAM\tCC\tSTATE\tUUID")
+	for _, gpu := range o.GPUs {
+		state := "free"
+		if !gpu.Free {
+			state = "leased"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d MiB\t%s\t%s\t%s\n", gpu.Index, gpu.Model, gpu.VRAMMiB, gpu.ComputeCap, state, gpu.UUID)
+	}
+	return tw.Flush()
+}
+
+func shortPeer(id string) string {
+	if len(id) > 16 {
+		return id[:8] + "…" + id[len(id)-6:]
+	}
+	return id
+}
+
+func region(o api.Offer) string {
+	if o.Zone != "" {
+		return o.Country + "/" + o.Zone
+	}
+	return o.Country
+}
+
+func usd(x float64) string {
+	if x == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("$%.2f", x)
+}
+
+// gpuSummary is "2x h100-80gb" (free GPUs by model).
+func gpuSummary(o api.Offer) string {
+	counts := map[string]int{}
+	var order []string
+	for _, g := range o.GPUs {
+		if !g.Free {
+			continue
+		}
+		if counts[g.Model] == 0 {
+			order = append(order, g.Model)
+		}
+		counts[g.Model]++
+	}
+	if len(order) == 0 {
+		return "0"
+	}
+	parts := make([]string, len(order))
+	for i, m := range order {
+		parts[i] = fmt.Sprintf("%dx %s", counts[m], m)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func vramSummary(o api.Offer) string {
+	var most uint64
+	for _, g := range o.GPUs {
+		if g.Free && g.VRAMMiB > most {
+			most = g.VRAMMiB
+		}
+	}
+	if most == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f GB", float64(most)*(1<<20)/1e9)
+}
