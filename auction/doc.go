@@ -10,6 +10,17 @@
 //     capability strings ("idlegrid:gpu:h100-80gb") a provider announces
 //     with Provide so renters can find it without scanning the network.
 //
+// The reverse auction (DESIGN.md §6) has one signed message kind per step:
+// [RFQ], [Bid], [Award], [LeaseAcceptance], [Decline], [PreemptNotice] and
+// [AwardSummary]. Each has a Validate method that reports every structural
+// problem with its field path, a Seal function that refuses a key other
+// than the author's, and an Open function that applies the kind's size
+// limit, validates, and returns [ErrNotOwner] when the signer is not the
+// peer the message names. [SeenCache] is the bounded replay guard for
+// message IDs. A [JobSpec] is the renter's YAML (or flags): [ParseJobSpec]
+// is strict and reports every problem with its line, [JobSpec.CID] names
+// the normalized spec and [JobSpec.RFQ] turns it into a request for quotes.
+//
 // The package is pure: no I/O, and no clock of its own (validators take a
 // clock function). It may import attest and nothing from p2p, store or node.
 //

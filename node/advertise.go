@@ -117,6 +117,13 @@ func (a *advertiser) Release(uuid string) error {
 	return nil
 }
 
+// leaseOf returns the lease holding a GPU ("" when free).
+func (a *advertiser) leaseOf(uuid string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.leases[uuid]
+}
+
 func (a *advertiser) checkOffered(uuid string) error {
 	devs, _ := a.gpus.Devices()
 	for _, d := range a.offered(devs) {

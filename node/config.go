@@ -101,6 +101,9 @@ type ProviderConfig struct {
 	AllowedImages []string `toml:"allowed_images"`
 	// Egress lets jobs reach the network.
 	Egress bool `toml:"egress"`
+	// PreemptNotice is the notice promised on bronze bids before their
+	// GPUs are taken back for gold or silver work.
+	PreemptNotice time.Duration `toml:"preempt_notice"`
 	// OfferGPUs lists the GPUs offered, by UUID or index; empty: all.
 	OfferGPUs []string `toml:"offer_gpus"`
 	// Datasets are CIDs of datasets cached on this host.
@@ -133,6 +136,8 @@ type MarketConfig struct {
 	Refresh time.Duration `toml:"refresh"`
 	// SearchTimeout bounds one market search.
 	SearchTimeout time.Duration `toml:"search_timeout"`
+	// Reauction re-runs the auction of a job whose lease was preempted.
+	Reauction bool `toml:"reauction"`
 }
 
 // LogConfig configures logging.
@@ -176,13 +181,14 @@ func DefaultConfig(role Role) Config {
 			FloorUSD:      FloorUSD{Gold: 3.00, Silver: 2.00, Bronze: 1.20},
 			Calendar:      []string{},
 			MaxDuration:   7 * 24 * time.Hour,
+			PreemptNotice: 2 * time.Minute,
 			AllowedImages: []string{},
 			OfferGPUs:     []string{},
 			Datasets:      []string{},
 			RecordTTL:     30 * time.Minute,
 			Republish:     10 * time.Minute,
 		},
-		Market: MarketConfig{ReliabilityPrior: 0.8, Refresh: 15 * time.Second, SearchTimeout: 15 * time.Second},
+		Market: MarketConfig{ReliabilityPrior: 0.8, Refresh: 15 * time.Second, SearchTimeout: 15 * time.Second, Reauction: true},
 	}
 }
 
@@ -639,6 +645,9 @@ max_duration = {{dur .Provider.MaxDuration}}
 allowed_images = {{list .Provider.AllowedImages}}
 # Whether jobs may reach the network.
 egress = {{.Provider.Egress}}
+# Notice promised to bronze (interruptible) leases before their GPUs are taken
+# back for gold or silver work.
+preempt_notice = {{dur .Provider.PreemptNotice}}
 # GPUs offered, by UUID or index. Empty: all of them.
 offer_gpus = {{list .Provider.OfferGPUs}}
 # CIDs of datasets cached on this host (renters can look for them).
@@ -666,4 +675,6 @@ reliability_prior = {{f .Market.ReliabilityPrior}}
 refresh = {{dur .Market.Refresh}}
 # Upper bound on one market search.
 search_timeout = {{dur .Market.SearchTimeout}}
+# Re-auction a job automatically when a provider preempts its (bronze) lease.
+reauction = {{.Market.Reauction}}
 `))

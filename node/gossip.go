@@ -7,14 +7,21 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/p2p"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// topicValidators are the edge checks per topic. Each topic's typed record
-// decoder (RFQ, attestation heartbeat, fraud proof) plugs in here as the
-// record kinds land; until then a message must at least carry a payload.
+// maxClockSkew is how far in the future a signed message may be dated.
+const maxClockSkew = time.Minute
+
+// topicValidators are the edge checks per topic: typed decoding, size
+// limits (inside the decoders), signatures, expiry and replay, before
+// anything else on the node sees a message. The gossip signer must be the
+// record's own author, so a record cannot be re-published under someone
+// else's name.
 func (n *Node) topicValidators() map[string]p2p.Validator {
 	nonEmpty := func(_ context.Context, _, _ peer.ID, data []byte) p2p.Verdict {
 		if len(data) == 0 {
@@ -23,10 +30,39 @@ func (n *Node) topicValidators() map[string]p2p.Validator {
 		return p2p.Accept
 	}
 	return map[string]p2p.Validator{
-		p2p.TopicRFQ:    nonEmpty,
-		p2p.TopicAttest: nonEmpty,
-		p2p.TopicFraud:  nonEmpty,
+		p2p.TopicRFQ:    n.validateRFQ,
+		p2p.TopicAttest: n.validateAttest,
+		// Fraud proofs get their typed validator with the attestation work.
+		p2p.TopicFraud: nonEmpty,
 	}
+}
+
+func (n *Node) validateRFQ(_ context.Context, _, signer peer.ID, data []byte) p2p.Verdict {
+	rfq, author, err := auction.OpenRFQ(data)
+	if err != nil || author != signer {
+		return p2p.Reject
+	}
+	now := time.Now()
+	if rfq.Expired(now) || time.UnixMilli(rfq.IssuedAtMs).After(now.Add(maxClockSkew)) {
+		return p2p.Ignore
+	}
+	if n.rfqSeen.Seen(attest.RecordID(data).String(), rfq.ExpiresAtMs, now) {
+		return p2p.Ignore // a replay
+	}
+	return p2p.Accept
+}
+
+// validateAttest admits award summaries (the market price index); the
+// attestation heartbeats join them with the trust work.
+func (n *Node) validateAttest(_ context.Context, _, signer peer.ID, data []byte) p2p.Verdict {
+	sum, author, err := auction.OpenAwardSummary(data)
+	if err != nil || author != signer {
+		return p2p.Reject
+	}
+	if time.UnixMilli(sum.AtMs).After(time.Now().Add(maxClockSkew)) {
+		return p2p.Ignore
+	}
+	return p2p.Accept
 }
 
 func (n *Node) registerValidators() error {

@@ -45,6 +45,11 @@ type Deps struct {
 	// GPU replaces the backend cfg.GPU selects (providers only); the node
 	// owns it.
 	GPU gpu.Backend
+	// Work runs leases on a provider; nil means TimerWork for the job's
+	// expected duration (until the execution layer lands).
+	Work Work
+	// AdmitAward is the provider's award admission policy; nil admits all.
+	AdmitAward AdmitAward
 }
 
 // Node is one running idlegrid node.
@@ -61,6 +66,11 @@ type Node struct {
 	gpus    gpu.Backend
 	adv     *advertiser // providers only
 	market  *market
+	work    Work
+	jobs    *jobTracker
+	bidder  *bidder     // providers only
+	auct    *auctioneer // renters only
+	rfqSeen *auction.SeenCache
 
 	closeOnce sync.Once
 	closeErr  error
@@ -121,6 +131,12 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	}
 
 	n.market = newMarket(n)
+	n.rfqSeen = auction.NewSeenCache(100_000)
+	n.jobs = newJobTracker(n.db)
+	n.work = deps.Work
+	if n.work == nil {
+		n.work = TimerWork{Duration: func(l *store.Lease) time.Duration { return time.Duration(l.ExpectedSec) * time.Second }}
+	}
 	if cfg.Role == RoleProvider {
 		n.gpus = deps.GPU
 		if n.gpus == nil {
@@ -132,6 +148,16 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 		if n.adv, err = newAdvertiser(n, n.key, n.gpus); err != nil {
 			return nil, fmt.Errorf("node.New: %w", err)
 		}
+		n.bidder = newBidder(n, deps.AdmitAward)
+		if err := n.bidder.restore(); err != nil {
+			return nil, fmt.Errorf("node.New: %w", err)
+		}
+		n.p2p.HandleRequests(LeaseProto, "idlegrid.lease", leaseLimits, n.bidder.handleAward)
+	}
+	if cfg.Role == RoleRenter {
+		n.auct = newAuctioneer(n, n.jobs)
+		n.p2p.HandleRequests(BidProto, "idlegrid.bid", bidLimits, n.auct.handleBid)
+		n.p2p.HandleRequests(PreemptProto, "idlegrid.preempt", preemptLimits, n.auct.handlePreempt)
 	}
 
 	if cfg.API.Listen != "" {
@@ -236,7 +262,7 @@ func (n *Node) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for _, t := range subscribedTopics(n.cfg.Role) {
-		if err := n.p2p.Subscribe(ctx, t, n.gossip.add); err != nil {
+		if err := n.p2p.Subscribe(ctx, t, n.onGossip(ctx, t)); err != nil {
 			return fmt.Errorf("node.Run: %w", err)
 		}
 	}
@@ -251,6 +277,12 @@ func (n *Node) Run(ctx context.Context) error {
 	wg.Go(func() { n.pruneKnownPeers(ctx) })
 	if n.adv != nil {
 		wg.Go(func() { n.adv.run(ctx) })
+	}
+	if n.bidder != nil {
+		wg.Go(func() { n.bidder.runner.run(ctx) })
+	}
+	if n.auct != nil {
+		wg.Go(func() { n.auct.run(ctx) })
 	}
 	if n.api != nil {
 		wg.Go(func() { errc <- n.api.Serve(ctx) })

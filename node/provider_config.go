@@ -63,6 +63,9 @@ func (c *Config) validateMarket() error {
 	if p.MaxDuration < 0 {
 		return bad("provider.max_duration", "must not be negative")
 	}
+	if p.PreemptNotice < time.Second || p.PreemptNotice > time.Hour {
+		return bad("provider.preempt_notice", "%s: must be within 1s..1h", p.PreemptNotice)
+	}
 	if p.RecordTTL < 10*time.Second || p.Republish <= 0 || p.Republish >= p.RecordTTL {
 		return bad("provider.republish", "need 0 < republish (%s) < record_ttl (%s), record_ttl at least 10s", p.Republish, p.RecordTTL)
 	}

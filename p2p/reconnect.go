@@ -32,9 +32,11 @@ type redialResult struct {
 	err error
 }
 
-// reconnectLoop keeps the node attached to the network. Bootstrap peers
-// are always redialed; known peers from the peer book are redialed while
-// the node has fewer than MinPeers idlegrid peers. Each peer backs off
+// reconnectLoop keeps the node attached to the network. While it has
+// fewer than MinPeers idlegrid peers it redials its bootstrap peers and the
+// known peers from its peer book. Above that it leaves well alone: a
+// bootstrap peer's connection manager trims connections on purpose, and
+// redialing them at once would only churn. Each peer backs off
 // exponentially (with jitter) between failed attempts, so that after any
 // node restarts, bootstrap peers included, the network re-forms instead
 // of splitting into islands.
@@ -106,8 +108,11 @@ func (n *Node) redialDue(ctx context.Context, state map[peer.ID]*redialState, in
 }
 
 func (n *Node) redialTargets() []peer.AddrInfo {
+	if n.enoughPeers() {
+		return nil
+	}
 	targets := slices.Clone(n.cfg.Bootstrap)
-	if n.book == nil || n.idlegridPeerCount() >= n.cfg.MinPeers {
+	if n.book == nil {
 		return targets
 	}
 	known, err := n.book.KnownPeers(knownPeerLimit)
@@ -143,14 +148,19 @@ func (n *Node) isIdlegridPeer(p peer.ID) bool {
 	return err == nil && len(protos) > 0
 }
 
-func (n *Node) idlegridPeerCount() int {
+// enoughPeers reports whether at least MinPeers idlegrid peers are
+// connected; it stops counting there, since this runs every tick.
+func (n *Node) enoughPeers() bool {
 	c := 0
 	for _, p := range n.host.Network().Peers() {
+		if c >= n.cfg.MinPeers {
+			return true
+		}
 		if n.isIdlegridPeer(p) {
 			c++
 		}
 	}
-	return c
+	return c >= n.cfg.MinPeers
 }
 
 // recordPeers saves every identified idlegrid peer in the peer book.

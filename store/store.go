@@ -65,8 +65,12 @@ func Open(dir string, opts Options) (*DB, error) {
 	bopts := badger.DefaultOptions(dir).
 		WithLogger(badgerLogger{logger}).
 		// Small values and a small node: keep memory modest so a provider
-		// daemon stays light next to the GPU jobs it hosts.
-		WithMemTableSize(16 << 20).
+		// daemon stays light next to the GPU jobs it hosts. Badger allocates
+		// the memtable arena up front, so its size is the store's floor.
+		WithMemTableSize(4 << 20).
+		// Values above the threshold go to the value log; it must stay
+		// below badger's batch limit (15% of the memtable).
+		WithValueThreshold(256 << 10).
 		WithValueLogFileSize(64 << 20).
 		WithNumVersionsToKeep(1).
 		WithBlockCacheSize(16 << 20).

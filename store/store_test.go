@@ -167,3 +167,45 @@ func TestCapacitySeqPersists(t *testing.T) {
 		t.Fatalf("seq after reopen %d %v", s, err)
 	}
 }
+
+func TestLeasesAndJobsSurviveReopen(t *testing.T) {
+	dir := t.TempDir()
+	db := openT(t, dir)
+	l := &Lease{ID: "bafy-lease-1", Side: "provider", Award: []byte{1, 2}, GPUs: []string{"GPU-1"}, State: "active", StartsAtMs: 5}
+	if err := db.PutLease(l); err != nil {
+		t.Fatal(err)
+	}
+	j := &Job{ID: "bafy-job-1", State: "auctioning", Events: []JobEvent{{AtMs: 1, Kind: "posted", Message: "rfq out"}}, CreatedAtMs: 1}
+	if err := db.PutJob(j); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(jobPrefix+"broken"), []byte("{")) }); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	db = openT(t, dir)
+	got, err := db.GetLease("bafy-lease-1")
+	if err != nil || got.State != "active" || got.GPUs[0] != "GPU-1" {
+		t.Fatalf("lease %+v %v", got, err)
+	}
+	if _, err := db.GetLease("nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing lease: %v", err)
+	}
+	jobs, err := db.Jobs()
+	if err != nil || len(jobs) != 1 || jobs[0].Events[0].Kind != "posted" {
+		t.Fatalf("jobs %+v %v", jobs, err)
+	}
+	leases, err := db.Leases()
+	if err != nil || len(leases) != 1 {
+		t.Fatalf("leases %+v %v", leases, err)
+	}
+	if err := db.PutSummary("s1", []byte("env"), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutSummary("s2", []byte("old"), time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := db.Summaries(); err != nil || len(s) != 1 || string(s[0]) != "env" {
+		t.Fatalf("summaries %q %v", s, err)
+	}
+}

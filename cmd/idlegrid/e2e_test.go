@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/node/api/client"
 )
 
@@ -203,7 +204,7 @@ func TestNetworkHealsAfterKill9(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	waitAllConnected(t, ctx, procs)
-	gossipRound(t, ctx, procs, "round-1")
+	gossipRound(t, ctx, bin, procs, "round-1")
 
 	// The CLI reads from the running daemon.
 	if out, err := run(t, bin, "status", "--home", procs[1].home, "--json"); err != nil || !strings.Contains(out, `"ready": true`) {
@@ -236,7 +237,7 @@ func TestNetworkHealsAfterKill9(t *testing.T) {
 		v.start(t, bin)
 	}
 	waitAllConnected(t, ctx, procs)
-	gossipRound(t, ctx, procs, "round-2")
+	gossipRound(t, ctx, bin, procs, "round-2")
 }
 
 // waitAllConnected waits until every node is ready and connected to every
@@ -270,49 +271,56 @@ func waitAllConnected(t *testing.T, ctx context.Context, procs []*proc) {
 	})
 }
 
-// gossipRound publishes one message from the renter and one from the
-// first provider on the RFQ topic and waits until every provider (the
-// subscribers) has received both.
-func gossipRound(t *testing.T, ctx context.Context, procs []*proc, tag string) {
+// e2eModule is a WASM module CID for test jobs (only the auction runs).
+const e2eModule = "bafkreiefawgws67tfxbclwkqsmugyiwjv6ezu7zsybi6jkcsprv3f4s7yq"
+
+// gossipRound submits a job on the renter with the CLI and waits until
+// every provider (the RFQ topic's subscribers) has received its signed RFQ.
+func gossipRound(t *testing.T, ctx context.Context, bin string, procs []*proc, tag string) {
 	t.Helper()
 	providers := procs[1:4]
 	renter := procs[4]
 	waitFor(t, ctx, "rfq topic peers", procs, func() (bool, string) {
-		for _, p := range append([]*proc{renter}, providers...) {
-			st, err := p.client.Status(ctx)
-			if err != nil {
-				return false, err.Error()
-			}
-			if st.TopicPeers["idlegrid/rfq/1"] < 2 {
-				return false, fmt.Sprintf("%s has %d rfq topic peers", p.name, st.TopicPeers["idlegrid/rfq/1"])
-			}
+		st, err := renter.client.Status(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		if st.TopicPeers["idlegrid/rfq/1"] < 3 {
+			return false, fmt.Sprintf("renter knows %d rfq subscribers", st.TopicPeers["idlegrid/rfq/1"])
 		}
 		return true, ""
 	})
-	msgs := map[string]*proc{tag + "-from-renter": renter, tag + "-from-provider-1": providers[0]}
-	for data, from := range msgs {
-		if err := from.client.PublishDebug(ctx, "idlegrid/rfq/1", []byte(data)); err != nil {
-			t.Fatalf("publish from %s: %v", from.name, err)
-		}
+	out, err := run(t, bin, "job", "submit", "--home", renter.home, "--detach", "--json",
+		"--name", tag, "--module", e2eModule, "--gpus", "1", "--gpu", "t4", "--tier", "bronze",
+		"--max-price", "5", "--duration", "3s")
+	if err != nil {
+		t.Fatalf("job submit: %v\n%s", err, out)
 	}
-	waitFor(t, ctx, "gossip delivery "+tag, procs, func() (bool, string) {
+	waitFor(t, ctx, "RFQ delivery "+tag, procs, func() (bool, string) {
+		job, err := renter.client.Job(ctx, jobID(out))
+		if err != nil || len(job.RFQs) == 0 {
+			return false, fmt.Sprintf("job has no RFQ yet (%v)", err)
+		}
 		for _, p := range providers {
 			got, err := p.client.RecentGossip(ctx, "idlegrid/rfq/1")
 			if err != nil {
 				return false, err.Error()
 			}
-			for data, from := range msgs {
-				found := false
-				for _, m := range got {
-					if string(m.Data) == data && m.From == from.peerID {
-						found = true
-					}
-				}
-				if !found {
-					return false, fmt.Sprintf("%s has not received %q", p.name, data)
-				}
+			found := slices.ContainsFunc(got, func(m api.GossipMessage) bool {
+				return m.From == renter.peerID && len(m.Data) > 0 && m.ReceivedAt.After(job.CreatedAt.Add(-time.Second))
+			})
+			if !found {
+				return false, fmt.Sprintf("%s has not received the RFQ of %s", p.name, tag)
 			}
 		}
 		return true, ""
 	})
+}
+
+func jobID(submitJSON string) string {
+	m := regexp.MustCompile(`"id": "([^"]+)"`).FindStringSubmatch(submitJSON)
+	if m == nil {
+		return ""
+	}
+	return m[1]
 }

@@ -33,6 +33,19 @@ type Backend interface {
 	Provider(ctx context.Context, peerID string) (Offer, error)
 	// Capacity returns this provider's own current offer.
 	Capacity() (Offer, error)
+	// SubmitJob validates a YAML job spec and starts its auction.
+	SubmitJob(ctx context.Context, spec []byte) (Job, error)
+	// Jobs lists the renter's jobs, newest first.
+	Jobs() ([]Job, error)
+	// Job returns one job.
+	Job(id string) (Job, error)
+	// WatchJob streams a job's events, past ones first, until the job is
+	// terminal (the channel closes) or ctx ends.
+	WatchJob(ctx context.Context, id string) (<-chan JobEvent, error)
+	// Leases lists this node's leases (as renter or provider).
+	Leases() ([]Lease, error)
+	// Prices computes the market price index over a window.
+	Prices(window time.Duration) (Prices, error)
 }
 
 // Options configure the server.
@@ -47,7 +60,10 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-const maxDebugBody = 1 << 20
+const (
+	maxDebugBody = 1 << 20
+	maxSpecBody  = 64 << 10
+)
 
 // Server is the HTTP API bound to a listener.
 type Server struct {
@@ -137,6 +153,12 @@ func (s *Server) Handler() http.Handler {
 		"GET /v1/market/search":           s.getSearch,
 		"GET /v1/market/providers/{peer}": s.getProvider,
 		"GET /v1/capacity":                s.getCapacity,
+		"POST /v1/jobs":                   s.postJob,
+		"GET /v1/jobs":                    s.getJobs,
+		"GET /v1/jobs/{id}":               s.getJob,
+		"GET /v1/jobs/{id}/events":        s.getJobEvents,
+		"GET /v1/leases":                  s.getLeases,
+		"GET /v1/market/prices":           s.getPrices,
 	}
 	if s.opts.Debug {
 		routes["POST /v1/debug/gossip"] = s.postGossip
@@ -302,4 +324,93 @@ func (s *Server) getCapacity(w http.ResponseWriter, _ *http.Request) error {
 		return err
 	}
 	return writeJSON(w, o)
+}
+
+func (s *Server) postJob(w http.ResponseWriter, r *http.Request) error {
+	spec, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSpecBody))
+	if err != nil {
+		return Errorf(http.StatusBadRequest, CodeBadSpec, "read job spec (at most %d KiB): %v", maxSpecBody>>10, err)
+	}
+	job, err := s.b.SubmitJob(r.Context(), spec)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/jobs/"+job.ID)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	return json.NewEncoder(w).Encode(job)
+}
+
+func (s *Server) getJobs(w http.ResponseWriter, _ *http.Request) error {
+	jobs, err := s.b.Jobs()
+	if err != nil {
+		return err
+	}
+	if jobs == nil {
+		jobs = []Job{}
+	}
+	return writeJSON(w, jobs)
+}
+
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request) error {
+	job, err := s.b.Job(r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, job)
+}
+
+// getJobEvents streams a job's events as server-sent events, one JSON
+// JobEvent per "data:" line, until the job is terminal.
+func (s *Server) getJobEvents(w http.ResponseWriter, r *http.Request) error {
+	events, err := s.b.WatchJob(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		return Errorf(http.StatusInternalServerError, CodeInternal, "streaming unsupported")
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+	for ev := range events {
+		data, err := json.Marshal(ev)
+		if err != nil {
+			return nil
+		}
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Kind, data); err != nil {
+			return nil
+		}
+		flusher.Flush()
+	}
+	return nil
+}
+
+func (s *Server) getLeases(w http.ResponseWriter, _ *http.Request) error {
+	leases, err := s.b.Leases()
+	if err != nil {
+		return err
+	}
+	if leases == nil {
+		leases = []Lease{}
+	}
+	return writeJSON(w, leases)
+}
+
+func (s *Server) getPrices(w http.ResponseWriter, r *http.Request) error {
+	window := 24 * time.Hour
+	if v := r.URL.Query().Get("window"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return Errorf(http.StatusBadRequest, CodeBadRequest, "window %q: want a positive duration such as 24h", v)
+		}
+		window = d
+	}
+	p, err := s.b.Prices(window)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, p)
 }

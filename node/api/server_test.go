@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/node/api/client"
@@ -42,6 +43,31 @@ func (f *fakeBackend) Provider(context.Context, string) (api.Offer, error) {
 	return api.Offer{}, api.Errorf(http.StatusNotFound, api.CodeNotFound, "no valid capacity record")
 }
 func (f *fakeBackend) Capacity() (api.Offer, error) { return api.Offer{PeerID: "12D3KooWtest"}, nil }
+func (f *fakeBackend) SubmitJob(_ context.Context, spec []byte) (api.Job, error) {
+	if !strings.Contains(string(spec), "max_price") {
+		return api.Job{}, api.Errorf(http.StatusBadRequest, api.CodeBadSpec, "max_price: required")
+	}
+	return api.Job{ID: "bafyjob", State: "auctioning"}, nil
+}
+func (f *fakeBackend) Jobs() ([]api.Job, error) { return nil, nil }
+func (f *fakeBackend) Job(id string) (api.Job, error) {
+	if id != "bafyjob" {
+		return api.Job{}, api.Errorf(http.StatusNotFound, api.CodeNotFound, "no job %s", id)
+	}
+	return api.Job{ID: id, State: "completed"}, nil
+}
+func (f *fakeBackend) WatchJob(ctx context.Context, id string) (<-chan api.JobEvent, error) {
+	ch := make(chan api.JobEvent, 3)
+	ch <- api.JobEvent{Kind: "rfq", Message: "published"}
+	ch <- api.JobEvent{Kind: "bid", Message: "bid", Bids: 1, BestPriceUSD: 1.5}
+	ch <- api.JobEvent{Kind: "completed", Message: "done"}
+	close(ch)
+	return ch, nil
+}
+func (f *fakeBackend) Leases() ([]api.Lease, error) { return nil, nil }
+func (f *fakeBackend) Prices(time.Duration) (api.Prices, error) {
+	return api.Prices{Window: "24h0m0s"}, nil
+}
 
 func serve(t *testing.T, debug bool) (*api.Server, *fakeBackend) {
 	t.Helper()
@@ -101,6 +127,26 @@ func TestClientRoundTrip(t *testing.T) {
 	}
 	if o, err := c.Capacity(ctx); err != nil || o.PeerID != "12D3KooWtest" {
 		t.Fatalf("capacity: %+v %v", o, err)
+	}
+	if _, err := c.SubmitJob(ctx, []byte("gpus: 1\n")); !errors.As(err, &apiErr) || apiErr.Code != api.CodeBadSpec {
+		t.Fatalf("bad spec: %v", err)
+	}
+	job, err := c.SubmitJob(ctx, []byte("max_price: 1\n"))
+	if err != nil || job.ID != "bafyjob" {
+		t.Fatalf("submit: %+v %v", job, err)
+	}
+	var kinds []string
+	if err := c.WatchJob(ctx, job.ID, func(ev api.JobEvent) { kinds = append(kinds, ev.Kind) }); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(kinds, ",") != "rfq,bid,completed" {
+		t.Fatalf("watched events %v", kinds)
+	}
+	if leases, err := c.Leases(ctx); err != nil || leases == nil {
+		t.Fatalf("leases must be an empty list: %v %v", leases, err)
+	}
+	if p, err := c.Prices(ctx, 24*time.Hour); err != nil || p.Window != "24h0m0s" {
+		t.Fatalf("prices %+v %v", p, err)
 	}
 }
 

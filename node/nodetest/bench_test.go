@@ -21,7 +21,6 @@ import (
 	"github.com/idlegrid/idlegrid/store"
 	"github.com/libp2p/go-libp2p/core/peer"
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Network benchmark parameters. The defaults are what docs/benchmarks.md
@@ -77,7 +76,7 @@ func benchNetwork(b *testing.B, n int) {
 	baseHeap, baseG := liveHeap()
 	storeHeap := storeCost(b)
 
-	c, regs, err := startLimited(n, Options{
+	c, err := Start(n, Options{
 		Configure: func(_ int, cfg *node.Config) {
 			cfg.P2P.ConnLow, cfg.P2P.ConnHigh = *benchConnLow, *benchConnHigh
 			// No grace period: limits bite from the first trim (every 10 s,
@@ -238,7 +237,7 @@ func benchNetwork(b *testing.B, n int) {
 	b.ReportMetric(conns, "conns/node")
 	b.Logf("nodes=%d: %d latency samples, max conns %d (bootstrap %d), redials %.0f, heap %.0f MiB total",
 		n, len(lat), maxConns, len(c.Members[0].Node.P2P().Host().Network().Peers()),
-		counterSum(regs, "idlegrid_p2p_redials_total"), float64(heap-baseHeap)/(1<<20))
+		counterSum(c, "idlegrid_p2p_redials_total"), float64(heap-baseHeap)/(1<<20))
 	if ratio != 1 {
 		b.Fatalf("delivery ratio %.4f, want 1", ratio)
 	}
@@ -435,10 +434,10 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // counterSum adds up a counter family over every member's registry.
-func counterSum(regs []*prometheus.Registry, name string) float64 {
+func counterSum(c *Cluster, name string) float64 {
 	sum := 0.0
-	for _, reg := range regs {
-		mfs, err := reg.Gather()
+	for _, m := range c.Members {
+		mfs, err := m.Registry.Gather()
 		if err != nil {
 			continue
 		}

@@ -14,8 +14,10 @@ import (
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/store"
+	"github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
+	basicconnmgr "github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +33,8 @@ type Options struct {
 	API bool
 	// Link sets mocknet link latency and bandwidth (zero: instant).
 	Link mocknet.LinkOptions
+	// AdmitAward gives member i an award admission policy (nil: admit all).
+	AdmitAward func(i int) node.AdmitAward
 }
 
 // Token is the API token of every cluster member when Options.API is set.
@@ -45,6 +49,10 @@ type Member struct {
 	Config node.Config
 	Addr   ma.Multiaddr
 
+	// Registry holds the member's metrics.
+	Registry *prometheus.Registry
+
+	admit  node.AdmitAward
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -131,10 +139,6 @@ func Start(n int, o Options) (_ *Cluster, err error) {
 		}
 		// Distinct /16s keep gossipsub's IP-colocation penalty out of tests.
 		addr := ma.StringCast(fmt.Sprintf("/ip4/10.%d.%d.1/tcp/7401", i/200, i%200))
-		h, err := mn.AddPeer(sk, addr)
-		if err != nil {
-			return nil, fmt.Errorf("member %d: mocknet host: %w", i, err)
-		}
 		cfg := node.DefaultConfig(role)
 		cfg.P2P.Listen = []string{addr.String()}
 		cfg.P2P.Bootstrap = bootstrap
@@ -161,7 +165,10 @@ func Start(n int, o Options) (_ *Cluster, err error) {
 			o.Configure(i, &cfg)
 		}
 		m := &Member{Index: i, Role: role, Key: sk, Config: cfg, Addr: addr}
-		if m.Node, err = newNode(m, h); err != nil {
+		if o.AdmitAward != nil {
+			m.admit = o.AdmitAward(i)
+		}
+		if err := newNode(mn, m); err != nil {
 			return nil, fmt.Errorf("member %d: %w", i, err)
 		}
 		nd := m.Node
@@ -179,12 +186,51 @@ func Start(n int, o Options) (_ *Cluster, err error) {
 	return c, nil
 }
 
-func newNode(m *Member, h host.Host) (*node.Node, error) {
+// newNode adds m's host to the mocknet and builds its node on it.
+func newNode(mn mocknet.Mocknet, m *Member) error {
+	h, err := limitedPeer(mn, m)
+	if err != nil {
+		return err
+	}
 	db, err := store.Open("", store.Options{InMemory: true})
 	if err != nil {
-		return nil, err
+		_ = h.Close()
+		return err
 	}
-	return node.New(m.Config, node.Deps{Host: h, Store: db, Identity: m.Key, Token: Token, Registry: prometheus.NewRegistry()})
+	m.Registry = prometheus.NewRegistry()
+	m.Node, err = node.New(m.Config, node.Deps{Host: h, Store: db, Identity: m.Key, Token: Token, Registry: m.Registry, AdmitAward: m.admit})
+	return err
+}
+
+// limitedHost gives a mocknet host a real connection manager. mocknet
+// builds hosts with a null one, and the DHT and gossipsub read
+// host.ConnManager() once, at construction, to tag and protect peers; so
+// without this the cluster would silently ignore cfg.P2P's water marks.
+type limitedHost struct {
+	host.Host
+	cm *basicconnmgr.BasicConnMgr
+}
+
+func (h *limitedHost) ConnManager() connmgr.ConnManager { return h.cm }
+func (h *limitedHost) Close() error                     { return errors.Join(h.Host.Close(), h.cm.Close()) }
+
+// limitedPeer adds m to the mocknet behind a connection manager built from
+// m's water marks and grace period.
+func limitedPeer(mn mocknet.Mocknet, m *Member) (*limitedHost, error) {
+	h, err := mn.AddPeer(m.Key, m.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("mocknet host: %w", err)
+	}
+	p := m.Config.P2P
+	cm, err := basicconnmgr.NewConnManager(p.ConnLow, p.ConnHigh, basicconnmgr.WithGracePeriod(p.ConnGrace))
+	if err != nil {
+		_ = h.Close()
+		return nil, fmt.Errorf("connection manager: %w", err)
+	}
+	// What bhost.NewHost does with a manager: it learns of connections
+	// through the network's notifications.
+	h.Network().Notify(cm.Notifee())
+	return &limitedHost{Host: h, cm: cm}, nil
 }
 
 // Restart stops member i and starts it again with the same identity and
@@ -200,9 +246,8 @@ func (c *Cluster) Restart(i int) error {
 			_ = c.Net.UnlinkPeers(id, o.Node.ID())
 		}
 	}
-	h, err := c.Net.AddPeer(m.Key, m.Addr)
-	if err != nil {
-		return fmt.Errorf("restart member %d: host: %w", i, err)
+	if err := newNode(c.Net, m); err != nil {
+		return fmt.Errorf("restart member %d: %w", i, err)
 	}
 	for _, o := range c.Members {
 		if o != m {
@@ -210,9 +255,6 @@ func (c *Cluster) Restart(i int) error {
 				return fmt.Errorf("restart member %d: link: %w", i, err)
 			}
 		}
-	}
-	if m.Node, err = newNode(m, h); err != nil {
-		return fmt.Errorf("restart member %d: %w", i, err)
 	}
 	m.start()
 	return nil

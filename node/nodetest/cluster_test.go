@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/node/nodetest"
 	"github.com/idlegrid/idlegrid/p2p"
@@ -31,12 +32,13 @@ func TestClusterRoutingAndGossip(t *testing.T) {
 	}
 	providers := c.ByRole(node.RoleProvider)
 	renter := c.ByRole(node.RoleRenter)[0]
+	probe := sealedRFQ(t, renter)
 
 	var mu sync.Mutex
 	got := map[int]int{}
 	for _, m := range providers {
 		if err := m.Node.P2P().Subscribe(ctx, p2p.TopicRFQ, func(msg p2p.Message) {
-			if string(msg.Data) == "rfq-probe" && msg.From == renter.Node.ID() {
+			if string(msg.Data) == string(probe) && msg.From == renter.Node.ID() {
 				mu.Lock()
 				got[m.Index]++
 				mu.Unlock()
@@ -52,7 +54,7 @@ func TestClusterRoutingAndGossip(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := renter.Node.P2P().Publish(ctx, p2p.TopicRFQ, []byte("rfq-probe"), 1); err != nil {
+	if err := renter.Node.P2P().Publish(ctx, p2p.TopicRFQ, probe, 1); err != nil {
 		t.Fatal(err)
 	}
 	if err := nodetest.WaitFor(ctx, "delivery to every provider", func() bool {
@@ -70,6 +72,25 @@ func TestClusterRoutingAndGossip(t *testing.T) {
 			t.Errorf("provider %d received the message %d times; content IDs must deduplicate", idx, count)
 		}
 	}
+}
+
+// sealedRFQ is a valid RFQ signed by the member (only valid RFQs pass the
+// topic's validators), for a job no provider can serve.
+func sealedRFQ(t *testing.T, m *nodetest.Member) []byte {
+	t.Helper()
+	spec, err := auction.ParseJobSpec(jobYAML(jobOpts{name: "probe", gpus: 1, model: "h200", duration: "1m"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rfq, err := spec.RFQ(m.Node.ID(), []byte("0123456789abcdef"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := auction.SealRFQ(rfq, m.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }
 
 func topicGraphConnected(ms []*nodetest.Member, topic string) bool {

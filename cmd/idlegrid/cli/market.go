@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/node/api/client"
@@ -16,7 +17,7 @@ func newMarketCmd(g *globals) *cobra.Command {
 		Use:   "market",
 		Short: "Search the market for GPU capacity",
 	}
-	cmd.AddCommand(newMarketSearchCmd(g), newMarketShowCmd(g))
+	cmd.AddCommand(newMarketSearchCmd(g), newMarketShowCmd(g), newMarketPricesCmd(g))
 	return cmd
 }
 
@@ -70,7 +71,7 @@ func printSearch(w io.Writer, res api.SearchResult) error {
 	fmt.Fprintln(tw, "PEER\tREGION\tFREE GPUS\tVRAM\tBRONZE\tSILVER\tGOLD\tRUNTIMES\tRELIABILITY")
 	for _, o := range res.Offers {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\n",
-			shortPeer(o.PeerID), region(o), gpuSummary(o), vramSummary(o),
+			short(o.PeerID), region(o), gpuSummary(o), vramSummary(o),
 			usd(o.FloorUSD.Bronze), usd(o.FloorUSD.Silver), usd(o.FloorUSD.Gold),
 			strings.Join(o.Runtimes, ","), o.Reliability)
 	}
@@ -159,13 +160,6 @@ func printOffer(w io.Writer, o api.Offer) error {
 	return tw.Flush()
 }
 
-func shortPeer(id string) string {
-	if len(id) > 16 {
-		return id[:8] + "…" + id[len(id)-6:]
-	}
-	return id
-}
-
 func region(o api.Offer) string {
 	if o.Zone != "" {
 		return o.Country + "/" + o.Zone
@@ -214,4 +208,38 @@ func vramSummary(o api.Offer) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f GB", float64(most)*(1<<20)/1e9)
+}
+
+func newMarketPricesCmd(g *globals) *cobra.Command {
+	var (
+		window time.Duration
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "prices",
+		Short: "Cleared prices per GPU model and tier (median, p10, p90) from signed award summaries",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			p, err := c.Prices(cmd.Context(), window)
+			if err != nil {
+				return explain(err, g.home)
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), p)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "MODEL\tTIER\tAWARDS\tGPUS\tP10\tMEDIAN\tP90\t(USD per GPU-hour, last %s)\n", p.Window)
+			for _, s := range p.Stats {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t$%.4f\t$%.4f\t$%.4f\t\n", s.Model, s.Tier, s.Awards, s.GPUs, s.P10USD, s.MedianUSD, s.P90USD)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().DurationVar(&window, "window", 24*time.Hour, "time window")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
 }

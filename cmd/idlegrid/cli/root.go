@@ -77,6 +77,8 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 		newVersionCmd(g),
 		newDevnetCmd(g),
 		newMarketCmd(g),
+		newJobCmd(g),
+		newLeasesCmd(g),
 	)
 	return root
 }

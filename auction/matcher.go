@@ -1,0 +1,347 @@
+package auction
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The matcher is the renter's side of DESIGN.md §6 step 4. It is a pure
+// function in three stages, in the manner of nomad's feasible/rank
+// iterators and bacalhau's bid strategies: filter every bid with a reason,
+// score the survivors, select the winners and price them. It does no I/O
+// and reads no clock: the caller passes Now, reputation and RTTs.
+
+// Rejection codes. Every bid that does not win carries exactly one; the
+// filter codes are checked in the order listed, so a bid reports the first
+// rule it breaks.
+const (
+	RejectNoRFQ       = "no_rfq"      // MatchInput.RFQ is nil
+	RejectWrongRFQ    = "wrong_rfq"   // bid names another RFQ or job
+	RejectDeclined    = "declined"    // provider declined an award for this RFQ
+	RejectSuperseded  = "superseded"  // the provider sent a later bid
+	RejectMalformed   = "malformed"   // nil bid, empty or repeated GPU UUIDs, too many GPUs
+	RejectNoGPUs      = "no_gpus"     // bid offers zero GPUs
+	RejectExpired     = "expired"     // ValidUntilMs is not after Now
+	RejectPrice       = "price"       // asked price above the RFQ's maximum
+	RejectReliability = "reliability" // below MinReliabilityPermille
+	RejectRTT         = "rtt"         // measured RTT above MaxRTTMs
+	RejectRegion      = "region"      // region not in the RFQ's list
+	RejectModel       = "model"       // GPU model not accepted
+	RejectVRAM        = "vram"        // VRAM below the minimum
+	RejectNotice      = "notice"      // bronze notice shorter than MinNoticeSec
+	RejectStart       = "start"       // earliest start after StartByMs
+	// Feasible bids that did not win; they are also listed in Plan.Backups.
+	RejectOutranked = "outranked" // feasible, but better bids filled the request
+	RejectUnfilled  = "unfilled"  // feasible, but the feasible bids cannot fill it
+)
+
+// maxLocalityDiscount caps the data-locality discount, so a bid holding
+// many datasets cannot halve its way past a far cheaper one.
+const maxLocalityDiscount = 0.5
+
+// minScoredReliability keeps price/reliability^w finite for a provider
+// with reliability 0 (allowed when the RFQ sets no minimum).
+const minScoredReliability = 1e-3
+
+// Weights tune the effective price
+//
+//	eff = (price / reliability^ReliabilityExp + RTTPerMs * rttMs) * (1 - locality)
+//
+// where locality = min(LocalityBonus * datasets held, 0.5). The zero
+// Weights means DefaultWeights(); negative or NaN fields count as 0.
+type Weights struct {
+	// ReliabilityExp is w in price/reliability^w: 1 makes a 0.5-reliable
+	// provider look twice as dear; 0 ignores reliability.
+	ReliabilityExp float64
+	// RTTPerMs is added per millisecond of RTT, uUSD per GPU-hour.
+	RTTPerMs float64
+	// LocalityBonus is the fractional discount per requested dataset the
+	// bid says it holds.
+	LocalityBonus float64
+	// UnknownRTT is the RTT charged for a provider with no measurement
+	// when the RFQ sets no MaxRTTMs (with one, MaxRTTMs is charged).
+	UnknownRTT time.Duration
+}
+
+// DefaultWeights are the weights a renter uses unless configured: full
+// reliability weighting, 200 uUSD/GPU-h per ms of RTT (an H100 at about
+// 2.5 USD/h pays 0.8% per 100 ms), 5% off per dataset held.
+func DefaultWeights() Weights {
+	return Weights{ReliabilityExp: 1, RTTPerMs: 200, LocalityBonus: 0.05, UnknownRTT: 100 * time.Millisecond}
+}
+
+func (w Weights) sanitized() Weights {
+	if w == (Weights{}) {
+		return DefaultWeights()
+	}
+	nonNeg := func(x float64) float64 {
+		if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
+			return 0
+		}
+		return x
+	}
+	w.ReliabilityExp = nonNeg(w.ReliabilityExp)
+	w.RTTPerMs = nonNeg(w.RTTPerMs)
+	w.LocalityBonus = nonNeg(w.LocalityBonus)
+	w.UnknownRTT = max(w.UnknownRTT, 0)
+	return w
+}
+
+// MatchInput is everything the matcher looks at. Nothing in it is changed.
+type MatchInput struct {
+	RFQ   *RFQ
+	RFQID string // record ID of the RFQ; every bid must name it
+	// Bids have had their signatures verified by the caller, so Provider
+	// is the signer. Indices in the Plan refer to this slice.
+	Bids []*Bid
+	// Reputation maps provider peer IDs to reliability 0..1; providers
+	// missing from it get Prior.
+	Reputation map[string]float64
+	Prior      float64
+	// RTT maps provider peer IDs to the measured round-trip time. A
+	// provider with no entry passes the MaxRTTMs filter (the renter has
+	// not measured it, which is not evidence it is far) but is scored at
+	// MaxRTTMs, or Weights.UnknownRTT when the RFQ sets none.
+	RTT map[string]time.Duration
+	// Declined lists providers that declined (or timed out on) an award
+	// for this RFQ; their bids lose with RejectDeclined. Re-running Match
+	// with the decliner added is how an award passes to the next best.
+	Declined map[string]bool
+	Now      time.Time
+	Weights  Weights
+}
+
+// Plan is the matcher's decision.
+type Plan struct {
+	// Allocations are the winners in rank order; their GPUs sum to exactly
+	// RFQ.Resources.GPUs, or there are none.
+	Allocations []Allocation
+	// Losers holds every bid that did not win, ordered by BidIndex, each
+	// with one reason. Feasible losers (RejectOutranked, RejectUnfilled)
+	// are also in Backups.
+	Losers []Rejection
+	// Unfilled says why there is no plan; empty when filled.
+	Unfilled string
+	// Backups are the feasible bids not awarded, best first.
+	Backups []int
+	// ClearingPriceMicro is the uniform price under PaySecond (0 under
+	// PayBid or when unfilled).
+	ClearingPriceMicro uint64
+}
+
+// Allocation is one winning bid and the GPUs taken from it.
+type Allocation struct {
+	BidIndex int
+	Provider string
+	// GPUs are the first len(GPUs) UUIDs of the bid, in its order: all of
+	// them, or a prefix for the last host of a micro-pool.
+	GPUs []string
+	// PriceMicro is what the renter pays, uUSD per GPU-hour.
+	PriceMicro     uint64
+	EffectivePrice float64
+}
+
+// Rejection is why a bid did not win.
+type Rejection struct {
+	BidIndex int
+	Provider string
+	Code     string // one of the Reject* constants
+	Reason   string // for people: the numbers behind the code
+}
+
+// candidate is a feasible bid with its score.
+type candidate struct {
+	idx  int
+	bid  *Bid
+	eff  float64
+	gpus int
+}
+
+// Match filters, scores, selects and prices in.Bids for in.RFQ.
+//
+// Selection: if a feasible bid can hold all the GPUs, the best-ranked such
+// bid wins alone (DESIGN.md §6: pool only "when one host cannot hold the
+// job"). Otherwise a micro-pool takes GPUs from the best-ranked bids in
+// turn, and a prefix of the last bid's GPUs so the total is exact. Bids
+// rank by effective price, then more GPUs first (at equal cost, fewer
+// hosts), then provider ID, then index; the result does not depend on the
+// order of in.Bids beyond the indices it reports.
+//
+// Pricing: under PayBid (or an unknown rule) each winner is paid its own
+// price. Under PaySecond every winner is paid one clearing price: the asked
+// price of the best-ranked feasible loser (the next bid that would have
+// been taken), or the RFQ's maximum when none lost, raised to the highest
+// winning bid and capped at the maximum.
+func Match(in MatchInput) Plan {
+	var p Plan
+	if in.RFQ == nil {
+		p.Unfilled = "no RFQ"
+		for i, b := range in.Bids {
+			p.Losers = append(p.Losers, Rejection{BidIndex: i, Provider: provider(b), Code: RejectNoRFQ, Reason: "no RFQ to match against"})
+		}
+		return p
+	}
+	w := in.Weights.sanitized()
+	latest := latestBids(in)
+	cands := make([]candidate, 0, len(in.Bids))
+	p.Losers = make([]Rejection, 0, len(in.Bids))
+	f := newFilter(in)
+	for i, b := range in.Bids {
+		code, reason := f.check(i, b, latest)
+		if code != "" {
+			p.Losers = append(p.Losers, Rejection{BidIndex: i, Provider: provider(b), Code: code, Reason: reason})
+			continue
+		}
+		cands = append(cands, candidate{idx: i, bid: b, eff: f.effective(b, w), gpus: len(b.GPUs)})
+	}
+	slices.SortFunc(cands, compareCandidates)
+	filtered := p.Losers
+	p.Losers = nil
+	p.selectAndPrice(in.RFQ, cands)
+	p.Losers = mergeLosers(filtered, p.Losers)
+	return p
+}
+
+// mergeLosers merges the filtered bids (in index order already) with the
+// feasible losers (in rank order) into one list ordered by index. With
+// thousands of bids a merge is much cheaper than sorting the whole list.
+// It merges from the back into filtered's spare capacity when there is
+// enough (Match sizes it for every bid).
+func mergeLosers(filtered, feasible []Rejection) []Rejection {
+	if len(feasible) == 0 {
+		return filtered
+	}
+	slices.SortFunc(feasible, func(a, b Rejection) int { return cmp.Compare(a.BidIndex, b.BidIndex) })
+	i, j := len(filtered)-1, len(feasible)-1
+	out := slices.Grow(filtered, len(feasible))[:len(filtered)+len(feasible)]
+	for k := len(out) - 1; j >= 0; k-- {
+		if i >= 0 && out[i].BidIndex > feasible[j].BidIndex {
+			out[k] = out[i]
+			i--
+		} else {
+			out[k] = feasible[j]
+			j--
+		}
+	}
+	return out
+}
+
+func compareCandidates(a, b candidate) int {
+	if c := cmp.Compare(a.eff, b.eff); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.gpus, a.gpus); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.bid.Provider, b.bid.Provider); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.idx, b.idx)
+}
+
+func (p *Plan) selectAndPrice(rfq *RFQ, cands []candidate) {
+	need := int(rfq.Resources.GPUs)
+	total := 0
+	for _, c := range cands {
+		total += c.gpus
+	}
+	switch {
+	case need == 0:
+		p.unfilled(cands, "the RFQ requests no GPUs")
+		return
+	case total < need:
+		p.unfilled(cands, fmt.Sprintf("feasible bids offer %d of %d GPUs", total, need))
+		return
+	}
+	// take[i] is how many GPUs cands[i] gives; 0 for a loser.
+	take := make([]int, len(cands))
+	single := slices.IndexFunc(cands, func(c candidate) bool { return c.gpus >= need })
+	if single >= 0 {
+		take[single] = need
+	} else {
+		left := need
+		for i := 0; left > 0; i++ {
+			take[i] = min(cands[i].gpus, left)
+			left -= take[i]
+		}
+	}
+	price := func(c candidate) uint64 { return c.bid.PriceMicro }
+	if rfq.Pricing == PaySecond {
+		clearing := rfq.MaxPriceMicro
+		for i, c := range cands {
+			if take[i] == 0 {
+				clearing = c.bid.PriceMicro
+				break
+			}
+		}
+		for i, c := range cands {
+			if take[i] > 0 {
+				clearing = max(clearing, c.bid.PriceMicro)
+			}
+		}
+		clearing = min(clearing, rfq.MaxPriceMicro)
+		p.ClearingPriceMicro = clearing
+		price = func(candidate) uint64 { return clearing }
+	}
+	for i, c := range cands {
+		if take[i] > 0 {
+			p.Allocations = append(p.Allocations, Allocation{
+				BidIndex: c.idx, Provider: c.bid.Provider,
+				GPUs:       slices.Clone(c.bid.GPUs[:take[i]]),
+				PriceMicro: price(c), EffectivePrice: c.eff,
+			})
+			continue
+		}
+		p.Backups = append(p.Backups, c.idx)
+		p.Losers = append(p.Losers, Rejection{BidIndex: c.idx, Provider: c.bid.Provider, Code: RejectOutranked,
+			Reason: fmt.Sprintf("effective price %.0f ranked %d; the request was filled before it", c.eff, i+1)})
+	}
+}
+
+func (p *Plan) unfilled(cands []candidate, why string) {
+	p.Unfilled = why
+	for _, c := range cands {
+		p.Backups = append(p.Backups, c.idx)
+		p.Losers = append(p.Losers, Rejection{BidIndex: c.idx, Provider: c.bid.Provider, Code: RejectUnfilled, Reason: why})
+	}
+}
+
+func provider(b *Bid) string {
+	if b == nil {
+		return ""
+	}
+	return b.Provider
+}
+
+// PlanDelta returns what must be awarded to move from prev to next after a
+// re-run (for instance with a decliner added to MatchInput.Declined): each
+// allocation of next minus the GPUs prev already gave the same provider.
+// Allocations that did not change are left out; one that grew comes back
+// with only its added GPUs, at next's price.
+func PlanDelta(prev, next Plan) []Allocation {
+	var out []Allocation
+	for _, a := range next.Allocations {
+		var had []string
+		for _, o := range prev.Allocations {
+			if o.Provider == a.Provider {
+				had = o.GPUs
+				break
+			}
+		}
+		var added []string
+		for _, g := range a.GPUs {
+			if !slices.Contains(had, g) {
+				added = append(added, g)
+			}
+		}
+		if len(added) > 0 {
+			a.GPUs = added
+			out = append(out, a)
+		}
+	}
+	return out
+}

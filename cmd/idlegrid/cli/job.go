@@ -1,0 +1,307 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	yaml "go.yaml.in/yaml/v3"
+)
+
+func newJobCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "job", Short: "Post and follow jobs (renter)"}
+	cmd.AddCommand(newJobSubmitCmd(g), newJobListCmd(g), newJobStatusCmd(g))
+	return cmd
+}
+
+// specFlag maps a submit flag to a job spec field (docs/jobspec.md).
+type specFlag struct {
+	flag, field string
+	kind        string // string, int, float, bool, list
+}
+
+var specFlags = []specFlag{
+	{"name", "name", "string"}, {"image", "image", "string"}, {"module", "module", "string"},
+	{"runtime", "runtime", "string"}, {"gpus", "gpus", "int"}, {"gpu", "gpu", "list"},
+	{"vram", "vram", "string"}, {"cc", "cc", "string"}, {"cpu", "cpu", "int"},
+	{"ram", "ram", "string"}, {"disk", "disk", "string"}, {"tier", "tier", "string"},
+	{"max-price", "max_price", "float"}, {"min-reliability", "min_reliability", "float"},
+	{"region", "region", "list"}, {"max-rtt", "max_rtt", "string"}, {"duration", "duration", "string"},
+	{"max-duration", "max_duration", "string"}, {"start-by", "start_by", "string"},
+	{"bid-window", "bid_window", "string"}, {"dataset", "datasets", "list"},
+	{"pricing", "pricing", "string"}, {"egress", "egress", "bool"}, {"min-notice", "min_notice", "string"},
+}
+
+func newJobSubmitCmd(g *globals) *cobra.Command {
+	var (
+		file   string
+		env    []string
+		detach bool
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "submit [-f SPEC.yaml] [flags] [-- CMD ARGS...]",
+		Short: "Validate a job, auction it and follow the auction live",
+		Long: `Submit a job from a YAML spec (-f) and/or flags (flags win), for example:
+
+  idlegrid job submit --gpus 1 --gpu h100,a100 --vram 40GiB --tier bronze \
+    --max-price 1.80 --region de,fr --duration 2h --image REF@sha256:... -- cmd args
+
+The daemon validates the spec (nothing is posted when it is wrong), gives it
+a CID and runs the auction. Progress (bids received, best price, award, or why
+it failed) is shown live; --json prints the outcome. Every field is described
+in docs/jobspec.md.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec := map[string]any{}
+			if file != "" {
+				raw, err := os.ReadFile(file)
+				if err != nil {
+					return err
+				}
+				if err := yaml.Unmarshal(raw, &spec); err != nil {
+					return fmt.Errorf("%s: %w", file, err)
+				}
+				if spec == nil {
+					spec = map[string]any{}
+				}
+			}
+			if err := applySpecFlags(cmd.Flags(), spec); err != nil {
+				return err
+			}
+			if len(env) > 0 {
+				m := map[string]string{}
+				for _, kv := range env {
+					k, v, ok := strings.Cut(kv, "=")
+					if !ok {
+						return fmt.Errorf("--env %q: want KEY=VALUE", kv)
+					}
+					m[k] = v
+				}
+				spec["env"] = m
+			}
+			if len(args) > 0 {
+				spec["command"] = args
+			}
+			body, err := yaml.Marshal(spec)
+			if err != nil {
+				return err
+			}
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			job, err := c.SubmitJob(ctx, body)
+			if err != nil {
+				return explain(err, g.home)
+			}
+			w := cmd.OutOrStdout()
+			if !asJSON {
+				fmt.Fprintf(w, "job %s submitted\n", job.ID)
+			}
+			if detach {
+				if asJSON {
+					return printJSON(w, job)
+				}
+				return nil
+			}
+			werr := c.WatchJob(ctx, job.ID, func(ev api.JobEvent) {
+				if !asJSON {
+					printEvent(w, ev)
+				}
+			})
+			if werr != nil && !errors.Is(werr, context.Canceled) {
+				return explain(werr, g.home)
+			}
+			final, err := c.Job(context.WithoutCancel(ctx), job.ID)
+			if err != nil {
+				return explain(err, g.home)
+			}
+			if asJSON {
+				if err := printJSON(w, final); err != nil {
+					return err
+				}
+			} else if final.Terminal() {
+				fmt.Fprintf(w, "job %s: %s\n", short(final.ID), final.State)
+			}
+			if final.State == "failed" || final.State == "unfilled" {
+				return fmt.Errorf("job %s %s: %s", final.ID, final.State, final.Reason)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&file, "file", "f", "", "YAML job spec (flags override its fields)")
+	for _, sf := range specFlags {
+		switch sf.kind {
+		case "int":
+			f.Int(sf.flag, 0, "job spec "+sf.field)
+		case "float":
+			f.Float64(sf.flag, 0, "job spec "+sf.field)
+		case "bool":
+			f.Bool(sf.flag, false, "job spec "+sf.field)
+		case "list":
+			f.StringSlice(sf.flag, nil, "job spec "+sf.field+" (comma-separated)")
+		default:
+			f.String(sf.flag, "", "job spec "+sf.field)
+		}
+	}
+	f.StringArrayVar(&env, "env", nil, "environment variable KEY=VALUE (repeatable)")
+	f.BoolVar(&detach, "detach", false, "return once the job is accepted, without following the auction")
+	f.BoolVar(&asJSON, "json", false, "print the final job as JSON")
+	return cmd
+}
+
+// applySpecFlags copies the flags the user set into the spec.
+func applySpecFlags(fs *pflag.FlagSet, spec map[string]any) error {
+	for _, sf := range specFlags {
+		if !fs.Changed(sf.flag) {
+			continue
+		}
+		var v any
+		var err error
+		switch sf.kind {
+		case "int":
+			v, err = fs.GetInt(sf.flag)
+		case "float":
+			v, err = fs.GetFloat64(sf.flag)
+		case "bool":
+			v, err = fs.GetBool(sf.flag)
+		case "list":
+			v, err = fs.GetStringSlice(sf.flag)
+		default:
+			v, err = fs.GetString(sf.flag)
+		}
+		if err != nil {
+			return err
+		}
+		spec[sf.field] = v
+	}
+	return nil
+}
+
+func printEvent(w io.Writer, ev api.JobEvent) {
+	extra := ""
+	if ev.Bids > 0 {
+		extra = fmt.Sprintf(" [%d bids, best $%.4f/GPU-h]", ev.Bids, ev.BestPriceUSD)
+	}
+	fmt.Fprintf(w, "%s  %-14s %s%s\n", ev.At.Local().Format("15:04:05.000"), ev.Kind, ev.Message, extra)
+}
+
+func short(id string) string {
+	if len(id) > 16 {
+		return id[:6] + "…" + id[len(id)-8:]
+	}
+	return id
+}
+
+func newJobListCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List jobs",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			jobs, err := c.Jobs(cmd.Context())
+			if err != nil {
+				return explain(err, g.home)
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), jobs)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "JOB\tNAME\tSTATE\tLEASES\tCREATED\tREASON")
+			for _, j := range jobs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", j.ID, j.Name, j.State, len(j.Leases), j.CreatedAt.Local().Format(time.DateTime), j.Reason)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newJobStatusCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status JOB",
+		Short: "Show a job: state, leases and its auction history",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			j, err := c.Job(cmd.Context(), args[0])
+			if err != nil {
+				return explain(err, g.home)
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), j)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "job     %s\nname    %s\nstate   %s\n", j.ID, j.Name, j.State)
+			if j.Reason != "" {
+				fmt.Fprintf(w, "reason  %s\n", j.Reason)
+			}
+			printLeases(w, j.Leases)
+			fmt.Fprintln(w)
+			for _, ev := range j.Events {
+				printEvent(w, ev)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printLeases(w io.Writer, leases []api.Lease) {
+	if len(leases) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nLEASE\tSIDE\tPROVIDER\tGPUS\tTIER\tPRICE\tSTATE\tSTARTS\tREASON")
+	for _, l := range leases {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t$%.4f\t%s\t%s\t%s\n", short(l.ID), l.Side, short(l.Provider), len(l.GPUs), l.Tier, l.PriceUSD, l.State, l.StartsAt.Local().Format("15:04:05"), l.Reason)
+	}
+	_ = tw.Flush()
+}
+
+func newLeasesCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "leases",
+		Short: "List this node's leases (as renter or provider)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			leases, err := c.Leases(cmd.Context())
+			if err != nil {
+				return explain(err, g.home)
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), leases)
+			}
+			printLeases(cmd.OutOrStdout(), leases)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}

@@ -1,0 +1,75 @@
+package api
+
+import "time"
+
+// Job is a renter's job as the API shows it.
+type Job struct {
+	ID        string     `json:"id"` // job spec CID
+	Name      string     `json:"name,omitempty"`
+	State     string     `json:"state"`
+	Reason    string     `json:"reason,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
+	RFQs      []string   `json:"rfqs,omitempty"`
+	Leases    []Lease    `json:"leases,omitempty"`
+	Events    []JobEvent `json:"events,omitempty"`
+}
+
+// Terminal reports whether the job will not change state again.
+func (j Job) Terminal() bool {
+	switch j.State {
+	case "completed", "failed", "cancelled", "expired", "unfilled":
+		return true
+	}
+	return false
+}
+
+// JobEvent is one step of a job: "rfq", "bid", "award", "lease",
+// "decline", "preempted", "completed", ...
+type JobEvent struct {
+	At      time.Time `json:"at"`
+	Kind    string    `json:"kind"`
+	Message string    `json:"message"`
+	// BestPriceUSD is the best effective price seen so far (bid events).
+	BestPriceUSD float64 `json:"best_price_usd,omitempty"`
+	Bids         int     `json:"bids,omitempty"`
+}
+
+// Lease is one side's view of a lease.
+type Lease struct {
+	ID        string    `json:"id"`
+	Side      string    `json:"side"`
+	JobID     string    `json:"job"`
+	Renter    string    `json:"renter"`
+	Provider  string    `json:"provider"`
+	GPUs      []string  `json:"gpus"`
+	PriceUSD  float64   `json:"price_usd_per_gpu_hour"`
+	Tier      string    `json:"tier"`
+	State     string    `json:"state"`
+	Reason    string    `json:"reason,omitempty"`
+	StartsAt  time.Time `json:"starts_at"`
+	EndsAt    time.Time `json:"ends_at"`
+	PreemptAt time.Time `json:"preempt_at,omitzero"`
+	NoticeSec uint32    `json:"notice_s,omitempty"`
+}
+
+// PriceStat is one row of the market price index.
+type PriceStat struct {
+	Model     string  `json:"model"`
+	Tier      string  `json:"tier"`
+	Awards    int     `json:"awards"`
+	GPUs      int     `json:"gpus"`
+	MedianUSD float64 `json:"median_usd"`
+	P10USD    float64 `json:"p10_usd"`
+	P90USD    float64 `json:"p90_usd"`
+}
+
+// Prices is GET /v1/market/prices.
+type Prices struct {
+	Window string      `json:"window"`
+	Since  time.Time   `json:"since"`
+	Stats  []PriceStat `json:"stats"`
+}
+
+// CodeBadSpec marks a job spec that does not parse or validate.
+const CodeBadSpec = "bad_spec"

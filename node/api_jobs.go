@@ -1,0 +1,144 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/store"
+)
+
+func (b apiBackend) SubmitJob(_ context.Context, spec []byte) (api.Job, error) {
+	if b.n.auct == nil {
+		return api.Job{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "this node is a %s; post jobs from a renter node", b.n.cfg.Role)
+	}
+	j, err := b.n.auct.Submit(spec)
+	switch {
+	case errors.Is(err, ErrJobActive):
+		return api.Job{}, api.Errorf(http.StatusConflict, "conflict", "%v", err)
+	case err != nil:
+		return api.Job{}, api.Errorf(http.StatusBadRequest, api.CodeBadSpec, "%v", err)
+	}
+	return b.toAPIJob(j), nil
+}
+
+func (b apiBackend) Jobs() ([]api.Job, error) {
+	jobs, err := b.n.db.Jobs()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.Job, 0, len(jobs))
+	for _, j := range jobs {
+		out = append(out, b.toAPIJob(j))
+	}
+	return out, nil
+}
+
+func (b apiBackend) Job(id string) (api.Job, error) {
+	j, err := b.n.db.GetJob(id)
+	if errors.Is(err, store.ErrNotFound) {
+		return api.Job{}, api.Errorf(http.StatusNotFound, api.CodeNotFound, "no job %s", id)
+	}
+	if err != nil {
+		return api.Job{}, err
+	}
+	return b.toAPIJob(j), nil
+}
+
+func (b apiBackend) WatchJob(ctx context.Context, id string) (<-chan api.JobEvent, error) {
+	events, err := b.n.jobs.watch(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, api.Errorf(http.StatusNotFound, api.CodeNotFound, "no job %s", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan api.JobEvent)
+	go func() {
+		defer close(out)
+		for ev := range events {
+			select {
+			case out <- toAPIEvent(ev):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+func (b apiBackend) Leases() ([]api.Lease, error) {
+	leases, err := b.n.db.Leases()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.Lease, 0, len(leases))
+	for _, l := range leases {
+		out = append(out, toAPILease(l))
+	}
+	return out, nil
+}
+
+func (b apiBackend) Prices(window time.Duration) (api.Prices, error) {
+	until := time.Now()
+	since := until.Add(-window)
+	raws, err := b.n.db.Summaries()
+	if err != nil {
+		return api.Prices{}, err
+	}
+	var sums []auction.AwardSummary
+	for _, raw := range raws {
+		// Only signed summaries count; stored ones were verified on
+		// arrival, and are verified again here because the store is not a
+		// trust boundary.
+		if s, _, err := auction.OpenAwardSummary(raw); err == nil {
+			sums = append(sums, *s)
+		}
+	}
+	out := api.Prices{Window: window.String(), Since: since.UTC(), Stats: []api.PriceStat{}}
+	for _, st := range auction.PriceStats(sums, since, until) {
+		out.Stats = append(out.Stats, api.PriceStat{
+			Model: st.Model, Tier: string(st.Tier), Awards: st.Awards, GPUs: int(st.GPUs),
+			MedianUSD: float64(st.MedianMicro) / 1e6, P10USD: float64(st.P10Micro) / 1e6, P90USD: float64(st.P90Micro) / 1e6,
+		})
+	}
+	return out, nil
+}
+
+func (b apiBackend) toAPIJob(j *store.Job) api.Job {
+	out := api.Job{
+		ID: j.ID, Name: j.Name, State: j.State, Reason: j.Reason, RFQs: j.RFQs,
+		CreatedAt: time.UnixMilli(j.CreatedAtMs).UTC(), UpdatedAt: time.UnixMilli(j.UpdatedAtMs).UTC(),
+	}
+	for _, id := range j.Leases {
+		if l, err := b.n.db.GetLease(id); err == nil {
+			out.Leases = append(out.Leases, toAPILease(l))
+		}
+	}
+	for _, ev := range j.Events {
+		out.Events = append(out.Events, toAPIEvent(ev))
+	}
+	return out
+}
+
+func toAPIEvent(ev store.JobEvent) api.JobEvent {
+	return api.JobEvent{
+		At: time.UnixMilli(ev.AtMs).UTC(), Kind: ev.Kind, Message: ev.Message,
+		Bids: ev.Bids, BestPriceUSD: float64(ev.BestPriceMicro) / 1e6,
+	}
+}
+
+func toAPILease(l *store.Lease) api.Lease {
+	out := api.Lease{
+		ID: l.ID, Side: l.Side, JobID: l.JobCID, Renter: l.Renter, Provider: l.Provider, GPUs: l.GPUs,
+		PriceUSD: float64(l.PriceMicro) / 1e6, Tier: l.Tier, State: l.State, Reason: l.Reason,
+		StartsAt: time.UnixMilli(l.StartsAtMs).UTC(), EndsAt: time.UnixMilli(l.EndsAtMs).UTC(), NoticeSec: l.NoticeSec,
+	}
+	if l.PreemptAtMs != 0 {
+		out.PreemptAt = time.UnixMilli(l.PreemptAtMs).UTC()
+	}
+	return out
+}

@@ -1,0 +1,251 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/p2p"
+	"github.com/idlegrid/idlegrid/store"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// awardValidity is how long a provider has to countersign an award.
+const awardValidity = 10 * time.Second
+
+// award runs the matcher over the collected bids and turns the plan into
+// leases. A winner that declines or does not answer is dropped and the
+// matcher runs again over the remaining bids, so the award passes to the
+// next-best; GPUs already leased in a micro-pool stay leased and only the
+// rest is re-matched.
+func (a *auctioneer) award(ctx context.Context, pa *pendingAuction, spec *auction.JobSpec, bids []*auction.Bid, bidIDs []string, round int) {
+	jobID := pa.jobID
+	if len(bids) == 0 {
+		a.unfilled(ctx, jobID, spec, round, fmt.Sprintf("no provider bid within the %dms window", pa.rfq.BidWindowMs))
+		return
+	}
+	rfq := *pa.rfq
+	need := rfq.Resources.GPUs
+	var leases []*store.Lease
+	excluded := map[string]bool{}
+	for attempt := 0; attempt < maxAwardAttempts && need > 0; attempt++ {
+		var remaining []*auction.Bid
+		var remainingIDs []string
+		for i, b := range bids {
+			if !excluded[b.Provider] {
+				remaining = append(remaining, b)
+				remainingIDs = append(remainingIDs, bidIDs[i])
+			}
+		}
+		rfq.Resources.GPUs = need
+		plan := auction.Match(a.matchInput(&rfq, pa.rfqID, remaining))
+		for _, l := range plan.Losers {
+			a.log.Debug("bid lost", "job", jobID, "provider", l.Provider, "code", l.Code, "reason", l.Reason)
+		}
+		if plan.Unfilled != "" {
+			if len(leases) == 0 {
+				a.unfilled(ctx, jobID, spec, round, "no plan: "+plan.Unfilled)
+				return
+			}
+			a.jobs.event(jobID, "partial", "only part of the pool could be leased: %s", plan.Unfilled)
+			break
+		}
+		for i, alloc := range plan.Allocations {
+			bid := remaining[alloc.BidIndex]
+			l, err := a.offerAward(ctx, &rfq, pa.rfqID, bid, remainingIDs[alloc.BidIndex], alloc, uint32(i+1), uint32(len(plan.Allocations)))
+			if err != nil {
+				excluded[bid.Provider] = true
+				a.jobs.event(jobID, "decline", "%s did not take the award: %v; passing it on", short(bid.Provider), err)
+				continue
+			}
+			excluded[bid.Provider] = true // it holds what it took
+			leases = append(leases, l)
+			need -= uint32(len(l.GPUs))
+			_, _ = a.jobs.update(jobID, store.JobEvent{Kind: "lease", Message: fmt.Sprintf("lease %s: %d GPUs on %s at %s/GPU-h", short(l.ID), len(l.GPUs), short(l.Provider), usdString(l.PriceMicro))},
+				func(j *store.Job) { j.Leases = append(j.Leases, l.ID) })
+		}
+	}
+	if len(leases) == 0 {
+		a.unfilled(ctx, jobID, spec, round, "every winner declined")
+		return
+	}
+	if _, err := a.jobs.setState(jobID, JobRunning, "running", "%d lease(s) countersigned", len(leases)); err != nil {
+		a.log.Warn("job state", "job", jobID, "err", err)
+	}
+	for _, l := range leases {
+		a.publishSummary(ctx, l)
+	}
+	a.watchCompletion(ctx, jobID, spec, leases, round)
+}
+
+// maxReauctions bounds the auctions of preempted work; reauctionBackoff
+// spaces them, doubling up to reauctionMaxBackoff.
+const (
+	maxReauctions       = 8
+	reauctionBackoff    = time.Second
+	reauctionMaxBackoff = 30 * time.Second
+)
+
+// unfilled ends an auction that found no plan. A first auction reports it
+// to the renter at once (a price or constraint to change). Preempted work
+// is already running somewhere in the renter's plans, so its re-auction
+// retries with backoff: GPUs held by other bids or leases free up soon.
+func (a *auctioneer) unfilled(ctx context.Context, jobID string, spec *auction.JobSpec, round int, reason string) {
+	if round == 0 || round >= maxReauctions {
+		_, _ = a.jobs.setState(jobID, JobUnfilled, "unfilled", "%s", reason)
+		return
+	}
+	wait := min(reauctionBackoff<<(round-1), reauctionMaxBackoff)
+	a.jobs.event(jobID, "retry", "re-auction found no plan (%s); retrying in %s", reason, wait)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-t.C:
+	}
+	a.auction(ctx, jobID, spec, round+1)
+}
+
+func (a *auctioneer) matchInput(rfq *auction.RFQ, rfqID string, bids []*auction.Bid) auction.MatchInput {
+	rtt := map[string]time.Duration{}
+	for _, b := range bids {
+		if id, err := peer.Decode(b.Provider); err == nil {
+			if d := a.n.p2p.Host().Peerstore().LatencyEWMA(id); d > 0 {
+				rtt[b.Provider] = d
+			}
+		}
+	}
+	return auction.MatchInput{
+		RFQ: rfq, RFQID: rfqID, Bids: bids,
+		Reputation: map[string]float64{}, Prior: a.n.cfg.Market.ReliabilityPrior,
+		RTT: rtt, Now: a.now(), Weights: auction.DefaultWeights(),
+	}
+}
+
+// offerAward sends one signed award and waits for the countersignature.
+func (a *auctioneer) offerAward(ctx context.Context, rfq *auction.RFQ, rfqID string, bid *auction.Bid, bidID string, alloc auction.Allocation, part, parts uint32) (*store.Lease, error) {
+	nonce := make([]byte, 16)
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	now := a.now()
+	aw := &auction.Award{
+		V: auction.MessagesVersion, Renter: a.n.ID().String(), Provider: bid.Provider,
+		RFQ: rfqID, Bid: bidID, JobCID: rfq.JobCID, GPUs: alloc.GPUs, PriceMicro: alloc.PriceMicro,
+		Tier: rfq.Tier, MaxDurationSec: rfq.MaxDurationSec, NoticeSec: bid.NoticeSec,
+		Part: part, Parts: parts, Nonce: nonce,
+		IssuedAtMs: now.UnixMilli(), ExpiresAtMs: now.Add(awardValidity).UnixMilli(),
+	}
+	raw, err := auction.SealAward(aw, a.n.key)
+	if err != nil {
+		return nil, fmt.Errorf("seal award: %w", err)
+	}
+	awardID := attest.RecordID(raw).String()
+	provider, err := peer.Decode(bid.Provider)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := a.n.p2p.Request(ctx, provider, LeaseProto, raw, leaseLimits)
+	if err != nil {
+		return nil, fmt.Errorf("award: %w", err)
+	}
+	if len(resp) < 2 {
+		return nil, errors.New("award: empty response")
+	}
+	switch resp[0] {
+	case tagDecline:
+		d, signer, err := auction.OpenDecline(resp[1:])
+		if err != nil || signer != provider || d.Award != awardID {
+			return nil, fmt.Errorf("award: malformed decline: %v", err)
+		}
+		return nil, fmt.Errorf("declined: %s", d.Reason)
+	case tagAccept:
+	default:
+		return nil, fmt.Errorf("award: unknown response tag %q", resp[0])
+	}
+	acc, signer, err := auction.OpenLeaseAcceptance(resp[1:])
+	if err != nil {
+		return nil, fmt.Errorf("award: acceptance: %w", err)
+	}
+	if signer != provider || acc.Award != awardID || !slices.Equal(acc.GPUs, aw.GPUs) {
+		return nil, errors.New("award: acceptance does not match the award")
+	}
+	start := time.UnixMilli(acc.AcceptedMs)
+	if bid.EarliestStartMs > acc.AcceptedMs {
+		start = time.UnixMilli(bid.EarliestStartMs)
+	}
+	l := &store.Lease{
+		ID: awardID, Side: "renter", Award: raw, Acceptance: resp[1:], JobCID: rfq.JobCID,
+		Renter: aw.Renter, Provider: aw.Provider, GPUs: aw.GPUs, PriceMicro: aw.PriceMicro, Model: bid.Model,
+		Tier: string(aw.Tier), NoticeSec: aw.NoticeSec, ExpectedSec: rfq.ExpectedDurationSec,
+		State: LeaseActive, StartsAtMs: start.UnixMilli(),
+		EndsAtMs:    start.Add(time.Duration(rfq.MaxDurationSec) * time.Second).UnixMilli(),
+		UpdatedAtMs: now.UnixMilli(),
+	}
+	if err := a.n.db.PutLease(l); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// publishSummary gossips the cleared price for the market price index.
+func (a *auctioneer) publishSummary(ctx context.Context, l *store.Lease) {
+	sum := &auction.AwardSummary{
+		V: auction.MessagesVersion, Renter: a.n.ID().String(), Award: l.ID, Model: l.Model,
+		Tier: auction.Tier(l.Tier), GPUs: uint32(len(l.GPUs)), PriceMicro: l.PriceMicro, AtMs: a.now().UnixMilli(),
+	}
+	raw, err := auction.SealAwardSummary(sum, a.n.key)
+	if err != nil {
+		a.log.Warn("seal award summary", "err", err)
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := a.n.p2p.Publish(pctx, p2p.TopicAttest, raw, 0); err != nil {
+		a.log.Warn("publish award summary", "err", err)
+	}
+}
+
+// watchCompletion waits for the job's leases to finish their work (the
+// expected duration, until execution reports real completion), or for a
+// preemption, which re-auctions the job.
+func (a *auctioneer) watchCompletion(ctx context.Context, jobID string, spec *auction.JobSpec, leases []*store.Lease, round int) {
+	var end time.Time
+	for _, l := range leases {
+		e := time.UnixMilli(l.StartsAtMs).Add(time.Duration(l.ExpectedSec) * time.Second)
+		if e.After(end) {
+			end = e
+		}
+	}
+	t := time.NewTimer(time.Until(end))
+	defer t.Stop()
+	preempted := a.preemptions(jobID)
+	select {
+	case <-ctx.Done():
+		return
+	case <-t.C:
+		for _, l := range leases {
+			a.finishLease(l.ID, LeaseCompleted, "work finished")
+		}
+		_, _ = a.jobs.setState(jobID, JobCompleted, "completed", "all leases finished")
+	case lid := <-preempted:
+		_, _ = a.jobs.setState(jobID, JobPreempted, "preempted", "lease %s preempted by its provider", short(lid))
+		for _, l := range leases {
+			if l.ID != lid {
+				a.finishLease(l.ID, LeaseCancelled, "sibling lease preempted; job re-auctioned")
+			}
+		}
+		if !a.n.cfg.Market.Reauction {
+			_, _ = a.jobs.setState(jobID, JobFailed, "failed", "preempted and market.reauction is off")
+			return
+		}
+		_, _ = a.jobs.setState(jobID, JobAuctioning, "reauction", "re-auctioning the preempted work")
+		a.auction(ctx, jobID, spec, round+1)
+	}
+}

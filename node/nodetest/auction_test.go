@@ -1,0 +1,437 @@
+package nodetest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node"
+	"github.com/idlegrid/idlegrid/node/nodetest"
+	"github.com/idlegrid/idlegrid/p2p"
+	"github.com/idlegrid/idlegrid/store"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// testModule is the WASM module CID test jobs name (only the auction runs
+// until the execution layer lands, so it is never fetched).
+var testModule = auction.CapabilityCID("idlegrid-test-module").String()
+
+type jobOpts struct {
+	name      string
+	gpus      int
+	model     string
+	tier      string
+	maxPrice  float64
+	duration  string
+	minNotice string
+}
+
+func jobYAML(o jobOpts) []byte {
+	if o.model == "" {
+		o.model = "a10"
+	}
+	if o.tier == "" {
+		o.tier = "bronze"
+	}
+	if o.maxPrice == 0 {
+		o.maxPrice = 5
+	}
+	if o.duration == "" {
+		o.duration = "2s"
+	}
+	s := fmt.Sprintf("name: %s\nmodule: %s\ngpus: %d\ngpu: [%s]\ntier: %s\nmax_price: %g\nduration: %s\n",
+		o.name, testModule, o.gpus, o.model, o.tier, o.maxPrice, o.duration)
+	if o.minNotice != "" {
+		s += "min_notice: " + o.minNotice + "\n"
+	}
+	return []byte(s)
+}
+
+// providerCfg returns a Configure func giving provider i its GPUs, floor
+// and tiers.
+type provOpts struct {
+	profile string
+	gpus    int
+	bronze  float64
+	tiers   []string
+	notice  time.Duration
+}
+
+func auctionCluster(t *testing.T, provs []provOpts, o nodetest.Options) (*nodetest.Cluster, *node.Node) {
+	t.Helper()
+	n := len(provs) + 2
+	o.Configure = func(i int, cfg *node.Config) {
+		cfg.P2P.GossipHeartbeat = 100 * time.Millisecond
+		if i == 0 || i == n-1 {
+			return
+		}
+		p := provs[i-1]
+		if p.profile == "" {
+			p.profile = "a10"
+		}
+		cfg.GPU.Sim.Profiles = slices.Repeat([]string{p.profile}, max(p.gpus, 1))
+		cfg.Provider.FloorUSD = node.FloorUSD{Gold: p.bronze * 3, Silver: p.bronze * 2, Bronze: p.bronze}
+		if len(p.tiers) > 0 {
+			cfg.Provider.Tiers = p.tiers
+		}
+		if p.notice > 0 {
+			cfg.Provider.PreemptNotice = p.notice
+		}
+	}
+	c := nodetest.New(t, n, o)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	renter := c.ByRole(node.RoleRenter)[0].Node
+	waitAllAdvertised(t, ctx, c, renter, len(provs))
+	return c, renter
+}
+
+func waitJob(t *testing.T, ctx context.Context, r *node.Node, id string, states ...string) *store.Job {
+	t.Helper()
+	var j *store.Job
+	err := nodetest.WaitFor(ctx, "job "+id+" to reach "+strings.Join(states, "/"), func() bool {
+		var err error
+		j, err = r.Job(id)
+		return err == nil && slices.Contains(states, j.State)
+	})
+	if err != nil {
+		if j != nil {
+			for _, ev := range j.Events {
+				t.Logf("  %s: %s", ev.Kind, ev.Message)
+			}
+			t.Fatalf("%v (state %s: %s)", err, j.State, j.Reason)
+		}
+		t.Fatal(err)
+	}
+	return j
+}
+
+func jobLeases(t *testing.T, r *node.Node, j *store.Job) []*store.Lease {
+	t.Helper()
+	var out []*store.Lease
+	for _, id := range j.Leases {
+		l, err := r.Leases()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range l {
+			if x.ID == id {
+				out = append(out, x)
+			}
+		}
+	}
+	return out
+}
+
+// TestCheapestFeasibleBidWins: 20 providers at different prices with equal
+// reputation, plus a cheaper one that cannot run the job: the cheapest
+// feasible provider gets the lease.
+func TestCheapestFeasibleBidWins(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var provs []provOpts
+	for i := range 20 {
+		provs = append(provs, provOpts{gpus: 1, bronze: 0.50 + 0.03*float64(i)})
+	}
+	rng.Shuffle(len(provs), func(i, j int) { provs[i], provs[j] = provs[j], provs[i] })
+	provs = append(provs, provOpts{profile: "t4", gpus: 1, bronze: 0.10}) // infeasible: wrong model
+	c, renter := auctionCluster(t, provs, nodetest.Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var cheapest peer.ID
+	for i, m := range c.ByRole(node.RoleProvider) {
+		if provs[i].profile == "" && provs[i].bronze == 0.50 {
+			cheapest = m.Node.ID()
+		}
+	}
+	j, err := renter.SubmitJob(jobYAML(jobOpts{name: "cheapest", gpus: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j = waitJob(t, ctx, renter, j.ID, node.JobRunning, node.JobCompleted)
+	leases := jobLeases(t, renter, j)
+	if len(leases) != 1 || leases[0].Provider != cheapest.String() {
+		t.Fatalf("lease went to %v, want the cheapest feasible provider %s", leases, cheapest)
+	}
+	if leases[0].PriceMicro < 500_000 {
+		t.Fatalf("lease priced %d uUSD, below the winner's floor", leases[0].PriceMicro)
+	}
+	waitJob(t, ctx, renter, j.ID, node.JobCompleted)
+}
+
+// TestConcurrentRFQsNeverOvercommit: 50 jobs posted at once against 5
+// providers with 2 GPUs each. At no moment does a provider hold more
+// leased GPUs than it has, or one GPU in two leases.
+func TestConcurrentRFQsNeverOvercommit(t *testing.T) {
+	var provs []provOpts
+	for i := range 5 {
+		provs = append(provs, provOpts{gpus: 2, bronze: 0.4 + 0.05*float64(i)})
+	}
+	c, renter := auctionCluster(t, provs, nodetest.Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+
+	var violation error
+	var vmu sync.Mutex
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			for _, m := range c.ByRole(node.RoleProvider) {
+				leases, err := m.Node.Leases()
+				if err != nil {
+					continue
+				}
+				inUse := map[string]string{}
+				for _, l := range leases {
+					if l.Side != "provider" || l.State == node.LeaseCompleted || l.State == node.LeasePreempted ||
+						l.State == node.LeaseCancelled || l.State == node.LeaseFailed || l.State == node.LeaseExpired {
+						continue
+					}
+					for _, g := range l.GPUs {
+						if other, ok := inUse[g]; ok {
+							vmu.Lock()
+							violation = fmt.Errorf("provider %d: GPU %s in leases %s and %s", m.Index, g, other, l.ID)
+							vmu.Unlock()
+						}
+						inUse[g] = l.ID
+					}
+				}
+				if len(inUse) > 2 {
+					vmu.Lock()
+					violation = fmt.Errorf("provider %d holds %d leased GPUs of 2", m.Index, len(inUse))
+					vmu.Unlock()
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	var ids []string
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i := range 50 {
+		wg.Go(func() {
+			j, err := renter.SubmitJob(jobYAML(jobOpts{name: fmt.Sprintf("burst-%02d", i), gpus: 1, duration: "2s"}))
+			if err != nil {
+				t.Errorf("submit %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			ids = append(ids, j.ID)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	leased := 0
+	for _, id := range ids {
+		j := waitJob(t, ctx, renter, id, node.JobCompleted, node.JobUnfilled)
+		if j.State == node.JobCompleted {
+			leased++
+		}
+	}
+	close(stop)
+	<-sampled
+	if violation != nil {
+		t.Fatal(violation)
+	}
+	// Bids hold their GPUs until they expire, so a burst far larger than
+	// the market serves only the first RFQs each provider saw; the rest
+	// are reported unfilled rather than over-committed.
+	if leased < 2 {
+		t.Fatalf("%d of 50 jobs got leases; the first RFQs should be served", leased)
+	}
+	t.Logf("%d of 50 concurrent jobs leased on 10 GPUs", leased)
+}
+
+// TestDeclinedAwardPassesToNextBest: the cheapest provider declines every
+// award; the next-best bid gets the lease.
+func TestDeclinedAwardPassesToNextBest(t *testing.T) {
+	provs := []provOpts{{gpus: 1, bronze: 0.5}, {gpus: 1, bronze: 0.6}, {gpus: 1, bronze: 0.7}}
+	c, renter := auctionCluster(t, provs, nodetest.Options{AdmitAward: func(i int) node.AdmitAward {
+		if i == 1 {
+			return func(*auction.Award) error { return errors.New("operator refuses new work") }
+		}
+		return nil
+	}})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	second := c.ByRole(node.RoleProvider)[1].Node.ID()
+	j, err := renter.SubmitJob(jobYAML(jobOpts{name: "decline", gpus: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j = waitJob(t, ctx, renter, j.ID, node.JobRunning, node.JobCompleted)
+	leases := jobLeases(t, renter, j)
+	if len(leases) != 1 || leases[0].Provider != second.String() {
+		t.Fatalf("lease went to %v, want the next-best provider %s", leases, second)
+	}
+	declined := slices.ContainsFunc(j.Events, func(ev store.JobEvent) bool {
+		return ev.Kind == "decline" && strings.Contains(ev.Message, "operator refuses new work")
+	})
+	if !declined {
+		t.Fatalf("no decline event: %+v", j.Events)
+	}
+}
+
+// TestGoldPreemptsBronzeWhichIsReauctioned: a gold job lands on a host full
+// of bronze leases; the bronze lease is preempted with the promised notice,
+// re-auctioned to another provider, and finishes.
+func TestGoldPreemptsBronzeWhichIsReauctioned(t *testing.T) {
+	provs := []provOpts{
+		{gpus: 2, bronze: 0.3, notice: time.Second},                            // cheap, takes gold too
+		{gpus: 2, bronze: 0.6, tiers: []string{"bronze"}, notice: time.Second}, // bronze only
+	}
+	c, renter := auctionCluster(t, provs, nodetest.Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	host, other := c.ByRole(node.RoleProvider)[0].Node, c.ByRole(node.RoleProvider)[1].Node
+
+	bronze, err := renter.SubmitJob(jobYAML(jobOpts{name: "bronze", gpus: 2, tier: "bronze", duration: "4s", minNotice: "1s"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bj := waitJob(t, ctx, renter, bronze.ID, node.JobRunning)
+	if l := jobLeases(t, renter, bj); len(l) != 1 || l[0].Provider != host.ID().String() {
+		t.Fatalf("bronze job should start on the cheap host: %+v", l)
+	}
+	// The host's capacity record must show its GPUs leased before the
+	// gold auction, or the gold bid would not be a preemption.
+	if err := nodetest.WaitFor(ctx, "bronze lease active on the host", func() bool {
+		c := host.Capacity()
+		return c != nil && c.FreeGPUs() == 0
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The gold job outlasts the test, so the host stays busy and the bronze
+	// work must move elsewhere.
+	gold, err := renter.SubmitJob(jobYAML(jobOpts{name: "gold", gpus: 2, tier: "gold", maxPrice: 10, duration: "10m"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gj := waitJob(t, ctx, renter, gold.ID, node.JobRunning, node.JobCompleted)
+	if l := jobLeases(t, renter, gj); len(l) != 1 || l[0].Provider != host.ID().String() {
+		t.Fatalf("gold job should land on the host (the only gold provider): %+v", l)
+	}
+	bj = waitJob(t, ctx, renter, bronze.ID, node.JobCompleted)
+	leases := jobLeases(t, renter, bj)
+	if len(leases) != 2 {
+		for _, ev := range bj.Events {
+			t.Logf("bronze: %s %s", ev.Kind, ev.Message)
+		}
+		gj2, _ := renter.Job(gold.ID)
+		for _, ev := range gj2.Events {
+			t.Logf("gold: %s %s", ev.Kind, ev.Message)
+		}
+		pl, _ := host.Leases()
+		for _, l := range pl {
+			t.Logf("host lease %s tier %s state %s start %d preempt %d gpus %v", l.ID[len(l.ID)-6:], l.Tier, l.State, l.StartsAtMs, l.PreemptAtMs, l.GPUs)
+		}
+		t.Fatalf("bronze job should have 2 leases (preempted, then re-auctioned): %+v", leases)
+	}
+	if leases[0].Provider != host.ID().String() || leases[0].State != node.LeasePreempted {
+		t.Fatalf("first bronze lease: %+v, want preempted on the host", leases[0])
+	}
+	if leases[1].Provider != other.ID().String() {
+		t.Fatalf("re-auctioned lease went to %s, want %s", leases[1].Provider, other.ID())
+	}
+	notice := leases[0].PreemptAtMs - gjAwardTime(t, renter, gj)
+	if notice < 900 {
+		t.Fatalf("preemption notice %dms, promised 1s", notice)
+	}
+	if gj, _ := renter.Job(gold.ID); gj.State != node.JobRunning {
+		t.Fatalf("gold job %s, want running", gj.State)
+	}
+	kinds := []string{}
+	for _, ev := range bj.Events {
+		kinds = append(kinds, ev.Kind)
+	}
+	for _, want := range []string{"preempt-notice", "preempted", "reauction", "completed"} {
+		if !slices.Contains(kinds, want) {
+			t.Errorf("bronze job events %v lack %q", kinds, want)
+		}
+	}
+}
+
+// gjAwardTime is when the gold job's lease was recorded by the renter.
+func gjAwardTime(t *testing.T, r *node.Node, j *store.Job) int64 {
+	t.Helper()
+	for _, ev := range j.Events {
+		if ev.Kind == "lease" {
+			return ev.AtMs
+		}
+	}
+	t.Fatal("gold job has no lease event")
+	return 0
+}
+
+// TestReplayedAwardIsIgnored: re-sending an award the provider already
+// countersigned returns the same acceptance and creates nothing new.
+func TestReplayedAwardIsIgnored(t *testing.T) {
+	c, renter := auctionCluster(t, []provOpts{{gpus: 2, bronze: 0.5}}, nodetest.Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	prov := c.ByRole(node.RoleProvider)[0].Node
+	j, err := renter.SubmitJob(jobYAML(jobOpts{name: "replay", gpus: 1, duration: "30s"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j = waitJob(t, ctx, renter, j.ID, node.JobRunning)
+	lease := jobLeases(t, renter, j)[0]
+	lim := p2p.StreamLimits{MaxRequest: 8 << 10, MaxResponse: 8 << 10, Timeout: 5 * time.Second}
+	for range 3 {
+		resp, err := renter.P2P().Request(ctx, prov.ID(), node.LeaseProto, lease.Award, lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(resp[1:]) != string(lease.Acceptance) {
+			t.Fatal("a replayed award must get the original acceptance back")
+		}
+	}
+	leases, _ := prov.Leases()
+	if len(leases) != 1 {
+		t.Fatalf("provider has %d leases after replays, want 1", len(leases))
+	}
+	if free := prov.Capacity(); free == nil {
+		t.Fatal("no capacity")
+	}
+}
+
+// TestBadJobSpecPostsNothing: an invalid spec is refused with a message
+// naming the problem, and no RFQ leaves the renter.
+func TestBadJobSpecPostsNothing(t *testing.T) {
+	c, renter := auctionCluster(t, []provOpts{{gpus: 1, bronze: 0.5}}, nodetest.Options{})
+	bad := []struct{ spec, want string }{
+		{"module: " + testModule + "\ngpus: 1\ntier: platinum\nmax_price: 1\nduration: 1h\n", "tier"},
+		{"image: ubuntu:22.04\ngpus: 1\nmax_price: 1\nduration: 1h\n", "sha256"},
+		{"module: " + testModule + "\ngpus: 1\nmax_price: 1\nduraton: 1h\n", "duration"},
+		{"module: " + testModule + "\ngpus: 1\nduration: 1h\n", "max_price"},
+	}
+	for _, b := range bad {
+		_, err := renter.SubmitJob([]byte(b.spec))
+		if err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("spec %q: error %v should name %q", b.spec, err, b.want)
+		}
+	}
+	if jobs, _ := renter.Leases(); len(jobs) != 0 {
+		t.Fatal("a bad spec must not lead to a lease")
+	}
+	for _, m := range c.Members {
+		if got := m.Node.RecentGossip(p2p.TopicRFQ); len(got) != 0 {
+			t.Fatalf("member %d saw %d RFQs after only bad specs", m.Index, len(got))
+		}
+	}
+}

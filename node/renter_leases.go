@@ -1,0 +1,110 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// Lease states, on both sides.
+const (
+	LeasePending   = "pending" // countersigned; waiting for a preemption notice to run out
+	LeaseActive    = "active"
+	LeaseCompleted = "completed"
+	LeasePreempted = "preempted"
+	LeaseCancelled = "cancelled"
+	LeaseFailed    = "failed"
+	LeaseExpired   = "expired"
+)
+
+func terminalLease(state string) bool {
+	switch state {
+	case LeaseCompleted, LeasePreempted, LeaseCancelled, LeaseFailed, LeaseExpired:
+		return true
+	}
+	return false
+}
+
+// finishLease records a lease's final state (idempotent: a terminal lease
+// keeps its first outcome).
+func (a *auctioneer) finishLease(id, state, reason string) {
+	l, err := a.n.db.GetLease(id)
+	if err != nil || terminalLease(l.State) {
+		return
+	}
+	l.State, l.Reason, l.UpdatedAtMs = state, reason, a.now().UnixMilli()
+	if err := a.n.db.PutLease(l); err != nil {
+		a.log.Warn("store lease", "lease", id, "err", err)
+	}
+}
+
+// preemptions returns the channel on which the job's preempted lease IDs
+// arrive when their notice runs out.
+func (a *auctioneer) preemptions(jobID string) chan string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.preempted == nil {
+		a.preempted = map[string]chan string{}
+	}
+	ch, ok := a.preempted[jobID]
+	if !ok {
+		ch = make(chan string, 4)
+		a.preempted[jobID] = ch
+	}
+	return ch
+}
+
+// handlePreempt receives a provider's signed notice over PreemptProto.
+// The lease keeps running until EffectiveAtMs; then it is recorded as
+// preempted and the job's auction runs again.
+func (a *auctioneer) handlePreempt(_ context.Context, from peer.ID, req []byte) ([]byte, error) {
+	notice, signer, err := auction.OpenPreemptNotice(req)
+	if err != nil {
+		return nil, err
+	}
+	if signer != from {
+		return nil, fmt.Errorf("notice signed by %s but sent by %s", signer, from)
+	}
+	l, err := a.n.db.GetLease(notice.Lease)
+	if err != nil {
+		return nil, fmt.Errorf("preempt notice for unknown lease: %w", err)
+	}
+	if l.Provider != notice.Provider || l.Side != "renter" {
+		return nil, errors.New("preempt notice from a provider that does not hold this lease")
+	}
+	if terminalLease(l.State) || l.PreemptAtMs != 0 {
+		return bidAck, nil // a retried notice
+	}
+	if notice.NoticeSec < l.NoticeSec {
+		a.log.Warn("provider broke its promised preemption notice", "provider", notice.Provider, "promised_s", l.NoticeSec, "given_s", notice.NoticeSec)
+	}
+	l.PreemptAtMs = notice.EffectiveAtMs
+	l.UpdatedAtMs = a.now().UnixMilli()
+	if err := a.n.db.PutLease(l); err != nil {
+		return nil, err
+	}
+	a.jobs.event(l.JobCID, "preempt-notice", "provider %s preempts lease %s in %ds: %s", short(l.Provider), short(l.ID), notice.NoticeSec, notice.Reason)
+	wait := time.Until(time.UnixMilli(notice.EffectiveAtMs))
+	err = a.background(func(ctx context.Context) {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		a.finishLease(l.ID, LeasePreempted, notice.Reason)
+		select {
+		case a.preemptions(l.JobCID) <- l.ID:
+		default:
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return bidAck, nil
+}

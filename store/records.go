@@ -1,0 +1,234 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
+)
+
+// ErrNotFound is returned for a key that is not stored.
+var ErrNotFound = errors.New("not found")
+
+const (
+	leasePrefix   = "leases/"
+	jobPrefix     = "jobs/"
+	summaryPrefix = "summaries/"
+	// maxRecord bounds one stored job or lease; larger entries are treated
+	// as damaged rather than read into memory.
+	maxRecord = 4 << 20
+)
+
+// Lease is one side's durable copy of a lease: the renter's signed award
+// and the provider's signed acceptance, plus where it stands.
+type Lease struct {
+	ID         string   `json:"id"`   // record ID of the award
+	Side       string   `json:"side"` // "renter" or "provider"
+	Award      []byte   `json:"award"`
+	Acceptance []byte   `json:"acceptance,omitempty"`
+	JobCID     string   `json:"job"`
+	Renter     string   `json:"renter"`
+	Provider   string   `json:"provider"`
+	GPUs       []string `json:"gpus"`
+	PriceMicro uint64   `json:"price_micro"`
+	Model      string   `json:"model,omitempty"`
+	Tier       string   `json:"tier"`
+	NoticeSec  uint32   `json:"notice_s,omitempty"`
+	// ExpectedSec is the job's expected duration (from the RFQ).
+	ExpectedSec uint64 `json:"expected_s,omitempty"`
+	State       string `json:"state"`
+	Reason      string `json:"reason,omitempty"`
+	StartsAtMs  int64  `json:"starts_at_ms"`
+	EndsAtMs    int64  `json:"ends_at_ms"`
+	// PreemptAtMs is when a preempted lease's GPUs are taken back.
+	PreemptAtMs int64 `json:"preempt_at_ms,omitempty"`
+	UpdatedAtMs int64 `json:"updated_at_ms"`
+}
+
+// JobEvent is one step of a job's history.
+type JobEvent struct {
+	AtMs    int64  `json:"at_ms"`
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	// Bids and BestPriceMicro describe the auction so far (bid events).
+	Bids           int    `json:"bids,omitempty"`
+	BestPriceMicro uint64 `json:"best_price_micro,omitempty"`
+}
+
+// Job is the renter's durable record of a job it posted.
+type Job struct {
+	ID          string     `json:"id"` // job spec CID
+	Name        string     `json:"name,omitempty"`
+	Spec        []byte     `json:"spec"` // the job spec, JSON
+	State       string     `json:"state"`
+	Reason      string     `json:"reason,omitempty"`
+	RFQs        []string   `json:"rfqs,omitempty"`
+	Leases      []string   `json:"leases,omitempty"`
+	Events      []JobEvent `json:"events,omitempty"`
+	CreatedAtMs int64      `json:"created_at_ms"`
+	UpdatedAtMs int64      `json:"updated_at_ms"`
+}
+
+// PutLease stores a lease durably: the write is synced before it returns,
+// because nothing may run on a lease that a crash could forget.
+func (d *DB) PutLease(l *Lease) error {
+	if l.ID == "" {
+		return errors.New("store.PutLease: empty ID")
+	}
+	return d.putJSON("store.PutLease", leasePrefix+l.ID, l, true)
+}
+
+// GetLease returns a stored lease or ErrNotFound.
+func (d *DB) GetLease(id string) (*Lease, error) {
+	var l Lease
+	if err := d.getJSON("store.GetLease", leasePrefix+id, &l); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+// Leases returns every stored lease, oldest first.
+func (d *DB) Leases() ([]*Lease, error) {
+	var out []*Lease
+	err := d.scanJSON("store.Leases", leasePrefix, func() any { return new(Lease) }, func(v any) { out = append(out, v.(*Lease)) })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].StartsAtMs != out[j].StartsAtMs {
+			return out[i].StartsAtMs < out[j].StartsAtMs
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, err
+}
+
+// PutJob stores a job durably.
+func (d *DB) PutJob(j *Job) error {
+	if j.ID == "" {
+		return errors.New("store.PutJob: empty ID")
+	}
+	return d.putJSON("store.PutJob", jobPrefix+j.ID, j, true)
+}
+
+// GetJob returns a stored job or ErrNotFound.
+func (d *DB) GetJob(id string) (*Job, error) {
+	var j Job
+	if err := d.getJSON("store.GetJob", jobPrefix+id, &j); err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
+// Jobs returns every stored job, newest first.
+func (d *DB) Jobs() ([]*Job, error) {
+	var out []*Job
+	err := d.scanJSON("store.Jobs", jobPrefix, func() any { return new(Job) }, func(v any) { out = append(out, v.(*Job)) })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CreatedAtMs != out[j].CreatedAtMs {
+			return out[i].CreatedAtMs > out[j].CreatedAtMs
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, err
+}
+
+// PutSummary stores a signed award summary (raw envelope) until expires;
+// badger drops it after that.
+func (d *DB) PutSummary(id string, raw []byte, expires time.Time) error {
+	ttl := time.Until(expires)
+	if ttl <= 0 {
+		return nil
+	}
+	err := d.update(func(txn *badger.Txn) error {
+		return txn.SetEntry(badger.NewEntry([]byte(summaryPrefix+id), raw).WithTTL(ttl))
+	})
+	if err != nil {
+		return fmt.Errorf("store.PutSummary: %w", err)
+	}
+	return nil
+}
+
+// Summaries returns every stored award summary envelope.
+func (d *DB) Summaries() ([][]byte, error) {
+	var out [][]byte
+	err := d.view(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte(summaryPrefix)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			out = append(out, v)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store.Summaries: %w", err)
+	}
+	return out, nil
+}
+
+func (d *DB) putJSON(op, key string, v any, sync bool) error {
+	val, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if err := d.update(func(txn *badger.Txn) error { return txn.Set([]byte(key), val) }); err != nil {
+		return fmt.Errorf("%s %s: %w", op, key, err)
+	}
+	if sync {
+		if err := d.sync(); err != nil {
+			return fmt.Errorf("%s %s: sync: %w", op, key, err)
+		}
+	}
+	return nil
+}
+
+func (d *DB) getJSON(op, key string, v any) error {
+	err := d.view(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(key))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if item.ValueSize() > maxRecord {
+			return fmt.Errorf("%w: %d-byte value", ErrCorrupt, item.ValueSize())
+		}
+		return item.Value(func(b []byte) error { return json.Unmarshal(b, v) })
+	})
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", op, key, err)
+	}
+	return nil
+}
+
+// scanJSON decodes every value under prefix. A damaged entry is logged and
+// skipped, so one bad record never hides the others.
+func (d *DB) scanJSON(op, prefix string, alloc func() any, add func(any)) error {
+	err := d.view(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte(prefix)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			if item.ValueSize() > maxRecord {
+				d.log.Warn("skipping oversize entry", "key", string(item.Key()))
+				continue
+			}
+			v := alloc()
+			if err := item.Value(func(b []byte) error { return json.Unmarshal(b, v) }); err != nil {
+				d.log.Warn("skipping unreadable entry", "key", string(item.Key()), "err", err)
+				continue
+			}
+			add(v)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
