@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/store"
 )
@@ -85,21 +84,12 @@ func (b apiBackend) Leases() ([]api.Lease, error) {
 func (b apiBackend) Prices(window time.Duration) (api.Prices, error) {
 	until := time.Now()
 	since := until.Add(-window)
-	raws, err := b.n.db.Summaries()
+	stats, err := b.n.PriceIndex(since, until)
 	if err != nil {
 		return api.Prices{}, err
 	}
-	var sums []auction.AwardSummary
-	for _, raw := range raws {
-		// Only signed summaries count; stored ones were verified on
-		// arrival, and are verified again here because the store is not a
-		// trust boundary.
-		if s, _, err := auction.OpenAwardSummary(raw); err == nil {
-			sums = append(sums, *s)
-		}
-	}
 	out := api.Prices{Window: window.String(), Since: since.UTC(), Stats: []api.PriceStat{}}
-	for _, st := range auction.PriceStats(sums, since, until) {
+	for _, st := range stats {
 		out.Stats = append(out.Stats, api.PriceStat{
 			Model: st.Model, Tier: string(st.Tier), Awards: st.Awards, GPUs: int(st.GPUs),
 			MedianUSD: float64(st.MedianMicro) / 1e6, P10USD: float64(st.P10Micro) / 1e6, P90USD: float64(st.P90Micro) / 1e6,

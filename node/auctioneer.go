@@ -198,10 +198,16 @@ func (a *auctioneer) auction(ctx context.Context, jobID string, spec *auction.Jo
 	case <-pa.early:
 	}
 	a.mu.Lock()
+	early := pa.closed
 	pa.closed = true
 	bids := slices.Clone(pa.bids)
 	bidIDs := slices.Clone(pa.bidIDs)
 	a.mu.Unlock()
+	how := "bid window closed"
+	if early {
+		how = "every expected provider answered; bid window closed early"
+	}
+	a.jobs.event(jobID, "window", "%s with %d bids", how, len(bids))
 	a.award(ctx, pa, spec, bids, bidIDs, round)
 }
 

@@ -2,7 +2,9 @@ package node
 
 import (
 	"errors"
+	"time"
 
+	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/p2p"
 	"github.com/idlegrid/idlegrid/store"
 )
@@ -33,4 +35,23 @@ func (n *Node) RecentGossip(topic string) []p2p.Message {
 		out = append(out, p2p.Message{Topic: m.Topic, Data: m.Data})
 	}
 	return out
+}
+
+// PriceIndex computes cleared prices per model and tier from the signed
+// award summaries this node has received, over [since, until).
+func (n *Node) PriceIndex(since, until time.Time) ([]auction.PriceStat, error) {
+	raws, err := n.db.Summaries()
+	if err != nil {
+		return nil, err
+	}
+	var sums []auction.AwardSummary
+	for _, raw := range raws {
+		// Only signed summaries count; stored ones were verified on
+		// arrival and are verified again, since the store is not a trust
+		// boundary.
+		if s, _, err := auction.OpenAwardSummary(raw); err == nil {
+			sums = append(sums, *s)
+		}
+	}
+	return auction.PriceStats(sums, since, until), nil
 }

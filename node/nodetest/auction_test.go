@@ -165,6 +165,15 @@ func TestCheapestFeasibleBidWins(t *testing.T) {
 	if leases[0].PriceMicro < 500_000 {
 		t.Fatalf("lease priced %d uUSD, below the winner's floor", leases[0].PriceMicro)
 	}
+	// The renter's signed award summary reaches other nodes' price index.
+	observer := c.ByRole(node.RoleProvider)[5].Node
+	if err := nodetest.WaitFor(ctx, "the award in another node's price index", func() bool {
+		stats, err := observer.PriceIndex(time.Now().Add(-time.Hour), time.Now().Add(time.Minute))
+		return err == nil && len(stats) == 1 && stats[0].Model == "a10-24gb" && stats[0].Tier == auction.TierBronze &&
+			stats[0].Awards == 1 && stats[0].MedianMicro == leases[0].PriceMicro
+	}); err != nil {
+		t.Fatal(err)
+	}
 	waitJob(t, ctx, renter, j.ID, node.JobCompleted)
 }
 

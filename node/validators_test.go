@@ -1,0 +1,63 @@
+package node
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/p2p"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+func sealTestRFQ(t *testing.T, sk crypto.PrivKey, now time.Time) []byte {
+	t.Helper()
+	id, _ := peer.IDFromPrivateKey(sk)
+	spec, err := auction.ParseJobSpec([]byte("module: " + auction.CapabilityCID("m").String() + "\ngpus: 1\nmax_price: 1\nduration: 1m\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rfq, err := spec.RFQ(id, []byte("0123456789abcdef"), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := auction.SealRFQ(rfq, sk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// TestRFQValidator: valid RFQs pass once; a replay is ignored; a message
+// whose gossip signer is not the RFQ's renter, garbage and expired RFQs
+// never reach the bidder.
+func TestRFQValidator(t *testing.T) {
+	n := &Node{rfqSeen: auction.NewSeenCache(16)}
+	sk, _, _ := crypto.GenerateEd25519Key(nil)
+	other, _, _ := crypto.GenerateEd25519Key(nil)
+	renter, _ := peer.IDFromPrivateKey(sk)
+	stranger, _ := peer.IDFromPrivateKey(other)
+	ctx := context.Background()
+	fresh := sealTestRFQ(t, sk, time.Now())
+	old := sealTestRFQ(t, sk, time.Now().Add(-time.Hour))
+	tests := []struct {
+		name   string
+		signer peer.ID
+		data   []byte
+		want   p2p.Verdict
+	}{
+		{"valid", renter, fresh, p2p.Accept},
+		{"replay", renter, fresh, p2p.Ignore},
+		{"republished by another peer", stranger, sealTestRFQ(t, sk, time.Now()), p2p.Reject},
+		{"garbage", renter, []byte("not an rfq"), p2p.Reject},
+		{"expired", renter, old, p2p.Ignore},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := n.validateRFQ(ctx, tc.signer, tc.signer, tc.data); got != tc.want {
+				t.Fatalf("verdict %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
