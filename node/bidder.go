@@ -300,7 +300,7 @@ func (b *bidder) handleAward(ctx context.Context, from peer.ID, req []byte) ([]b
 		return b.decline(awardID, reason)
 	}
 	for _, p := range preempt {
-		b.sendPreempt(ctx, p, time.UnixMilli(l.StartsAtMs))
+		b.sendPreempt(p, time.UnixMilli(l.StartsAtMs))
 	}
 	b.runner.start(l)
 	return append([]byte{tagAccept}, l.Acceptance...), nil
@@ -397,12 +397,19 @@ func (b *bidder) decline(awardID, reason string) ([]byte, error) {
 	return append([]byte{tagDecline}, raw...), nil
 }
 
-// sendPreempt notifies a bronze renter and schedules the takeback.
-func (b *bidder) sendPreempt(ctx context.Context, p preemption, at time.Time) {
+// sendPreempt notifies a bronze renter and schedules the takeback. The
+// notice promised in the bid counts from when the notice is issued, so if
+// it leaves later than planned the takeback moves later too (the new lease
+// waits for the GPUs) rather than shortening the promise.
+func (b *bidder) sendPreempt(p preemption, at time.Time) {
+	issued := b.now()
+	if earliest := issued.Add(time.Duration(p.noticeSec) * time.Second); at.Before(earliest) {
+		at = earliest
+	}
 	b.runner.preempt(p.leaseID, at)
 	notice := &auction.PreemptNotice{
 		V: auction.MessagesVersion, Provider: b.n.ID().String(), Lease: p.leaseID, NoticeSec: p.noticeSec,
-		IssuedAtMs: b.now().UnixMilli(), EffectiveAtMs: at.UnixMilli(), Reason: "GPUs needed for higher-tier work",
+		IssuedAtMs: issued.UnixMilli(), EffectiveAtMs: at.UnixMilli(), Reason: "GPUs needed for higher-tier work",
 	}
 	raw, err := auction.SealPreemptNotice(notice, b.n.key)
 	if err != nil {
@@ -413,18 +420,22 @@ func (b *bidder) sendPreempt(ctx context.Context, p preemption, at time.Time) {
 	if err != nil {
 		return
 	}
-	go func() {
-		// The notice is owed even if the award's stream is gone; retry a
-		// few times within the notice period.
+	// The notice is owed even if the award's stream is gone: retry a few
+	// times within the notice period, for as long as the node runs.
+	b.runner.background(func(rctx context.Context) {
 		for attempt := range 3 {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), preemptLimits.Timeout)
-			_, err := b.n.p2p.Request(rctx, renter, PreemptProto, raw, preemptLimits)
+			sctx, cancel := context.WithTimeout(rctx, preemptLimits.Timeout)
+			_, err := b.n.p2p.Request(sctx, renter, PreemptProto, raw, preemptLimits)
 			cancel()
 			if err == nil {
 				return
 			}
 			b.log.Warn("preempt notice not delivered", "lease", short(p.leaseID), "attempt", attempt+1, "err", err)
-			time.Sleep(time.Second)
+			select {
+			case <-rctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
 		}
-	}()
+	})
 }

@@ -168,3 +168,8 @@ func (d *Devnet) Close() error {
 func TempDevnetDir() (string, error) {
 	return os.MkdirTemp("", "idlegrid-devnet-")
 }
+
+// DevnetDemoModule names the WASM module of the devnet's example job.
+// Until the execution layer lands only the auction and the lease run (a
+// lease's work is a timer), so the module is never fetched.
+const DevnetDemoModule = "bafkreiefawgws67tfxbclwkqsmugyiwjv6ezu7zsybi6jkcsprv3f4s7yq"

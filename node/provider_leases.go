@@ -80,6 +80,17 @@ func (r *leaseRunner) start(l *store.Lease) {
 	})
 }
 
+// background runs fn on the runner's context (the node's lifetime).
+func (r *leaseRunner) background(fn func(ctx context.Context)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ctx == nil {
+		return
+	}
+	ctx := r.ctx
+	r.wg.Go(func() { fn(ctx) })
+}
+
 // preempt takes a lease's GPUs back at at.
 func (r *leaseRunner) preempt(id string, at time.Time) {
 	r.mu.Lock()

@@ -46,7 +46,10 @@ func jobYAML(o jobOpts) []byte {
 	if o.duration == "" {
 		o.duration = "2s"
 	}
-	s := fmt.Sprintf("name: %s\nmodule: %s\ngpus: %d\ngpu: [%s]\ntier: %s\nmax_price: %g\nduration: %s\n",
+	// A generous window: it closes early once every provider the renter
+	// expects has answered, and a loaded CI machine must not make a slow
+	// bid lose by arriving late.
+	s := fmt.Sprintf("name: %s\nmodule: %s\ngpus: %d\ngpu: [%s]\ntier: %s\nmax_price: %g\nduration: %s\nbid_window: 3s\n",
 		o.name, testModule, o.gpus, o.model, o.tier, o.maxPrice, o.duration)
 	if o.minNotice != "" {
 		s += "min_notice: " + o.minNotice + "\n"
@@ -309,7 +312,7 @@ func TestGoldPreemptsBronzeWhichIsReauctioned(t *testing.T) {
 	defer cancel()
 	host, other := c.ByRole(node.RoleProvider)[0].Node, c.ByRole(node.RoleProvider)[1].Node
 
-	bronze, err := renter.SubmitJob(jobYAML(jobOpts{name: "bronze", gpus: 2, tier: "bronze", duration: "4s", minNotice: "1s"}))
+	bronze, err := renter.SubmitJob(jobYAML(jobOpts{name: "bronze", gpus: 2, tier: "bronze", duration: "8s", minNotice: "1s"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,5 +445,28 @@ func TestBadJobSpecPostsNothing(t *testing.T) {
 		if got := m.Node.RecentGossip(p2p.TopicRFQ); len(got) != 0 {
 			t.Fatalf("member %d saw %d RFQs after only bad specs", m.Index, len(got))
 		}
+	}
+}
+
+// TestMicroPoolAcrossProviders: no provider can hold 3 GPUs, so the job is
+// pooled over two providers, each countersigning its part.
+func TestMicroPoolAcrossProviders(t *testing.T) {
+	provs := []provOpts{{gpus: 2, bronze: 0.5}, {gpus: 2, bronze: 0.6}, {gpus: 1, bronze: 0.9}}
+	_, renter := auctionCluster(t, provs, nodetest.Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	j, err := renter.SubmitJob(jobYAML(jobOpts{name: "pool", gpus: 3}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j = waitJob(t, ctx, renter, j.ID, node.JobRunning, node.JobCompleted)
+	leases := jobLeases(t, renter, j)
+	total, hosts := 0, map[string]bool{}
+	for _, l := range leases {
+		total += len(l.GPUs)
+		hosts[l.Provider] = true
+	}
+	if total != 3 || len(hosts) != 2 {
+		t.Fatalf("pool: %d GPUs on %d hosts, want 3 on 2 (the two cheapest)", total, len(hosts))
 	}
 }

@@ -2,6 +2,7 @@ package nodetest
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"flag"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/p2p"
 	"github.com/idlegrid/idlegrid/store"
@@ -42,8 +44,6 @@ var (
 )
 
 const (
-	// payloadSize is about one RFQ: a few hundred bytes of job spec.
-	payloadSize = 256
 	// deliveryDeadline is the generous bound after which a message that
 	// has not reached every subscriber counts as lost and fails the run.
 	deliveryDeadline = 30 * time.Second
@@ -76,14 +76,76 @@ func benchNetwork(b *testing.B, n int) {
 	baseHeap, baseG := liveHeap()
 	storeHeap := storeCost(b)
 
+	c, t0, rtReady := benchCluster(b, ctx, n, nil)
+	pr := newProber(b, ctx, c, uint64(n), nil)
+	pr.waitMesh(b, ctx)
+	meshReady := time.Since(t0)
+
+	busy0 := cpuBusy()
+	for b.Loop() {
+		tick := time.NewTicker(*benchEvery)
+		var sent []uint64
+		for range *benchMsgs {
+			s, err := pr.publish(ctx, kindMeasure)
+			if err != nil {
+				b.Fatalf("publish: %v", err)
+			}
+			sent = append(sent, s)
+			<-tick.C
+		}
+		tick.Stop()
+		if err := pr.waitDelivered(ctx, sent); err != nil {
+			b.Fatal(err)
+		}
+	}
+
+	cpu := cpuBusy().since(busy0)
+	// Measured while the network is still up: this is its steady state.
+	heap, g := liveHeap()
+	if *benchHeapProfile != "" {
+		writeHeapProfile(b, fmt.Sprintf("%s.%d", *benchHeapProfile, n))
+	}
+	conns, maxConns := connStats(c)
+	lat, ratio := pr.rec.result()
+	b.ReportMetric(ms(rtReady), "rt_ready_ms")
+	b.ReportMetric(ms(meshReady), "mesh_ready_ms")
+	b.ReportMetric(ms(percentile(lat, 0.50)), "gossip_p50_ms")
+	b.ReportMetric(ms(percentile(lat, 0.95)), "gossip_p95_ms")
+	b.ReportMetric(ms(percentile(lat, 1)), "gossip_max_ms")
+	b.ReportMetric(ratio, "delivery_ratio")
+	perNode := float64(int64(heap)-int64(baseHeap)) / float64(n) / (1 << 20)
+	b.ReportMetric(perNode, "heap_MB/node")
+	b.ReportMetric(float64(storeHeap)/(1<<20), "store_MB/node")
+	b.ReportMetric(perNode-float64(storeHeap)/(1<<20), "net_heap_MB/node")
+	b.ReportMetric(cpu, "cpu_busy")
+	b.ReportMetric(float64(g-baseG)/float64(n), "goroutines/node")
+	b.ReportMetric(conns, "conns/node")
+	b.Logf("nodes=%d: %d latency samples, probe RFQ %d bytes, max conns %d (bootstrap %d), redials %.0f, heap %.0f MiB total",
+		n, len(lat), pr.size, maxConns, len(c.Members[0].Node.P2P().Host().Network().Peers()),
+		counterSum(c, "idlegrid_p2p_redials_total"), float64(heap-baseHeap)/(1<<20))
+	if ratio != 1 {
+		b.Fatalf("delivery ratio %.4f, want 1", ratio)
+	}
+}
+
+// benchCluster starts an n-member benchmark cluster with the flags' link
+// latency, connection limits and heartbeat (configure adjusts further),
+// waits until every routing table is non-empty, and trims every member
+// at or above its high water mark once. It returns the cluster, when its
+// nodes started, and how long the routing tables took.
+func benchCluster(b *testing.B, ctx context.Context, n int, configure func(i int, cfg *node.Config)) (*Cluster, time.Time, time.Duration) {
+	b.Helper()
 	c, err := Start(n, Options{
-		Configure: func(_ int, cfg *node.Config) {
+		Configure: func(i int, cfg *node.Config) {
 			cfg.P2P.ConnLow, cfg.P2P.ConnHigh = *benchConnLow, *benchConnHigh
 			// No grace period: limits bite from the first trim (every 10 s,
 			// the connection manager's silence period) instead of after the
 			// one minute production grants, longer than the whole run.
 			cfg.P2P.ConnGrace = 0
 			cfg.P2P.GossipHeartbeat = *benchHeartbeat
+			if configure != nil {
+				configure(i, cfg)
+			}
 		},
 		Link: mocknet.LinkOptions{Latency: *benchLatency},
 	})
@@ -115,143 +177,164 @@ func benchNetwork(b *testing.B, n int) {
 			h.(*limitedHost).cm.TrimOpenConns(ctx)
 		}
 	}
+	return c, t0, rtReady
+}
 
+// probeSpec is the job behind gossip probes: a real, signed RFQ of the
+// usual size that passes every node's RFQ validator but that no benchmark
+// provider bids on (they have A10s, it asks for a T4). Its 60 s bid
+// window keeps it from expiring (and being dropped by validators) on a
+// slow network before every provider has it.
+var probeSpec = func() *auction.JobSpec {
+	module := auction.CapabilityCID("idlegrid-bench-probe").String()
+	s, err := auction.ParseJobSpec([]byte("name: gossip-probe\nmodule: " + module +
+		"\ngpus: 1\ngpu: [t4]\ntier: bronze\nmax_price: 5\nduration: 1h\nbid_window: 60s\n"))
+	if err != nil {
+		panic(err)
+	}
+	if err := s.Validate(); err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// prober publishes gossip probes on the RFQ topic and records their
+// delivery at every provider.
+type prober struct {
+	rec       *recorder
+	renter    *Member
+	providers []*Member
+	rng       *rand.Rand
+	seq       uint64
+	size      int // bytes of the last probe
+}
+
+// newProber subscribes every provider to the RFQ topic (a second
+// subscription beside the node's own). other, if set, sees every RFQ
+// that is not a probe, with its arrival time, at provider i.
+func newProber(b *testing.B, ctx context.Context, c *Cluster, seed uint64, other func(i int, data []byte, at time.Time)) *prober {
+	b.Helper()
 	providers := c.ByRole(node.RoleProvider)
-	renter := c.ByRole(node.RoleRenter)[0]
-	rec := newRecorder(providers)
+	pr := &prober{
+		rec:       newRecorder(providers),
+		renter:    c.ByRole(node.RoleRenter)[0],
+		providers: providers,
+		rng:       rand.New(rand.NewPCG(seed, 2)),
+	}
 	for i, m := range providers {
 		self := m.Node.ID()
 		if err := m.Node.P2P().Subscribe(ctx, p2p.TopicRFQ, func(msg p2p.Message) {
+			now := time.Now()
 			// Our own publications come back through our subscription with
 			// zero latency; they are not deliveries.
-			if msg.From != self {
-				rec.add(i, msg.Data, time.Now())
+			if msg.From == self {
+				return
+			}
+			if !pr.rec.add(i, msg.Data, now) && other != nil {
+				other(i, msg.Data, now)
 			}
 		}); err != nil {
 			b.Fatal(err)
 		}
 	}
+	return pr
+}
 
-	rng := rand.New(rand.NewPCG(uint64(n), 2))
-	var seq uint64
-	publish := func(kind byte) (uint64, error) {
-		seq++
-		pub := -1 // the renter
-		if seq%2 == 0 {
-			// Every other message comes from a provider, so that mesh
-			// forwarding from inside the mesh is measured too and not only
-			// the renter's flood publish to its direct topic peers.
-			pub = rng.IntN(len(providers))
-		}
-		from := renter.Node.P2P()
-		if pub >= 0 {
-			from = providers[pub].Node.P2P()
-		}
-		rec.expect(seq, kind, pub)
-		data := make([]byte, payloadSize)
-		data[0] = kind
-		binary.BigEndian.PutUint64(data[1:], seq)
-		binary.BigEndian.PutUint64(data[9:], uint64(time.Now().UnixNano()))
-		pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
-		defer pcancel()
-		return seq, from.Publish(pctx, p2p.TopicRFQ, data, 0)
+// publish sends one probe. Every other one comes from a provider, so that
+// mesh forwarding from inside the mesh is measured too and not only the
+// renter's flood publish to its direct topic peers.
+func (pr *prober) publish(ctx context.Context, kind byte) (uint64, error) {
+	pr.seq++
+	pub := -1 // the renter
+	if pr.seq%2 == 0 {
+		pub = pr.rng.IntN(len(pr.providers))
 	}
+	from := pr.renter
+	if pub >= 0 {
+		from = pr.providers[pub]
+	}
+	nonce := make([]byte, auction.NonceLen)
+	binary.BigEndian.PutUint64(nonce, pr.seq)
+	binary.BigEndian.PutUint64(nonce[8:], pr.rng.Uint64())
+	rfq, err := probeSpec.RFQ(from.Node.ID(), nonce, time.Now())
+	if err != nil {
+		return 0, err
+	}
+	rfq.Addrs = from.Node.P2PAddrs()[:min(len(from.Node.P2PAddrs()), auction.MaxRFQAddrs)]
+	data, err := auction.SealRFQ(rfq, from.Key)
+	if err != nil {
+		return 0, err
+	}
+	pr.size = len(data)
+	// The clock starts here, after building and signing, just before
+	// Publish.
+	pr.rec.expect(pr.seq, kind, pub, data, time.Now())
+	pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer pcancel()
+	return pr.seq, from.Node.P2P().Publish(pctx, p2p.TopicRFQ, data, 0)
+}
 
-	// The mesh is usable once every provider knows enough rfq subscribers
-	// among its peers for the next heartbeat to fill its mesh to Dlo, and
-	// then a renter message and a provider message have each reached every
-	// provider. Probes repeat until then; their deliveries are not
-	// measured.
+// waitMesh waits until the RFQ mesh is usable: every provider knows
+// enough rfq subscribers among its peers for the next heartbeat to fill
+// its mesh to Dlo, and then a renter probe and a provider probe have each
+// reached every provider. Probes repeat until then; their deliveries are
+// not measured.
+func (pr *prober) waitMesh(b *testing.B, ctx context.Context) {
+	b.Helper()
 	const dlo = 5 // gossipsub's default; p2p keeps it
 	if err := WaitFor(ctx, "rfq topic peers", func() bool {
-		if len(renter.Node.P2P().ListTopicPeers(p2p.TopicRFQ)) == 0 {
+		if len(pr.renter.Node.P2P().ListTopicPeers(p2p.TopicRFQ)) == 0 {
 			return false
 		}
-		return !slices.ContainsFunc(providers, func(m *Member) bool {
-			return len(m.Node.P2P().ListTopicPeers(p2p.TopicRFQ)) < min(dlo, len(providers)-1)
+		return !slices.ContainsFunc(pr.providers, func(m *Member) bool {
+			return len(m.Node.P2P().ListTopicPeers(p2p.TopicRFQ)) < min(dlo, len(pr.providers)-1)
 		})
 	}); err != nil {
 		b.Fatal(err)
 	}
 	for {
-		s1, err1 := publish(kindProbe)
-		s2, err2 := publish(kindProbe)
+		s1, err1 := pr.publish(ctx, kindProbe)
+		s2, err2 := pr.publish(ctx, kindProbe)
 		if err1 != nil || err2 != nil {
 			b.Fatalf("probe publish: %v %v", err1, err2)
 		}
 		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
-		err := WaitFor(pctx, "probe delivery", func() bool { return rec.complete(s1) && rec.complete(s2) })
+		err := WaitFor(pctx, "probe delivery", func() bool { return pr.rec.complete(s1) && pr.rec.complete(s2) })
 		pcancel()
 		if err == nil {
-			break
+			return
 		}
 		if ctx.Err() != nil {
 			b.Fatalf("rfq mesh never carried a probe to every provider: %v", ctx.Err())
 		}
 	}
-	meshReady := time.Since(t0)
+}
 
-	busy0 := cpuBusy()
-	for b.Loop() {
-		tick := time.NewTicker(*benchEvery)
-		var sent []uint64
-		for range *benchMsgs {
-			s, err := publish(kindMeasure)
-			if err != nil {
-				b.Fatalf("publish: %v", err)
-			}
-			sent = append(sent, s)
-			<-tick.C
-		}
-		tick.Stop()
-		dctx, dcancel := context.WithTimeout(ctx, deliveryDeadline)
-		err := WaitFor(dctx, "delivery to every provider", func() bool {
-			return !slices.ContainsFunc(sent, func(s uint64) bool { return !rec.complete(s) })
-		})
-		dcancel()
-		if err != nil {
-			b.Fatalf("%v after %s: %s", err, deliveryDeadline, rec.missing(sent))
-		}
+// waitDelivered waits until every probe in sent reached every provider,
+// or fails after deliveryDeadline.
+func (pr *prober) waitDelivered(ctx context.Context, sent []uint64) error {
+	dctx, dcancel := context.WithTimeout(ctx, deliveryDeadline)
+	defer dcancel()
+	err := WaitFor(dctx, "delivery to every provider", func() bool {
+		return !slices.ContainsFunc(sent, func(s uint64) bool { return !pr.rec.complete(s) })
+	})
+	if err != nil {
+		return fmt.Errorf("%v after %s: %s", err, deliveryDeadline, pr.rec.missing(sent))
 	}
-
-	cpu := cpuBusy().since(busy0)
-	// Measured while the network is still up: this is its steady state.
-	heap, g := liveHeap()
-	if *benchHeapProfile != "" {
-		writeHeapProfile(b, fmt.Sprintf("%s.%d", *benchHeapProfile, n))
-	}
-	conns, maxConns := connStats(c)
-	lat, ratio := rec.result()
-	b.ReportMetric(ms(rtReady), "rt_ready_ms")
-	b.ReportMetric(ms(meshReady), "mesh_ready_ms")
-	b.ReportMetric(ms(percentile(lat, 0.50)), "gossip_p50_ms")
-	b.ReportMetric(ms(percentile(lat, 0.95)), "gossip_p95_ms")
-	b.ReportMetric(ms(percentile(lat, 1)), "gossip_max_ms")
-	b.ReportMetric(ratio, "delivery_ratio")
-	perNode := float64(int64(heap)-int64(baseHeap)) / float64(n) / (1 << 20)
-	b.ReportMetric(perNode, "heap_MB/node")
-	b.ReportMetric(float64(storeHeap)/(1<<20), "store_MB/node")
-	b.ReportMetric(perNode-float64(storeHeap)/(1<<20), "net_heap_MB/node")
-	b.ReportMetric(cpu, "cpu_busy")
-	b.ReportMetric(float64(g-baseG)/float64(n), "goroutines/node")
-	b.ReportMetric(conns, "conns/node")
-	b.Logf("nodes=%d: %d latency samples, max conns %d (bootstrap %d), redials %.0f, heap %.0f MiB total",
-		n, len(lat), maxConns, len(c.Members[0].Node.P2P().Host().Network().Peers()),
-		counterSum(c, "idlegrid_p2p_redials_total"), float64(heap-baseHeap)/(1<<20))
-	if ratio != 1 {
-		b.Fatalf("delivery ratio %.4f, want 1", ratio)
-	}
+	return nil
 }
 
 // recorder collects deliveries at the subscribing providers.
 type recorder struct {
 	mu       sync.Mutex
-	ids      []peer.ID         // subscriber index -> peer
-	want     map[uint64]int    // seq -> expected deliveries
-	got      map[uint64][]bool // seq -> subscriber -> delivered
-	count    map[uint64]int    // seq -> distinct deliveries
-	measured map[uint64]bool   // seq -> counts towards the results
-	lat      []time.Duration   // latencies of measured deliveries
+	ids      []peer.ID           // subscriber index -> peer
+	want     map[uint64]int      // seq -> expected deliveries
+	got      map[uint64][]bool   // seq -> subscriber -> delivered
+	count    map[uint64]int      // seq -> distinct deliveries
+	measured map[uint64]bool     // seq -> counts towards the results
+	bySum    map[[32]byte]uint64 // SHA-256 of the payload -> seq
+	sent     map[uint64]time.Time
+	lat      []time.Duration // latencies of measured deliveries
 }
 
 func newRecorder(subs []*Member) *recorder {
@@ -260,6 +343,8 @@ func newRecorder(subs []*Member) *recorder {
 		got:      map[uint64][]bool{},
 		count:    map[uint64]int{},
 		measured: map[uint64]bool{},
+		bySum:    map[[32]byte]uint64{},
+		sent:     map[uint64]time.Time{},
 	}
 	for _, m := range subs {
 		r.ids = append(r.ids, m.Node.ID())
@@ -267,12 +352,16 @@ func newRecorder(subs []*Member) *recorder {
 	return r
 }
 
-// expect registers a message before it is published; pub is the
+// expect registers a message before it is published at sent; pub is the
 // publishing subscriber's index, or -1 when the publisher does not
-// subscribe (the renter).
-func (r *recorder) expect(seq uint64, kind byte, pub int) {
+// subscribe (the renter). Deliveries are recognised by the payload's hash,
+// which costs far less per delivery than opening the signed RFQ.
+func (r *recorder) expect(seq uint64, kind byte, pub int, data []byte, sent time.Time) {
+	sum := sha256.Sum256(data)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.bySum[sum] = seq
+	r.sent[seq] = sent
 	r.got[seq] = make([]bool, len(r.ids))
 	r.want[seq] = len(r.ids)
 	r.measured[seq] = kind == kindMeasure
@@ -282,25 +371,29 @@ func (r *recorder) expect(seq uint64, kind byte, pub int) {
 	}
 }
 
-func (r *recorder) add(sub int, data []byte, now time.Time) {
-	if len(data) < 17 {
-		return
-	}
-	seq := binary.BigEndian.Uint64(data[1:])
-	sent := time.Unix(0, int64(binary.BigEndian.Uint64(data[9:])))
+// add records a delivery at subscriber sub and reports whether data is a
+// probe at all.
+func (r *recorder) add(sub int, data []byte, now time.Time) bool {
+	sum := sha256.Sum256(data)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	got, ok := r.got[seq]
-	if !ok || got[sub] {
+	seq, ok := r.bySum[sum]
+	if !ok {
+		return false
+	}
+	sent := r.sent[seq]
+	got := r.got[seq]
+	if got[sub] {
 		// Content IDs deduplicate, so a second delivery would be a bug;
 		// the cluster test checks for it, here it only must not count.
-		return
+		return true
 	}
 	got[sub] = true
 	r.count[seq]++
 	if r.measured[seq] {
 		r.lat = append(r.lat, now.Sub(sent))
 	}
+	return true
 }
 
 func (r *recorder) complete(seq uint64) bool {

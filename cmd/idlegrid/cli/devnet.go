@@ -75,7 +75,11 @@ Talk to a member with any client command and its home, for example:
 				if err := tw.Flush(); err != nil {
 					return err
 				}
-				fmt.Fprintln(w, "devnet ready; press Ctrl-C to stop")
+				renter := dn.Nodes[len(dn.Nodes)-1].Home
+				fmt.Fprintf(w, "\ndevnet ready; press Ctrl-C to stop. In another terminal, try:\n")
+				fmt.Fprintf(w, "  idlegrid market search --home %s 'vram>=40 price<=2'\n", renter)
+				fmt.Fprintf(w, "  idlegrid job submit --home %s --module %s \\\n      --gpus 1 --gpu a100,h100 --tier bronze --max-price 2.5 --duration 30s\n", renter, node.DevnetDemoModule)
+				fmt.Fprintf(w, "  idlegrid market prices --home %s\n", renter)
 			}
 			<-ctx.Done()
 			fmt.Fprintln(w, "devnet: shutting down")

@@ -61,9 +61,10 @@ it failed) is shown live; --json prints the outcome. Every field is described
 in docs/jobspec.md.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			spec := map[string]any{}
+			var raw []byte
 			if file != "" {
-				raw, err := os.ReadFile(file)
-				if err != nil {
+				var err error
+				if raw, err = os.ReadFile(file); err != nil {
 					return err
 				}
 				if err := yaml.Unmarshal(raw, &spec); err != nil {
@@ -90,9 +91,14 @@ in docs/jobspec.md.`,
 			if len(args) > 0 {
 				spec["command"] = args
 			}
-			body, err := yaml.Marshal(spec)
-			if err != nil {
-				return err
+			// A file used as it is goes to the daemon byte for byte, so its
+			// errors carry the file's own line numbers.
+			body := raw
+			if body == nil || overridden(cmd.Flags()) || len(env) > 0 || len(args) > 0 {
+				var err error
+				if body, err = yaml.Marshal(spec); err != nil {
+					return err
+				}
 			}
 			c, err := g.client()
 			if err != nil {
@@ -158,6 +164,16 @@ in docs/jobspec.md.`,
 	f.BoolVar(&detach, "detach", false, "return once the job is accepted, without following the auction")
 	f.BoolVar(&asJSON, "json", false, "print the final job as JSON")
 	return cmd
+}
+
+// overridden reports whether any spec flag was set.
+func overridden(fs *pflag.FlagSet) bool {
+	for _, sf := range specFlags {
+		if fs.Changed(sf.flag) {
+			return true
+		}
+	}
+	return false
 }
 
 // applySpecFlags copies the flags the user set into the spec.
