@@ -34,13 +34,16 @@ type globals struct {
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// A second signal during a slow shutdown exits at once.
+	// A second Ctrl-C during a slow shutdown exits at once. Only SIGINT
+	// counts: supervisors (timeout, some init systems) may deliver SIGTERM
+	// twice, to the process and to its group, and that must still shut
+	// down cleanly.
 	go func() {
 		<-ctx.Done()
 		again := make(chan os.Signal, 1)
-		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+		signal.Notify(again, os.Interrupt)
 		<-again
-		fmt.Fprintln(stderr, "second signal: exiting without clean shutdown")
+		fmt.Fprintln(stderr, "second interrupt: exiting without clean shutdown")
 		os.Exit(130)
 	}()
 	root := NewRoot(stdout, stderr)
