@@ -17,7 +17,7 @@ func CouldBid(r *RFQ, c *Capacity) bool {
 		return false
 	}
 	if r.Resources.GPUs == 0 {
-		return true
+		return false // bids lease whole GPUs
 	}
 	for _, g := range c.GPUs {
 		if !g.Free || g.VRAMMiB < r.Resources.MinVRAMMiB {

@@ -698,19 +698,17 @@ func (s *JobSpec) resolveWorkload(sp *specProblems, c *jobSpecCanon) {
 
 func (s *JobSpec) resolveResources(sp *specProblems, c *jobSpecCanon) {
 	gpus := 1
-	if c.Runtime == RuntimeWasm {
-		gpus = 0
-	}
 	if s.GPUs != nil {
 		gpus = *s.GPUs
 	}
 	switch {
 	case gpus < 0 || gpus > MaxGPUsPerHost:
-		sp.add("gpus", "%d out of range 0..%d", gpus, MaxGPUsPerHost)
-	case gpus == 0 && c.Runtime == RuntimeDocker:
-		sp.add("gpus", "0 is allowed only for wasm jobs; a docker job needs at least 1 GPU")
-	case gpus == 0 && (len(s.GPU) > 0 || s.VRAM != "" || s.CC != ""):
-		sp.add("gpus", "is 0, but gpu, vram or cc ask for GPU properties")
+		sp.add("gpus", "%d out of range 1..%d", gpus, MaxGPUsPerHost)
+	case gpus == 0:
+		// Bids lease whole GPUs and prices are per GPU-hour, so a job
+		// without GPUs could never be filled; say so now rather than post
+		// an RFQ nobody can answer.
+		sp.add("gpus", "0: CPU-only jobs are not auctioned yet (bids lease whole GPUs); ask for 1 or more")
 	default:
 		c.Resources.GPUs = uint32(gpus)
 	}

@@ -134,8 +134,8 @@ func TestParseJobSpecValid(t *testing.T) {
 				t.Errorf("defaults: %+v", r)
 			}
 		}},
-		{"wasm_infers_runtime_and_zero_gpus", "module: " + specModule + "\nmax_price: 0.05\nduration: 10m\n", func(t *testing.T, r *RFQ) {
-			if r.Runtime != RuntimeWasm || r.Resources.GPUs != 0 || r.Module != specModule || r.Image != "" {
+		{"wasm_infers_runtime_and_one_gpu", "module: " + specModule + "\nmax_price: 0.05\nduration: 10m\n", func(t *testing.T, r *RFQ) {
+			if r.Runtime != RuntimeWasm || r.Resources.GPUs != 1 || r.Module != specModule || r.Image != "" {
 				t.Errorf("wasm: %+v", r)
 			}
 		}},
@@ -265,12 +265,10 @@ func TestParseJobSpecErrors(t *testing.T) {
 		{"env_list", specBase + "env: [A=1]\n", []string{"line 4: env: want a mapping of NAME: value"}},
 		{"env_bad_name", specBase + "env: {1X: a}\n", []string{`line 4: env: "1X" is not a variable name`}},
 		{"env_repeated", specBase + "env:\n  A: 1\n  A: 2\n", []string{"env: line 6: A repeated"}},
-		{"docker_zero_gpus", specBase + "gpus: 0\n", []string{"line 4: gpus: 0 is allowed only for wasm jobs; a docker job needs at least 1 GPU"}},
+		{"zero_gpus", specBase + "gpus: 0\n", []string{"line 4: gpus: 0: CPU-only jobs are not auctioned yet (bids lease whole GPUs); ask for 1 or more"}},
 		{"negative_gpus", specBase + "gpus: -1\n", []string{`line 4: gpus: takes a whole number, got "-1"`}},
-		{"too_many_gpus", specBase + "gpus: 65\n", []string{"line 4: gpus: 65 out of range 0..64"}},
+		{"too_many_gpus", specBase + "gpus: 65\n", []string{"line 4: gpus: 65 out of range 1..64"}},
 		{"gpus_list", specBase + "gpus: [1]\n", []string{"line 4: gpus: want a single value, not a list or mapping"}},
-		{"wasm_zero_gpus_with_model", "module: " + specModule + "\ngpu: h100\nmax_price: 1\nduration: 1h\n", []string{
-			"gpus: is 0, but gpu, vram or cc ask for GPU properties"}},
 		{"vendor_model_name", specBase + "gpu: [H100 80GB]\n", []string{
 			`line 4: gpu[0]: "H100 80GB" is not a GPU model slug or family (lower-case letters and digits joined by '-', e.g. h100 or h100-80gb) (did you mean "h100-80gb"?)`}},
 		{"duplicate_model", specBase + "gpu: [h100, H100]\n", []string{`line 4: gpu[1]: duplicate "h100"`}},
@@ -419,7 +417,7 @@ func TestJobSpecValidateWithoutYAML(t *testing.T) {
 	zero := 0
 	s := &JobSpec{Image: specImage, GPUs: &zero, MaxPrice: 1, Duration: "1h"}
 	err := s.Validate()
-	want := "auction.JobSpec.Validate: invalid job spec: gpus: 0 is allowed only for wasm jobs"
+	want := "auction.JobSpec.Validate: invalid job spec: gpus: 0: CPU-only jobs are not auctioned yet"
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("Validate = %v, want prefix %q", err, want)
 	}

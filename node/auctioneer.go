@@ -123,7 +123,9 @@ func (a *auctioneer) Submit(specYAML []byte) (*store.Job, error) {
 	return a.n.db.GetJob(id)
 }
 
-// resumeJobs re-runs the auctions of jobs a restart interrupted.
+// resumeJobs picks up the jobs a restart interrupted: auctions run again,
+// running jobs wait for their leases again, and preempted work is
+// re-auctioned.
 func (a *auctioneer) resumeJobs(ctx context.Context) {
 	jobs, err := a.n.db.Jobs()
 	if err != nil {
@@ -131,7 +133,7 @@ func (a *auctioneer) resumeJobs(ctx context.Context) {
 		return
 	}
 	for _, j := range jobs {
-		if j.State != JobAuctioning {
+		if terminalJob(j.State) {
 			continue
 		}
 		spec, err := auction.ParseJobSpec(j.Spec)
@@ -139,7 +141,26 @@ func (a *auctioneer) resumeJobs(ctx context.Context) {
 			_, _ = a.jobs.setState(j.ID, JobFailed, "failed", "stored spec no longer parses: %v", err)
 			continue
 		}
-		a.jobs.event(j.ID, "resumed", "auction restarted after a node restart")
+		switch j.State {
+		case JobRunning:
+			var leases []*store.Lease
+			for _, id := range j.Leases {
+				if l, err := a.n.db.GetLease(id); err == nil && !terminalLease(l.State) {
+					leases = append(leases, l)
+				}
+			}
+			if len(leases) > 0 {
+				a.jobs.event(j.ID, "resumed", "following %d lease(s) again after a node restart", len(leases))
+				a.wg.Go(func() { a.watchCompletion(ctx, j.ID, spec, leases, 0) })
+				continue
+			}
+			a.jobs.event(j.ID, "resumed", "no live lease left after a node restart; auctioning again")
+		default:
+			a.jobs.event(j.ID, "resumed", "auction restarted after a node restart")
+		}
+		if _, err := a.jobs.setState(j.ID, JobAuctioning, "", ""); err != nil {
+			continue
+		}
 		a.wg.Go(func() { a.auction(ctx, j.ID, spec, 0) })
 	}
 }

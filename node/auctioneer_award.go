@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/idlegrid/idlegrid/attest"
@@ -49,7 +50,7 @@ func (a *auctioneer) award(ctx context.Context, pa *pendingAuction, spec *auctio
 		}
 		if plan.Unfilled != "" {
 			if len(leases) == 0 {
-				a.unfilled(ctx, jobID, spec, round, "no plan: "+plan.Unfilled)
+				a.unfilled(ctx, jobID, spec, round, "no plan: "+plan.Unfilled+lossSummary(plan))
 				return
 			}
 			a.jobs.event(jobID, "partial", "only part of the pool could be leased: %s", plan.Unfilled)
@@ -74,6 +75,9 @@ func (a *auctioneer) award(ctx context.Context, pa *pendingAuction, spec *auctio
 		a.unfilled(ctx, jobID, spec, round, "every winner declined")
 		return
 	}
+	if need > 0 {
+		a.jobs.event(jobID, "partial", "%d GPUs still missing after %d award attempts; running on what was leased", need, maxAwardAttempts)
+	}
 	if _, err := a.jobs.setState(jobID, JobRunning, "running", "%d lease(s) countersigned", len(leases)); err != nil {
 		a.log.Warn("job state", "job", jobID, "err", err)
 	}
@@ -81,6 +85,30 @@ func (a *auctioneer) award(ctx context.Context, pa *pendingAuction, spec *auctio
 		a.publishSummary(ctx, l)
 	}
 	a.watchCompletion(ctx, jobID, spec, leases, round)
+}
+
+// lossSummary says why bids lost, grouped by reason code, so an unfilled
+// job tells the renter what to change (price, reliability, region...).
+func lossSummary(plan auction.Plan) string {
+	if len(plan.Losers) == 0 {
+		return ""
+	}
+	count := map[string]int{}
+	example := map[string]string{}
+	var codes []string
+	for _, l := range plan.Losers {
+		if count[l.Code] == 0 {
+			codes = append(codes, l.Code)
+			example[l.Code] = l.Reason
+		}
+		count[l.Code]++
+	}
+	slices.Sort(codes)
+	parts := make([]string, len(codes))
+	for i, c := range codes {
+		parts[i] = fmt.Sprintf("%d× %s (%s)", count[c], c, example[c])
+	}
+	return "; bids lost: " + strings.Join(parts, ", ")
 }
 
 // maxReauctions bounds the auctions of preempted work; reauctionBackoff

@@ -323,8 +323,14 @@ func (b *bidder) commit(aw *auction.Award, awardID string, raw []byte) (*store.L
 	if !ok {
 		return nil, nil, "unknown or expired bid"
 	}
-	if sb.bid.RFQ != aw.RFQ || sb.rfq.Renter != aw.Renter || sb.rfq.Tier != aw.Tier {
+	if sb.bid.RFQ != aw.RFQ || sb.rfq.Renter != aw.Renter || sb.rfq.Tier != aw.Tier || sb.bid.JobCID != aw.JobCID {
 		return nil, nil, "award does not match the bid"
+	}
+	if aw.MaxDurationSec == 0 || aw.MaxDurationSec > sb.rfq.MaxDurationSec {
+		return nil, nil, fmt.Sprintf("award asks %ds, the RFQ allowed %ds", aw.MaxDurationSec, sb.rfq.MaxDurationSec)
+	}
+	if aw.NoticeSec != sb.bid.NoticeSec {
+		return nil, nil, "award changes the promised preemption notice"
 	}
 	if aw.PriceMicro < sb.bid.PriceMicro {
 		return nil, nil, fmt.Sprintf("price %d below the bid %d", aw.PriceMicro, sb.bid.PriceMicro)

@@ -418,6 +418,16 @@ func (c *Config) Set(key, value string) error {
 		}
 		target.SetFloat(f)
 	case reflect.Slice:
+		// A TOML array ("[\"mon-fri 08:00-20:00\", \"sat,sun ...\"]") keeps
+		// commas inside entries; otherwise entries are comma-separated.
+		if strings.HasPrefix(strings.TrimSpace(value), "[") {
+			var arr struct{ V []string }
+			if _, err := toml.Decode("V = "+value, &arr); err != nil {
+				return bad(err)
+			}
+			target.Set(reflect.ValueOf(arr.V))
+			return nil
+		}
 		parts := []string{}
 		for _, p := range strings.Split(value, ",") {
 			if p = strings.TrimSpace(p); p != "" {

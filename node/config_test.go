@@ -118,6 +118,9 @@ func TestEnvAndSetOverrides(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "IDLEGRID_P2P_CONN_LOW") {
 		t.Fatalf("bad env value: %v", err)
 	}
+	if err := cfg.Set("provider.calendar", `["mon-fri 08:00-20:00 x1.5", "sat,sun 00:00-24:00 x0.8"]`); err != nil || len(cfg.Provider.Calendar) != 2 {
+		t.Fatalf("array value: %v %q", err, cfg.Provider.Calendar)
+	}
 	if err := cfg.Set("p2p.nope", "1"); err == nil || !strings.Contains(err.Error(), "unknown key") {
 		t.Fatalf("unknown key: %v", err)
 	}

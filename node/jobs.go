@@ -14,19 +14,16 @@ import (
 // Job states (renter side).
 const (
 	JobAuctioning = "auctioning"
-	JobAwarded    = "awarded"
 	JobRunning    = "running"
 	JobPreempted  = "preempted"
 	JobCompleted  = "completed"
 	JobFailed     = "failed"
 	JobUnfilled   = "unfilled"
-	JobCancelled  = "cancelled"
-	JobExpired    = "expired"
 )
 
 func terminalJob(state string) bool {
 	switch state {
-	case JobCompleted, JobFailed, JobUnfilled, JobCancelled, JobExpired:
+	case JobCompleted, JobFailed, JobUnfilled:
 		return true
 	}
 	return false

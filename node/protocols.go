@@ -12,13 +12,13 @@ import (
 // (p2p.HandleRequests), with size limits and deadlines per protocol.
 const (
 	// BidProto carries a sealed Bid from provider to renter; the response
-	// is bidAck or an error text.
+	// is bidAck, and a refused bid resets the stream.
 	BidProto protocol.ID = "/idlegrid/bid/1.0.0"
 	// LeaseProto carries a sealed Award from renter to provider; the
 	// response is a tagged sealed LeaseAcceptance or Decline.
 	LeaseProto protocol.ID = "/idlegrid/lease/1.0.0"
 	// PreemptProto carries a sealed PreemptNotice from provider to renter;
-	// the response is bidAck.
+	// the response is bidAck, and a refused notice resets the stream.
 	PreemptProto protocol.ID = "/idlegrid/preempt/1.0.0"
 )
 

@@ -18,7 +18,7 @@ type Job struct {
 // Terminal reports whether the job will not change state again.
 func (j Job) Terminal() bool {
 	switch j.State {
-	case "completed", "failed", "cancelled", "expired", "unfilled":
+	case "completed", "failed", "unfilled":
 		return true
 	}
 	return false
@@ -30,7 +30,7 @@ type JobEvent struct {
 	At      time.Time `json:"at"`
 	Kind    string    `json:"kind"`
 	Message string    `json:"message"`
-	// BestPriceUSD is the best effective price seen so far (bid events).
+	// BestPriceUSD is the lowest asked price seen so far (bid events).
 	BestPriceUSD float64 `json:"best_price_usd,omitempty"`
 	Bids         int     `json:"bids,omitempty"`
 }
