@@ -223,7 +223,7 @@ func (s *JobSpec) setList(field string, list []string) {
 }
 
 func jobUnknownField(field string) error {
-	if sug, ok := jobClosest(field, jobSpecFields); ok {
+	if sug, ok := Closest(field, jobSpecFields); ok {
 		return fmt.Errorf("unknown field %q (did you mean %q?)", field, sug)
 	}
 	return fmt.Errorf("unknown field %q; fields are %s", field, strings.Join(jobSpecFields, ", "))
@@ -544,42 +544,6 @@ func (sp *specProblems) err() error {
 	}
 	slices.SortStableFunc(sp.list, func(a, b string) int { return line(a) - line(b) })
 	return fmt.Errorf("%w: %s", ErrInvalidJobSpec, strings.Join(sp.list, "; "))
-}
-
-// closestWord returns the candidate nearest to s by edit distance and
-// whether it is near enough to be a plausible typo.
-func jobClosest(s string, candidates []string) (string, bool) {
-	best, bestD := "", -1
-	for _, c := range candidates {
-		if d := specEditDistance(s, c); bestD < 0 || d < bestD {
-			best, bestD = c, d
-		}
-	}
-	limit := max(2, max(len(s), len(best))/3)
-	return best, bestD >= 0 && bestD <= limit
-}
-
-func specEditDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return max(len(a), len(b)) // far apart, and bounded work
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func jobIsDigits(s string, minLen, maxLen int) bool { return digits(s, minLen, maxLen) }
@@ -909,7 +873,7 @@ func jobResolveSize(sp *specProblems, field, raw string, unitBytes int64, maxUni
 		if j < 0 {
 			names := []string{"mib", "gib", "gb", "tb"}
 			sug := ""
-			if k, ok := jobClosest(strings.ToLower(unit), names); ok {
+			if k, ok := Closest(strings.ToLower(unit), names); ok {
 				sug = fmt.Sprintf(" (did you mean %q?)", jobSizeUnits[slices.Index(names, k)].name)
 			}
 			sp.add(field, "bad unit %q in %q; use MiB, GiB, GB or TB%s", unit, raw, sug)
@@ -982,7 +946,7 @@ func jobCanonicalCID(s string) (string, error) {
 }
 
 func jobSuggest(s string, candidates []string) string {
-	if sug, ok := jobClosest(s, candidates); ok {
+	if sug, ok := Closest(s, candidates); ok {
 		return fmt.Sprintf(" (did you mean %q?)", sug)
 	}
 	return ""

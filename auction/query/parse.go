@@ -2,6 +2,7 @@ package query
 
 import (
 	"fmt"
+	"github.com/idlegrid/idlegrid/auction"
 	"strings"
 )
 
@@ -182,7 +183,7 @@ func unknownField(name string) string {
 	if isUnit(name) {
 		return msg + "; a unit goes right after its number, as in vram>=80GiB"
 	}
-	if sug, ok := closest(strings.ToLower(name), fieldNames); ok {
+	if sug, ok := auction.Closest(strings.ToLower(name), fieldNames); ok {
 		return msg + fmt.Sprintf(" (did you mean %q?)", sug)
 	}
 	return msg + "; fields: " + strings.Join(fieldNames, ", ")

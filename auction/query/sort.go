@@ -38,7 +38,7 @@ func ParseSort(s string) (SortKey, error) {
 	name = strings.ToLower(name)
 	if !slices.Contains(sortable, name) {
 		msg := fmt.Sprintf("query.ParseSort: cannot sort by %q; sortable: %s", s, strings.Join(sortable, ", "))
-		if sug, ok := closest(name, sortable); ok {
+		if sug, ok := auction.Closest(name, sortable); ok {
 			msg += fmt.Sprintf(" (did you mean %q?)", sug)
 		}
 		return SortKey{}, fmt.Errorf("%s", msg)

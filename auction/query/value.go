@@ -125,7 +125,7 @@ func parseName(f *field, raw string) (value, error) {
 		return value{s: s, text: s}, nil
 	}
 	msg := fmt.Sprintf("unknown %s %q; valid: %s", f.name, raw, strings.Join(f.domain, ", "))
-	if sug, ok := closest(s, f.domain); ok {
+	if sug, ok := auction.Closest(s, f.domain); ok {
 		msg += fmt.Sprintf(" (did you mean %q?)", sug)
 	}
 	return value{}, fmt.Errorf("%s", msg)
@@ -156,7 +156,7 @@ func parseSize(f *field, raw string) (value, error) {
 		}
 		if !found {
 			msg := fmt.Sprintf("bad unit %q in %q for %s; use MiB, GiB, GB or TB", unit, raw, f.name)
-			if sug, ok := closest(strings.ToLower(unit), lowerAll(unitNames)); ok {
+			if sug, ok := auction.Closest(strings.ToLower(unit), lowerAll(unitNames)); ok {
 				msg += fmt.Sprintf(" (did you mean %q?)", unitNames[slices.Index(lowerAll(unitNames), sug)])
 			}
 			return value{}, fmt.Errorf("%s", msg)
