@@ -14,10 +14,6 @@ import (
 
 const peerPrefix = "peers/"
 
-// maxPeerRecord bounds one stored peer entry; anything larger is ignored on
-// read rather than trusted.
-const maxPeerRecord = 8 << 10
-
 // KnownPeer is a peer this node has met and may redial after a restart.
 type KnownPeer struct {
 	Info     peer.AddrInfo
@@ -66,32 +62,16 @@ func (d *DB) ForgetPeer(id peer.ID) error {
 // one damaged entry never hides the rest.
 func (d *DB) KnownPeers(limit int) ([]KnownPeer, error) {
 	var out []KnownPeer
-	err := d.view(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte(peerPrefix)})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			item := it.Item()
-			if item.ValueSize() > maxPeerRecord {
-				d.log.Warn("skipping oversize known-peer entry", "key", string(item.Key()))
-				continue
-			}
-			err := item.Value(func(v []byte) error {
-				kp, err := decodeKnownPeer(v)
-				if err != nil {
-					d.log.Warn("skipping unreadable known-peer entry", "key", string(item.Key()), "err", err)
-					return nil
-				}
-				out = append(out, kp)
-				return nil
-			})
-			if err != nil {
-				return err
-			}
+	err := d.scanJSON("store.KnownPeers", peerPrefix, func() any { return new(knownPeerJSON) }, func(v any) {
+		kp, err := v.(*knownPeerJSON).decode()
+		if err != nil {
+			d.log.Warn("skipping unreadable known-peer entry", "peer", v.(*knownPeerJSON).ID, "err", err)
+			return
 		}
-		return nil
+		out = append(out, kp)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store.KnownPeers: %w", err)
+		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].LastSeen.Equal(out[j].LastSeen) {
@@ -105,11 +85,7 @@ func (d *DB) KnownPeers(limit int) ([]KnownPeer, error) {
 	return out, nil
 }
 
-func decodeKnownPeer(v []byte) (KnownPeer, error) {
-	var rec knownPeerJSON
-	if err := json.Unmarshal(v, &rec); err != nil {
-		return KnownPeer{}, err
-	}
+func (rec *knownPeerJSON) decode() (KnownPeer, error) {
 	id, err := peer.Decode(rec.ID)
 	if err != nil {
 		return KnownPeer{}, err
