@@ -202,9 +202,12 @@ type PreemptNotice struct {
 // AwardSummary is a compact signed statement of a cleared price, gossiped
 // on idlegrid/attest/1 for the market price index.
 type AwardSummary struct {
-	V          uint   `cbor:"v"`
-	Renter     string `cbor:"renter"`
-	Award      string `cbor:"award"` // record ID, for de-duplication
+	V      uint   `cbor:"v"`
+	Renter string `cbor:"renter"`
+	Award  string `cbor:"award"` // record ID, for de-duplication
+	// RFQ is the auction this award closed: providers release the GPUs
+	// their losing bids for it still hold.
+	RFQ        string `cbor:"rfq"`
 	Model      string `cbor:"model"`
 	Tier       Tier   `cbor:"tier"`
 	GPUs       uint32 `cbor:"gpus"`

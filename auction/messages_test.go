@@ -100,7 +100,7 @@ func msgPreempt(t testing.TB) *PreemptNotice {
 }
 
 func msgSummary(t testing.TB) *AwardSummary {
-	return &AwardSummary{V: MessagesVersion, Renter: msgPeer(t, msgRenterSeed), Award: msgRecordID("award"),
+	return &AwardSummary{V: MessagesVersion, Renter: msgPeer(t, msgRenterSeed), Award: msgRecordID("award"), RFQ: msgRecordID("rfq"),
 		Model: "h100-80gb", Tier: TierBronze, GPUs: 2, PriceMicro: 1_700_000, AtMs: fixedNow.Add(time.Second).UnixMilli()}
 }
 

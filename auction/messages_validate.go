@@ -236,6 +236,7 @@ func (s *AwardSummary) Validate() error {
 	msgCheckVersion(&p, s.V)
 	msgCheckPeer(&p, "renter", s.Renter)
 	msgCheckRecordID(&p, "award", s.Award)
+	msgCheckRecordID(&p, "rfq", s.RFQ)
 	if !IsModelSlug(s.Model) {
 		p.addf("model", "%q is not a model slug", s.Model)
 	}

@@ -228,7 +228,13 @@ func (a *auctioneer) auction(ctx context.Context, jobID string, spec *auction.Jo
 	if early {
 		how = "every expected provider answered; bid window closed early"
 	}
-	a.jobs.event(jobID, "window", "%s with %d bids", how, len(bids))
+	ev := store.JobEvent{Kind: "window", Message: fmt.Sprintf("%s with %d bids", how, len(bids)), Bids: len(bids)}
+	for _, b := range bids {
+		if ev.BestPriceMicro == 0 || b.PriceMicro < ev.BestPriceMicro {
+			ev.BestPriceMicro = b.PriceMicro
+		}
+	}
+	_, _ = a.jobs.update(jobID, ev, nil)
 	a.award(ctx, pa, spec, bids, bidIDs, round)
 }
 
@@ -305,7 +311,7 @@ func (a *auctioneer) handleBid(_ context.Context, from peer.ID, req []byte) ([]b
 	jobID := pa.jobID
 	a.maybeCloseEarly(pa)
 	a.mu.Unlock()
-	_, _ = a.jobs.update(jobID, ev, nil)
+	a.jobs.notify(jobID, ev)
 	return bidAck, nil
 }
 

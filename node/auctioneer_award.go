@@ -82,7 +82,7 @@ func (a *auctioneer) award(ctx context.Context, pa *pendingAuction, spec *auctio
 		a.log.Warn("job state", "job", jobID, "err", err)
 	}
 	for _, l := range leases {
-		a.publishSummary(ctx, l)
+		a.publishSummary(ctx, l, pa.rfqID)
 	}
 	a.watchCompletion(ctx, jobID, spec, leases, round)
 }
@@ -222,10 +222,12 @@ func (a *auctioneer) offerAward(ctx context.Context, rfq *auction.RFQ, rfqID str
 	return l, nil
 }
 
-// publishSummary gossips the cleared price for the market price index.
-func (a *auctioneer) publishSummary(ctx context.Context, l *store.Lease) {
+// publishSummary gossips the cleared price for the market price index. It
+// also tells the auction's losing bidders that it is over, so they release
+// the GPUs their bids held at once instead of when the bids expire.
+func (a *auctioneer) publishSummary(ctx context.Context, l *store.Lease, rfqID string) {
 	sum := &auction.AwardSummary{
-		V: auction.MessagesVersion, Renter: a.n.ID().String(), Award: l.ID, Model: l.Model,
+		V: auction.MessagesVersion, Renter: a.n.ID().String(), Award: l.ID, RFQ: rfqID, Model: l.Model,
 		Tier: auction.Tier(l.Tier), GPUs: uint32(len(l.GPUs)), PriceMicro: l.PriceMicro, AtMs: a.now().UnixMilli(),
 	}
 	raw, err := auction.SealAwardSummary(sum, a.n.key)

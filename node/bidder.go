@@ -188,6 +188,25 @@ func (b *bidder) addAddrs(p peer.ID, addrs []string) {
 	}
 }
 
+// auctionClosed releases what our bids for a finished auction still hold.
+// Only the RFQ's own renter can close it (the summary is signed by it);
+// GPUs a winning bid leased were already moved to the lease by commit.
+func (b *bidder) auctionClosed(sum *auction.AwardSummary) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id, sb := range b.bids {
+		if sb.bid.RFQ != sum.RFQ || sb.rfq.Renter != sum.Renter {
+			continue
+		}
+		for g, h := range b.holds {
+			if h.bidID == id {
+				delete(b.holds, g)
+			}
+		}
+		delete(b.bids, id)
+	}
+}
+
 func (b *bidder) release(bidID string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -37,19 +37,23 @@ func (n *Node) onGossip(ctx context.Context, topic string) func(p2p.Message) {
 				n.bidder.onRFQ(ctx, m)
 			}()
 		case p2p.TopicAttest:
-			n.storeSummary(m.Data)
+			sum := n.storeSummary(m.Data)
+			if sum != nil && n.bidder != nil {
+				n.bidder.auctionClosed(sum)
+			}
 		}
 	}
 }
 
 // storeSummary keeps a validated award summary for the price index.
-func (n *Node) storeSummary(raw []byte) {
+func (n *Node) storeSummary(raw []byte) *auction.AwardSummary {
 	sum, _, err := auction.OpenAwardSummary(raw)
 	if err != nil {
-		return
+		return nil
 	}
 	expires := time.UnixMilli(sum.AtMs).Add(summaryRetention)
 	if err := n.db.PutSummary(attest.RecordID(raw).String(), raw, expires); err != nil {
 		n.log.Warn("store award summary", "err", err)
 	}
+	return sum
 }

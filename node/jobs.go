@@ -81,6 +81,21 @@ func (t *jobTracker) update(id string, ev store.JobEvent, fn func(j *store.Job))
 	return j, nil
 }
 
+// notify sends an event to the job's watchers without storing it. Bids
+// are shown live this way: storing each would rewrite the job record once
+// per bid, and the "window" event keeps their count and best price.
+func (t *jobTracker) notify(id string, ev store.JobEvent) {
+	ev.AtMs = t.now().UnixMilli()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, w := range t.watchers[id] {
+		select {
+		case w <- ev:
+		default:
+		}
+	}
+}
+
 func (t *jobTracker) event(id, kind, format string, a ...any) {
 	_, _ = t.update(id, store.JobEvent{Kind: kind, Message: fmt.Sprintf(format, a...)}, nil)
 }

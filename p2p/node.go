@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	dht "github.com/libp2p/go-libp2p-kad-dht"
@@ -49,6 +50,12 @@ type Node struct {
 	mu     sync.Mutex
 	topics map[string]*pubsub.Topic
 	closed bool
+
+	// Reconnect-loop state: lostConn is set by the network when a
+	// connection closes; hadEnough and countedAt belong to the loop.
+	lostConn  atomic.Bool
+	hadEnough bool
+	countedAt time.Time
 
 	closeOnce sync.Once
 	closeErr  error
@@ -98,6 +105,9 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	for _, b := range cfg.Bootstrap {
 		n.host.Peerstore().AddAddrs(b.ID, b.Addrs, time.Hour)
 	}
+	n.host.Network().Notify(&network.NotifyBundle{
+		DisconnectedF: func(network.Network, network.Conn) { n.lostConn.Store(true) },
+	})
 
 	mode := dht.ModeClient
 	if cfg.DHTServer {

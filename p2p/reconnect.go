@@ -108,7 +108,7 @@ func (n *Node) redialDue(ctx context.Context, state map[peer.ID]*redialState, in
 }
 
 func (n *Node) redialTargets() []peer.AddrInfo {
-	if n.enoughPeers() {
+	if n.stillEnoughPeers() {
 		return nil
 	}
 	targets := slices.Clone(n.cfg.Bootstrap)
@@ -146,6 +146,19 @@ func (n *Node) backoff(attempts int) time.Duration {
 func (n *Node) isIdlegridPeer(p peer.ID) bool {
 	protos, err := n.host.Peerstore().SupportsProtocols(p, DHTProtocol, GossipProtocol)
 	return err == nil && len(protos) > 0
+}
+
+// stillEnoughPeers is enoughPeers without the per-tick cost: once the node
+// has enough peers, it counts again only after a connection closed, or every
+// ReconnectMax as a safety net. Runs on the reconnect loop's goroutine.
+func (n *Node) stillEnoughPeers() bool {
+	now := time.Now()
+	lost := n.lostConn.Swap(false)
+	if n.hadEnough && !lost && now.Sub(n.countedAt) < n.cfg.ReconnectMax {
+		return true
+	}
+	n.hadEnough, n.countedAt = n.enoughPeers(), now
+	return n.hadEnough
 }
 
 // enoughPeers reports whether at least MinPeers idlegrid peers are

@@ -470,3 +470,37 @@ func TestMicroPoolAcrossProviders(t *testing.T) {
 		t.Fatalf("pool: %d GPUs on %d hosts, want 3 on 2 (the two cheapest)", total, len(hosts))
 	}
 }
+
+// TestLosingBidsReleaseTheirGPUs: once an auction's award summary is out,
+// a losing bidder offers its GPUs again at once, not only when its bid
+// expires.
+func TestLosingBidsReleaseTheirGPUs(t *testing.T) {
+	provs := []provOpts{{gpus: 1, bronze: 0.5}, {gpus: 1, bronze: 0.9}}
+	c, renter := auctionCluster(t, provs, nodetest.Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cheap, dear := c.ByRole(node.RoleProvider)[0].Node, c.ByRole(node.RoleProvider)[1].Node
+	first, err := renter.SubmitJob(jobYAML(jobOpts{name: "first", gpus: 1, duration: "1m"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fj := waitJob(t, ctx, renter, first.ID, node.JobRunning)
+	if l := jobLeases(t, renter, fj); l[0].Provider != cheap.ID().String() {
+		t.Fatalf("first job should go to the cheap provider")
+	}
+	// The losing provider has the summary once its price index shows it.
+	if err := nodetest.WaitFor(ctx, "the award summary at the losing provider", func() bool {
+		s, err := dear.PriceIndex(time.Time{}, time.Time{})
+		return err == nil && len(s) == 1
+	}); err != nil {
+		t.Fatal(err)
+	}
+	second, err := renter.SubmitJob(jobYAML(jobOpts{name: "second", gpus: 1, duration: "1m"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sj := waitJob(t, ctx, renter, second.ID, node.JobRunning, node.JobUnfilled)
+	if sj.State != node.JobRunning || jobLeases(t, renter, sj)[0].Provider != dear.ID().String() {
+		t.Fatalf("second job %s (%s): the losing bidder's GPU should be free again", sj.State, sj.Reason)
+	}
+}
