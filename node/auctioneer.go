@@ -55,6 +55,7 @@ type pendingAuction struct {
 	expected map[string]bool // nil until the market view is known
 	early    chan struct{}   // closed when every expected provider answered
 	closed   bool
+	firstBid store.JobEvent // the first bid's event, stored when the window closes
 }
 
 func newAuctioneer(n *Node, jobs *jobTracker) *auctioneer {
@@ -228,6 +229,9 @@ func (a *auctioneer) auction(ctx context.Context, jobID string, spec *auction.Jo
 	if early {
 		how = "every expected provider answered; bid window closed early"
 	}
+	if len(bids) > 0 {
+		_, _ = a.jobs.update(jobID, pa.firstBid, nil)
+	}
 	ev := store.JobEvent{Kind: "window", Message: fmt.Sprintf("%s with %d bids", how, len(bids)), Bids: len(bids)}
 	for _, b := range bids {
 		if ev.BestPriceMicro == 0 || b.PriceMicro < ev.BestPriceMicro {
@@ -309,8 +313,15 @@ func (a *auctioneer) handleBid(_ context.Context, from peer.ID, req []byte) ([]b
 		Bids:    len(pa.bids), BestPriceMicro: best,
 	}
 	jobID := pa.jobID
+	if len(pa.bids) == 1 {
+		ev.AtMs = a.now().UnixMilli()
+		pa.firstBid = ev
+	}
 	a.maybeCloseEarly(pa)
 	a.mu.Unlock()
+	// Bids are shown live only; the job's history keeps the first one
+	// (when the market answered) and the "window" event their count and
+	// best price, written in order when the window closes.
 	a.jobs.notify(jobID, ev)
 	return bidAck, nil
 }

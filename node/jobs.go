@@ -57,7 +57,9 @@ func (t *jobTracker) update(id string, ev store.JobEvent, fn func(j *store.Job))
 		fn(j)
 	}
 	if ev.Kind != "" {
-		ev.AtMs = now
+		if ev.AtMs == 0 {
+			ev.AtMs = now
+		}
 		j.Events = append(j.Events, ev)
 	}
 	j.UpdatedAtMs = now

@@ -87,13 +87,12 @@ func jobTiming(j *store.Job) (t auctionTiming, rfqAt int64, err error) {
 		switch {
 		case ev.Kind == "rfq" && rfqAt == 0:
 			rfqAt = ev.AtMs
-		case ev.Kind == "bid" && rfqAt != 0 && windowAt == 0:
-			if bidAt == 0 {
-				bidAt = ev.AtMs
-			}
-			t.bids++
+		case ev.Kind == "bid" && rfqAt != 0 && windowAt == 0 && bidAt == 0:
+			// Only the first bid is kept in a job's history.
+			bidAt = ev.AtMs
 		case ev.Kind == "window" && rfqAt != 0 && windowAt == 0:
 			windowAt = ev.AtMs
+			t.bids = ev.Bids
 			t.early = strings.Contains(ev.Message, "early")
 		case ev.Kind == "lease" && windowAt != 0 && leaseAt == 0:
 			leaseAt = ev.AtMs
