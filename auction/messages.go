@@ -176,6 +176,9 @@ type LeaseAcceptance struct {
 	Award      string   `cbor:"award"` // record ID of the award (the lease ID)
 	GPUs       []string `cbor:"gpus"`
 	AcceptedMs int64    `cbor:"accepted_ms"`
+	// StartsAtMs is when the lease's work starts: AcceptedMs, or later
+	// when the provider first owes a bronze lease its preemption notice.
+	StartsAtMs int64 `cbor:"starts_at_ms"`
 }
 
 // Decline is a provider's signed refusal of an award.

@@ -85,7 +85,8 @@ func msgAward(t testing.TB) *Award {
 
 func msgAccept(t testing.TB) *LeaseAcceptance {
 	return &LeaseAcceptance{V: MessagesVersion, Provider: msgPeer(t, msgProviderSeed), Award: msgRecordID("award"),
-		GPUs: bytesCloneStrings(msgGPUUUIDs), AcceptedMs: fixedNow.Add(time.Second).UnixMilli()}
+		GPUs: bytesCloneStrings(msgGPUUUIDs), AcceptedMs: fixedNow.Add(time.Second).UnixMilli(),
+		StartsAtMs: fixedNow.Add(time.Second).UnixMilli()}
 }
 
 func msgDecline(t testing.TB) *Decline {

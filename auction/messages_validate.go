@@ -193,6 +193,9 @@ func (l *LeaseAcceptance) Validate() error {
 	if l.AcceptedMs <= 0 {
 		p.addf("accepted_ms", "must be positive Unix milliseconds")
 	}
+	if l.StartsAtMs < l.AcceptedMs {
+		p.addf("starts_at_ms", "must not be before accepted_ms")
+	}
 	return messageErr(&p, AcceptKind.Name)
 }
 

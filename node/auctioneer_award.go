@@ -204,15 +204,14 @@ func (a *auctioneer) offerAward(ctx context.Context, rfq *auction.RFQ, rfqID str
 	if signer != provider || acc.Award != awardID || !slices.Equal(acc.GPUs, aw.GPUs) {
 		return nil, errors.New("award: acceptance does not match the award")
 	}
-	start := time.UnixMilli(acc.AcceptedMs)
-	if bid.EarliestStartMs > acc.AcceptedMs {
-		start = time.UnixMilli(bid.EarliestStartMs)
-	}
+	// The provider says when the work starts (after any preemption notice
+	// it owes); both sides then agree on the lease's state.
+	start := time.UnixMilli(acc.StartsAtMs)
 	l := &store.Lease{
 		ID: awardID, Side: "renter", Award: raw, Acceptance: resp[1:], JobCID: rfq.JobCID,
 		Renter: aw.Renter, Provider: aw.Provider, GPUs: aw.GPUs, PriceMicro: aw.PriceMicro, Model: bid.Model,
 		Tier: string(aw.Tier), NoticeSec: aw.NoticeSec, ExpectedSec: rfq.ExpectedDurationSec,
-		State: LeaseActive, StartsAtMs: start.UnixMilli(),
+		State: leaseStateAt(start, time.UnixMilli(acc.AcceptedMs)), StartsAtMs: start.UnixMilli(),
 		EndsAtMs:    start.Add(time.Duration(rfq.MaxDurationSec) * time.Second).UnixMilli(),
 		UpdatedAtMs: now.UnixMilli(),
 	}
@@ -220,6 +219,37 @@ func (a *auctioneer) offerAward(ctx context.Context, rfq *auction.RFQ, rfqID str
 		return nil, err
 	}
 	return l, nil
+}
+
+// leaseStateAt is a new lease's state: pending while the provider still
+// owes a preemption notice to the bronze lease on its GPUs.
+func leaseStateAt(start, now time.Time) string {
+	if start.After(now) {
+		return LeasePending
+	}
+	return LeaseActive
+}
+
+// activateAt marks a pending lease active when its start time comes, so
+// both sides agree on where it stands.
+func (a *auctioneer) activateAt(id string, at time.Time) {
+	_ = a.background(func(ctx context.Context) {
+		t := time.NewTimer(time.Until(at))
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		l, err := a.n.db.GetLease(id)
+		if err != nil || l.State != LeasePending {
+			return
+		}
+		l.State, l.UpdatedAtMs = LeaseActive, a.now().UnixMilli()
+		if err := a.n.db.PutLease(l); err != nil {
+			a.log.Warn("store lease", "lease", id, "err", err)
+		}
+	})
 }
 
 // publishSummary gossips the cleared price for the market price index. It
@@ -251,6 +281,11 @@ func (a *auctioneer) watchCompletion(ctx context.Context, jobID string, spec *au
 		e := time.UnixMilli(l.StartsAtMs).Add(time.Duration(l.ExpectedSec) * time.Second)
 		if e.After(end) {
 			end = e
+		}
+	}
+	for _, l := range leases {
+		if l.State == LeasePending {
+			a.activateAt(l.ID, time.UnixMilli(l.StartsAtMs))
 		}
 	}
 	t := time.NewTimer(time.Until(end))

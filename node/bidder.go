@@ -382,7 +382,10 @@ func (b *bidder) commit(aw *auction.Award, awardID string, raw []byte) (*store.L
 			return nil, nil, fmt.Sprintf("GPU %s is already leased", g)
 		}
 	}
-	acc := &auction.LeaseAcceptance{V: auction.MessagesVersion, Provider: b.n.ID().String(), Award: awardID, GPUs: aw.GPUs, AcceptedMs: now.UnixMilli()}
+	acc := &auction.LeaseAcceptance{
+		V: auction.MessagesVersion, Provider: b.n.ID().String(), Award: awardID, GPUs: aw.GPUs,
+		AcceptedMs: now.UnixMilli(), StartsAtMs: start.UnixMilli(),
+	}
 	accRaw, err := auction.SealLeaseAcceptance(acc, b.n.key)
 	if err != nil {
 		return nil, nil, "internal: " + err.Error()

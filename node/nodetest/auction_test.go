@@ -335,8 +335,12 @@ func TestGoldPreemptsBronzeWhichIsReauctioned(t *testing.T) {
 		t.Fatal(err)
 	}
 	gj := waitJob(t, ctx, renter, gold.ID, node.JobRunning, node.JobCompleted)
-	if l := jobLeases(t, renter, gj); len(l) != 1 || l[0].Provider != host.ID().String() {
-		t.Fatalf("gold job should land on the host (the only gold provider): %+v", l)
+	gl := jobLeases(t, renter, gj)
+	if len(gl) != 1 || gl[0].Provider != host.ID().String() {
+		t.Fatalf("gold job should land on the host (the only gold provider): %+v", gl)
+	}
+	if gl[0].State != node.LeasePending {
+		t.Fatalf("the gold lease should wait for the bronze notice: state %s", gl[0].State)
 	}
 	bj = waitJob(t, ctx, renter, bronze.ID, node.JobCompleted)
 	leases := jobLeases(t, renter, bj)
@@ -366,6 +370,9 @@ func TestGoldPreemptsBronzeWhichIsReauctioned(t *testing.T) {
 	}
 	if gj, _ := renter.Job(gold.ID); gj.State != node.JobRunning {
 		t.Fatalf("gold job %s, want running", gj.State)
+	}
+	if l := jobLeases(t, renter, gj); l[0].State != node.LeaseActive {
+		t.Fatalf("gold lease %s after the notice ran out, want active", l[0].State)
 	}
 	kinds := []string{}
 	for _, ev := range bj.Events {
