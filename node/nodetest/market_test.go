@@ -57,8 +57,10 @@ func marketSpecs(n int) []providerSpec {
 	return specs
 }
 
-// marketCluster is 1 bootstrap, len(specs) providers and 1 renter.
-func marketCluster(t *testing.T, specs []providerSpec) (*nodetest.Cluster, map[peer.ID]providerSpec) {
+// marketCluster is 1 bootstrap, len(specs) providers and 1 renter, returned
+// once every routing table is filled and the renter can find every
+// provider's record.
+func marketCluster(t *testing.T, specs []providerSpec) (*nodetest.Cluster, *node.Node, map[peer.ID]providerSpec) {
 	t.Helper()
 	n := len(specs) + 2
 	c := nodetest.New(t, n, nodetest.Options{Configure: func(i int, cfg *node.Config) {
@@ -78,7 +80,14 @@ func marketCluster(t *testing.T, specs []providerSpec) (*nodetest.Cluster, map[p
 	for i, m := range c.ByRole(node.RoleProvider) {
 		byPeer[m.Node.ID()] = specs[i]
 	}
-	return c, byPeer
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	renter := c.ByRole(node.RoleRenter)[0].Node
+	waitAllAdvertised(t, ctx, c, renter, len(specs))
+	return c, renter, byPeer
 }
 
 func searchIDs(t *testing.T, ctx context.Context, r *node.Node, q string) []peer.ID {
@@ -116,14 +125,9 @@ func waitAllAdvertised(t *testing.T, ctx context.Context, c *nodetest.Cluster, r
 // truth selects.
 func TestMarketSearchMatchesGroundTruth(t *testing.T) {
 	specs := marketSpecs(28)
-	c, byPeer := marketCluster(t, specs)
+	_, renter, byPeer := marketCluster(t, specs)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	renter := c.ByRole(node.RoleRenter)[0].Node
-	waitAllAdvertised(t, ctx, c, renter, len(specs))
 
 	cheapest := func(s providerSpec) float64 { return s.bronze }
 	tests := []struct {
@@ -195,14 +199,9 @@ func TestMarketSearchMatchesGroundTruth(t *testing.T) {
 // them back.
 func TestLeasedGPUDisappearsFromSearch(t *testing.T) {
 	specs := []providerSpec{{"a10", 2, "de", 0.5, true}, {"t4", 1, "fr", 0.25, true}}
-	c, _ := marketCluster(t, specs)
+	c, renter, _ := marketCluster(t, specs)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	renter := c.ByRole(node.RoleRenter)[0].Node
-	waitAllAdvertised(t, ctx, c, renter, len(specs))
 	prov := c.ByRole(node.RoleProvider)[0].Node
 	gpus := prov.Capacity().GPUs
 	wantIDs := func(q string, ids ...peer.ID) func() bool {

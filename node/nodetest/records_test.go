@@ -20,14 +20,9 @@ import (
 // sequence number, supersedes the old one.
 func TestBadCapacityRecordsAreRejectedEverywhere(t *testing.T) {
 	specs := []providerSpec{{"a10", 1, "de", 0.5, true}, {"t4", 2, "fr", 0.25, true}, {"l40s", 1, "nl", 0.9, true}, {"t4", 1, "fi", 0.3, false}}
-	c, _ := marketCluster(t, specs)
+	c, renter, _ := marketCluster(t, specs)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	renter := c.ByRole(node.RoleRenter)[0].Node
-	waitAllAdvertised(t, ctx, c, renter, len(specs))
 
 	providers := c.ByRole(node.RoleProvider)
 	victim, attacker := providers[0], providers[1]
