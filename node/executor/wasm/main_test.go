@@ -9,11 +9,13 @@ import (
 	"testing"
 
 	"github.com/idlegrid/idlegrid/node/executor"
+	"github.com/idlegrid/idlegrid/node/executor/wasm/demo"
 )
 
 // Shared per test run: building Go to wasm and compiling the result are
 // the slow parts, so both happen once (the compilation cache carries the
-// machine code across the executors the tests create).
+// machine code across the executors the tests create). The demo module is
+// embedded, so it is there even without a Go toolchain.
 var (
 	testArtifacts *executor.DirArtifacts
 	testCacheDir  string
@@ -38,39 +40,39 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if demoCID, err = testArtifacts.PutBytes(demo.Module()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	buildErr = buildModules(filepath.Join(tmp, "bin"))
 	return m.Run()
 }
 
-// buildModules compiles the Go test program and the demo to wasip1 and
-// stores them as artifacts. Without a Go toolchain the tests that need
-// them skip.
+// buildModules compiles the Go test program to wasip1 and stores it as an
+// artifact. Without a Go toolchain the tests that need it skip.
 func buildModules(dir string) error {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		return fmt.Errorf("no go toolchain: %w", err)
 	}
-	cmd := exec.Command(goBin, "build", "-trimpath", "-o", dir+string(filepath.Separator), "./testdata/testprog", "./demo")
+	bin := filepath.Join(dir, "testprog.wasm")
+	cmd := exec.Command(goBin, "build", "-trimpath", "-o", bin, "./testdata/testprog")
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build: %v\n%s", err, out)
 	}
-	for name, dst := range map[string]*string{"testprog": &testprogCID, "demo": &demoCID} {
-		bin, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			return err
-		}
-		if *dst, err = testArtifacts.PutBytes(bin); err != nil {
-			return err
-		}
+	mod, err := os.ReadFile(bin)
+	if err != nil {
+		return err
 	}
-	return nil
+	testprogCID, err = testArtifacts.PutBytes(mod)
+	return err
 }
 
 func needModules(t *testing.T) {
 	t.Helper()
 	if buildErr != nil {
-		t.Skipf("test modules not built: %v", buildErr)
+		t.Skipf("test program not built: %v", buildErr)
 	}
 }
 

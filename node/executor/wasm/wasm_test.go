@@ -2,7 +2,6 @@ package wasm
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/idlegrid/idlegrid/node/executor"
 	"github.com/idlegrid/idlegrid/node/executor/executortest"
+	"github.com/idlegrid/idlegrid/node/executor/wasm/demo"
 )
 
 func TestSuite(t *testing.T) {
@@ -250,28 +250,24 @@ func TestGoPrograms(t *testing.T) {
 }
 
 // Two runs of the same deterministic module give the same output CID, on
-// separate executors: what lets a renter compare providers.
+// separate executors: what lets a renter compare providers. The module is
+// the embedded demo, run as the devnet runs it (no args).
 func TestDemoReproducible(t *testing.T) {
-	needModules(t)
 	var cids []string
 	for range 2 {
 		e := newExecutor(t, nil)
-		spec := executor.Spec{Runtime: Runtime, ModuleCID: demoCID, Args: []string{"64"}}
+		spec := executor.Spec{Runtime: Runtime, ModuleCID: demoCID}
 		h, res := runSpec(t, e, spec)
 		logs := executortest.Logs(t, e, h)
-		if !res.OK() || !strings.Contains(logs, "progress 64/64 rows") {
+		if !res.OK() || !strings.Contains(logs, "progress 4/4\n") || !strings.HasSuffix(logs, "done: "+demo.ExpectedResult) {
 			t.Fatalf("result = %+v, logs %q", res, logs)
 		}
 		out, err := e.Outputs(t.Context(), h)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var r struct {
-			N        int    `json:"n"`
-			Checksum string `json:"checksum"`
-		}
-		if err := json.Unmarshal([]byte(executortest.TarFiles(t, out.Path)["result.json"]), &r); err != nil || r.N != 64 || r.Checksum == "" {
-			t.Fatalf("result.json = %+v, %v", r, err)
+		if files := executortest.TarFiles(t, out.Path); len(files) != 1 || files[demo.ResultFile] != demo.ExpectedResult {
+			t.Fatalf("output files = %q, want %s = %q", files, demo.ResultFile, demo.ExpectedResult)
 		}
 		cids = append(cids, out.CID)
 	}
