@@ -53,6 +53,16 @@
 // engine's json-file log, rotated at Config.MaxLogBytes with two files, so a
 // chatty workload loses its oldest lines rather than filling the disk.
 //
+// # Stopping
+//
+// Stop and timeouts go through the engine's stop: the image's STOPSIGNAL
+// (SIGTERM by default), the grace, then SIGKILL. When the engine has
+// docker-init (New asks it), containers run with Init, so PID 1 is tini: it
+// forwards the signal and reaps zombies, and a workload without a SIGTERM
+// handler still ends at once instead of at the kill (a PID 1 ignores
+// signals it has no handler for). How a container ended is told apart by a
+// mark in its work directory: the engine only sees a signal.
+//
 // # Reattach
 //
 // Containers outlive the daemon. A handle is the container's name

@@ -1,8 +1,11 @@
 package docker
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +75,7 @@ type Probe struct {
 	CapEff     string
 	CapBnd     string
 	NoNewPrivs string
+	Ifaces     []string
 }
 
 func TestHardening(t *testing.T) {
@@ -97,6 +101,9 @@ func TestHardening(t *testing.T) {
 		if p.NoNewPrivs != "1" {
 			t.Errorf("NoNewPrivs = %q, want 1", p.NoNewPrivs)
 		}
+		if !slices.Equal(p.Ifaces, []string{"lo"}) {
+			t.Errorf("interfaces %v, want only lo", p.Ifaces)
+		}
 	}
 	t.Run("Default", func(t *testing.T) {
 		t.Parallel()
@@ -115,6 +122,46 @@ func TestHardening(t *testing.T) {
 			t.Errorf("runs as %d, want root with AllowRoot", p.UID)
 		}
 	})
+}
+
+// Egress is the default bridge: an interface with a route out. Whether
+// the route reaches anything depends on the host, so only the interface is
+// checked.
+func TestEgress(t *testing.T) {
+	e := newExecutor(t, nil)
+	spec := progSpec("probe")
+	spec.Limits.Network = executor.NetworkEgress
+	p := probe(t, e, spec)
+	if !slices.Contains(p.Ifaces, "eth0") {
+		t.Errorf("interfaces %v, want eth0 with egress", p.Ifaces)
+	}
+	if strings.Contains(p.Dial, "network is unreachable") {
+		t.Errorf("dial out with egress: %q", p.Dial)
+	}
+}
+
+// Following the log of a container that has not started yet ends when ctx
+// does, or returns what there is; it must not outlive ctx.
+func TestLogsBeforeStart(t *testing.T) {
+	e := newExecutor(t, nil)
+	ctx := testCtx(t)
+	h, err := e.Prepare(ctx, progSpec("hello"))
+	if err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	defer e.Remove(context.Background(), h)
+	lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	rc, err := e.Logs(lctx, h, true)
+	if err != nil {
+		t.Fatalf("Logs: %v", err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	t.Logf("follow before start: %q, %v", b, err)
+	if len(b) != 0 {
+		t.Errorf("log before start = %q", b)
+	}
 }
 
 func TestOOM(t *testing.T) {

@@ -13,7 +13,8 @@ import (
 
 // Logs implements executor.Executor. The log is the engine's, so it is
 // there after a restart as well; stdout and stderr come interleaved as the
-// engine recorded them. A followed log ends when the container does.
+// engine recorded them. A followed log ends when the container does; the
+// engine also ends at once a follow of a container not started yet.
 func (e *Executor) Logs(ctx context.Context, h executor.Handle, follow bool) (io.ReadCloser, error) {
 	w, err := e.get(h)
 	if err != nil {

@@ -61,6 +61,7 @@ type Probe struct {
 	CapEff     string
 	CapBnd     string
 	NoNewPrivs string
+	Ifaces     []string // network interfaces
 }
 
 func probe() {
@@ -70,6 +71,11 @@ func probe() {
 		c.Close()
 	}
 	p.Dial = errString(err)
+	ifaces, err := net.Interfaces()
+	check(err)
+	for _, i := range ifaces {
+		p.Ifaces = append(p.Ifaces, i.Name)
+	}
 	p.WriteRoot = errString(os.WriteFile("/probe", []byte("x"), 0o644))
 	p.WriteTmp = errString(os.WriteFile("/tmp/probe", []byte("x"), 0o644))
 	p.WriteOut = errString(os.WriteFile("/out/probe", []byte("x"), 0o644))
