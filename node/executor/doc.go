@@ -9,8 +9,13 @@
 //
 // Implementations live in subpackages: wasm runs WASI modules on wazero and
 // needs nothing installed, so it is the devnet's and CPU-only providers'
-// default; a docker executor is to follow. executortest holds a scripted fake
-// and a conformance suite every implementation runs.
+// default; docker runs images pinned by digest on a Docker engine, hardened,
+// with GPUs by UUID. executortest holds a scripted fake and a conformance
+// suite every implementation runs.
+//
+// Containers outlive the daemon, so the docker executor also implements
+// Reattacher: on start the node hands it the handles it persisted, and it
+// takes those workloads over again and removes the ones nobody tracks.
 //
 // Artifacts (WASM modules, output tars) are addressed by CIDv1, raw codec,
 // sha2-256: bytes are verified against their CID on every read, because they
