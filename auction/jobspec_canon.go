@@ -197,3 +197,28 @@ func (sp *specProblems) err() error {
 	slices.SortStableFunc(sp.list, func(a, b string) int { return line(a) - line(b) })
 	return fmt.Errorf("%w: %s", ErrInvalidJobSpec, strings.Join(sp.list, "; "))
 }
+
+// Workload is what a provider needs to run a job: the resolved fields of
+// its spec (the RFQ carries only what bidding needs).
+type Workload struct {
+	Runtime        string
+	Image          string // docker: REF@sha256:<hex>
+	Module         string // wasm: module CID
+	Command        []string
+	Env            map[string]string
+	Resources      Resources
+	MaxDurationSec uint64
+	Egress         bool
+}
+
+// Workload resolves the spec into what runs. It fails like Validate.
+func (s *JobSpec) Workload() (*Workload, error) {
+	c, err := s.canonical()
+	if err != nil {
+		return nil, fmt.Errorf("auction.JobSpec.Workload: %w", err)
+	}
+	return &Workload{
+		Runtime: c.Runtime, Image: c.Image, Module: c.Module, Command: c.Command, Env: c.Env,
+		Resources: c.Resources, MaxDurationSec: c.MaxDurationSec, Egress: c.Egress,
+	}, nil
+}

@@ -3,8 +3,11 @@ package node
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"time"
+
+	"github.com/idlegrid/idlegrid/node/jobproto"
 
 	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/store"
@@ -130,5 +133,69 @@ func toAPILease(l *store.Lease) api.Lease {
 	if l.PreemptAtMs != 0 {
 		out.PreemptAt = time.UnixMilli(l.PreemptAtMs).UTC()
 	}
+	out.Runtime, out.ExitCode = l.Runtime, l.ExitCode
+	out.OutputCID, out.OutputSize, out.LogBytes = l.OutputCID, l.OutputSize, l.LogBytes
+	if l.WorkStartedMs != 0 {
+		out.StartedAt = time.UnixMilli(l.WorkStartedMs).UTC()
+	}
+	if l.WorkFinishedMs != 0 {
+		out.FinishedAt = time.UnixMilli(l.WorkFinishedMs).UTC()
+	}
 	return out
+}
+
+// renterOnly is the API error for a renter operation on another role.
+func (b apiBackend) renterOnly() error {
+	return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "this node is a %s; jobs live on the renter node", b.n.cfg.Role)
+}
+
+// jobError maps the renter's errors to API errors.
+func jobError(err error) error {
+	var re *jobproto.RemoteError
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, ErrNoLease):
+		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "%v", err)
+	case errors.Is(err, ErrJobEnded):
+		return api.Errorf(http.StatusConflict, "conflict", "%v", err)
+	case errors.As(err, &re) && re.Code == jobproto.CodeNotReady:
+		return api.Errorf(http.StatusConflict, "not_ready", "%v", err)
+	case errors.As(err, &re) && (re.Code == jobproto.CodeGone || re.Code == jobproto.CodeNotFound):
+		return api.Errorf(http.StatusGone, "gone", "%v", err)
+	case err != nil:
+		return api.Errorf(http.StatusBadGateway, "provider", "%v", err)
+	}
+	return nil
+}
+
+func (b apiBackend) JobLogs(ctx context.Context, id, lease string, follow bool, w io.Writer) error {
+	if b.n.auct == nil {
+		return b.renterOnly()
+	}
+	return jobError(b.n.auct.Logs(ctx, id, lease, follow, w))
+}
+
+func (b apiBackend) JobResult(ctx context.Context, id, lease string) (api.Result, error) {
+	if b.n.auct == nil {
+		return api.Result{}, b.renterOnly()
+	}
+	l, path, err := b.n.auct.Result(ctx, id, lease)
+	if err != nil {
+		return api.Result{}, jobError(err)
+	}
+	return api.Result{Lease: l.ID, CID: l.OutputCID, Size: l.OutputSize, Path: path}, nil
+}
+
+func (b apiBackend) CancelJob(ctx context.Context, id string) (api.Job, error) {
+	if b.n.auct == nil {
+		return api.Job{}, b.renterOnly()
+	}
+	j, err := b.n.auct.Cancel(ctx, id)
+	if err != nil {
+		return api.Job{}, jobError(err)
+	}
+	return b.toAPIJob(j), nil
+}
+
+func (b apiBackend) AddArtifact(r io.Reader) (string, error) {
+	return b.n.AddArtifact(r)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -40,6 +41,11 @@ type auctioneer struct {
 	// preempted delivers, per job, the IDs of leases whose preemption
 	// notice ran out.
 	preempted map[string]chan string
+	// inflight: awards sent and not yet countersigned, by award ID.
+	inflight map[string]inflightAward
+	// cancels stop a job's auction or lease following (job cancel).
+	cancels   map[string]*jobRun
+	downloads *downloads
 	wg        sync.WaitGroup
 	ctx       context.Context // set by run; background auctions live on it
 }
@@ -61,7 +67,9 @@ type pendingAuction struct {
 func newAuctioneer(n *Node, jobs *jobTracker) *auctioneer {
 	return &auctioneer{
 		n: n, log: n.log.With("component", "auctioneer"), jobs: jobs, now: time.Now,
-		pending: map[string]*pendingAuction{},
+		pending: map[string]*pendingAuction{}, inflight: map[string]inflightAward{},
+		cancels:   map[string]*jobRun{},
+		downloads: &downloads{dir: filepath.Join(n.workDir, "downloads"), per: map[string]*sync.Mutex{}},
 	}
 }
 
@@ -118,7 +126,9 @@ func (a *auctioneer) Submit(specYAML []byte) (*store.Job, error) {
 			return nil, err
 		}
 	}
-	if err := a.background(func(ctx context.Context) { a.auction(ctx, id, spec, 0) }); err != nil {
+	if err := a.background(func(ctx context.Context) {
+		a.runJob(ctx, id, func(ctx context.Context) { a.auction(ctx, id, spec, 0) })
+	}); err != nil {
 		return nil, err
 	}
 	return a.n.db.GetJob(id)
@@ -152,7 +162,9 @@ func (a *auctioneer) resumeJobs(ctx context.Context) {
 			}
 			if len(leases) > 0 {
 				a.jobs.event(j.ID, "resumed", "following %d lease(s) again after a node restart", len(leases))
-				a.wg.Go(func() { a.watchCompletion(ctx, j.ID, spec, leases, 0) })
+				a.wg.Go(func() {
+					a.runJob(ctx, j.ID, func(ctx context.Context) { a.watchCompletion(ctx, j.ID, spec, leases, 0) })
+				})
 				continue
 			}
 			a.jobs.event(j.ID, "resumed", "no live lease left after a node restart; auctioning again")
@@ -162,7 +174,7 @@ func (a *auctioneer) resumeJobs(ctx context.Context) {
 		if _, err := a.jobs.setState(j.ID, JobAuctioning, "", ""); err != nil {
 			continue
 		}
-		a.wg.Go(func() { a.auction(ctx, j.ID, spec, 0) })
+		a.wg.Go(func() { a.runJob(ctx, j.ID, func(ctx context.Context) { a.auction(ctx, j.ID, spec, 0) }) })
 	}
 }
 

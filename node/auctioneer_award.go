@@ -179,6 +179,16 @@ func (a *auctioneer) offerAward(ctx context.Context, rfq *auction.RFQ, rfqID str
 	if err != nil {
 		return nil, err
 	}
+	// The provider may ask for the job spec as soon as it countersigned,
+	// before the lease below is stored.
+	a.mu.Lock()
+	a.inflight[awardID] = inflightAward{provider: bid.Provider, jobCID: rfq.JobCID}
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		delete(a.inflight, awardID)
+		a.mu.Unlock()
+	}()
 	resp, err := a.n.p2p.Request(ctx, provider, LeaseProto, raw, leaseLimits)
 	if err != nil {
 		return nil, fmt.Errorf("award: %w", err)
@@ -210,46 +220,14 @@ func (a *auctioneer) offerAward(ctx context.Context, rfq *auction.RFQ, rfqID str
 	l := &store.Lease{
 		ID: awardID, Side: "renter", Award: raw, Acceptance: resp[1:], JobCID: rfq.JobCID,
 		Renter: aw.Renter, Provider: aw.Provider, GPUs: aw.GPUs, PriceMicro: aw.PriceMicro, Model: bid.Model,
-		Tier: string(aw.Tier), NoticeSec: aw.NoticeSec, ExpectedSec: rfq.ExpectedDurationSec,
-		State: leaseStateAt(start, time.UnixMilli(acc.AcceptedMs)), StartsAtMs: start.UnixMilli(),
-		EndsAtMs:    start.Add(time.Duration(rfq.MaxDurationSec) * time.Second).UnixMilli(),
-		UpdatedAtMs: now.UnixMilli(),
+		Tier: string(aw.Tier), NoticeSec: aw.NoticeSec, ExpectedSec: rfq.ExpectedDurationSec, Runtime: rfq.Runtime,
+		State: LeaseAwarded, StartsAtMs: start.UnixMilli(),
+		EndsAtMs: start.Add(time.Duration(rfq.MaxDurationSec) * time.Second).UnixMilli(),
 	}
-	if err := a.n.db.PutLease(l); err != nil {
+	if err := a.n.leases.put(l); err != nil {
 		return nil, err
 	}
 	return l, nil
-}
-
-// leaseStateAt is a new lease's state: pending while the provider still
-// owes a preemption notice to the bronze lease on its GPUs.
-func leaseStateAt(start, now time.Time) string {
-	if start.After(now) {
-		return LeasePending
-	}
-	return LeaseActive
-}
-
-// activateAt marks a pending lease active when its start time comes, so
-// both sides agree on where it stands.
-func (a *auctioneer) activateAt(id string, at time.Time) {
-	_ = a.background(func(ctx context.Context) {
-		t := time.NewTimer(time.Until(at))
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		l, err := a.n.db.GetLease(id)
-		if err != nil || l.State != LeasePending {
-			return
-		}
-		l.State, l.UpdatedAtMs = LeaseActive, a.now().UnixMilli()
-		if err := a.n.db.PutLease(l); err != nil {
-			a.log.Warn("store lease", "lease", id, "err", err)
-		}
-	})
 }
 
 // publishSummary gossips the cleared price for the market price index. It
@@ -272,45 +250,85 @@ func (a *auctioneer) publishSummary(ctx context.Context, l *store.Lease, rfqID s
 	}
 }
 
-// watchCompletion waits for the job's leases to finish their work (the
-// expected duration, until execution reports real completion), or for a
-// preemption, which re-auctions the job.
+// watchCompletion follows the job's leases until their work ends. All
+// completed: the job completed. One preempted: the others are cancelled
+// and the job is re-auctioned. One failed, expired or cancelled: the
+// others are cancelled and the job ends with that lease's outcome.
 func (a *auctioneer) watchCompletion(ctx context.Context, jobID string, spec *auction.JobSpec, leases []*store.Lease, round int) {
-	var end time.Time
+	fctx, stopFollowing := context.WithCancel(ctx)
+	defer stopFollowing()
+	ended := make(chan *store.Lease, len(leases))
 	for _, l := range leases {
-		e := time.UnixMilli(l.StartsAtMs).Add(time.Duration(l.ExpectedSec) * time.Second)
-		if e.After(end) {
-			end = e
-		}
+		a.wg.Go(func() { ended <- a.followLease(fctx, l) })
 	}
-	for _, l := range leases {
-		if l.State == LeasePending {
-			a.activateAt(l.ID, time.UnixMilli(l.StartsAtMs))
-		}
-	}
-	t := time.NewTimer(time.Until(end))
-	defer t.Stop()
 	preempted := a.preemptions(jobID)
-	select {
-	case <-ctx.Done():
-		return
-	case <-t.C:
-		for _, l := range leases {
-			a.finishLease(l.ID, LeaseCompleted, "work finished")
+	live := map[string]*store.Lease{}
+	for _, l := range leases {
+		live[l.ID] = l
+	}
+	cancelOthers := func(reason string) {
+		for _, l := range live {
+			a.cancelLease(context.WithoutCancel(ctx), l, reason)
 		}
-		_, _ = a.jobs.setState(jobID, JobCompleted, "completed", "all leases finished")
-	case lid := <-preempted:
-		_, _ = a.jobs.setState(jobID, JobPreempted, "preempted", "lease %s preempted by its provider", short(lid))
-		for _, l := range leases {
-			if l.ID != lid {
-				a.finishLease(l.ID, LeaseCancelled, "sibling lease preempted; job re-auctioned")
+	}
+	for len(live) > 0 {
+		var l *store.Lease
+		select {
+		case <-ctx.Done():
+			return
+		case l = <-ended:
+		case lid := <-preempted:
+			if cur, err := a.n.db.GetLease(lid); err == nil && live[lid] != nil {
+				l = cur
+			} else {
+				continue
 			}
 		}
-		if !a.n.cfg.Market.Reauction {
-			_, _ = a.jobs.setState(jobID, JobFailed, "failed", "preempted and market.reauction is off")
+		if l == nil || live[l.ID] == nil {
+			continue
+		}
+		delete(live, l.ID)
+		if ctx.Err() != nil {
+			return // the job was cancelled or the node stops
+		}
+		switch l.State {
+		case LeaseCompleted:
+			continue
+		case LeasePreempted:
+			stopFollowing()
+			_, _ = a.jobs.setState(jobID, JobPreempted, "preempted", "lease %s preempted by its provider", short(l.ID))
+			cancelOthers("sibling lease preempted; job re-auctioned")
+			if !a.n.cfg.Market.Reauction {
+				_, _ = a.jobs.setState(jobID, JobFailed, "failed", "preempted and market.reauction is off")
+				return
+			}
+			_, _ = a.jobs.setState(jobID, JobAuctioning, "reauction", "re-auctioning the preempted work")
+			a.auction(ctx, jobID, spec, round+1)
+			return
+		default:
+			stopFollowing()
+			cancelOthers(fmt.Sprintf("sibling lease %s", l.State))
+			state := JobFailed
+			switch l.State {
+			case LeaseExpired:
+				state = JobExpired
+			case LeaseCancelled:
+				state = JobCancelled
+			}
+			_, _ = a.jobs.setState(jobID, state, state, "lease %s %s: %s", short(l.ID), l.State, l.Reason)
 			return
 		}
-		_, _ = a.jobs.setState(jobID, JobAuctioning, "reauction", "re-auctioning the preempted work")
-		a.auction(ctx, jobID, spec, round+1)
 	}
+	_, _ = a.jobs.setState(jobID, JobCompleted, "completed", "%s", completionSummary(leases, a.n.db))
+}
+
+// completionSummary says how a completed job's leases ended.
+func completionSummary(leases []*store.Lease, db *store.DB) string {
+	if len(leases) == 1 {
+		if l, err := db.GetLease(leases[0].ID); err == nil && l.OutputCID != "" {
+			return fmt.Sprintf("exited 0; output %s (%d bytes)", l.OutputCID, l.OutputSize)
+		}
+		return "exited 0"
+	}
+	return fmt.Sprintf("all %d leases exited 0", len(leases))
 }

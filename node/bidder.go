@@ -79,7 +79,7 @@ func newBidder(n *Node, admit AdmitAward) *bidder {
 		policy: bidPolicy(n.cfg.Provider),
 		holds:  map[string]hold{}, bids: map[string]sentBid{}, committed: map[string]commitment{},
 	}
-	b.runner = newLeaseRunner(n, n.work, b.leaseEnded)
+	b.runner = newLeaseRunner(n, n.ex, b.leaseEnded)
 	return b
 }
 
@@ -390,20 +390,16 @@ func (b *bidder) commit(aw *auction.Award, awardID string, raw []byte) (*store.L
 	if err != nil {
 		return nil, nil, "internal: " + err.Error()
 	}
-	state := LeaseActive
-	if len(preempt) > 0 {
-		state = LeasePending
-	}
 	l := &store.Lease{
 		ID: awardID, Side: "provider", Award: raw, Acceptance: accRaw, JobCID: aw.JobCID,
 		Renter: aw.Renter, Provider: aw.Provider, GPUs: aw.GPUs, PriceMicro: aw.PriceMicro, Model: sb.bid.Model,
-		Tier: string(aw.Tier), NoticeSec: aw.NoticeSec, ExpectedSec: sb.rfq.ExpectedDurationSec, State: state,
+		Tier: string(aw.Tier), NoticeSec: aw.NoticeSec, ExpectedSec: sb.rfq.ExpectedDurationSec,
+		Runtime: sb.rfq.Runtime, State: LeaseAwarded,
 		StartsAtMs: start.UnixMilli(), EndsAtMs: start.Add(time.Duration(aw.MaxDurationSec) * time.Second).UnixMilli(),
-		UpdatedAtMs: now.UnixMilli(),
 	}
 	// Durable before the acceptance leaves this node: a lease both sides
 	// signed must survive a crash.
-	if err := b.n.db.PutLease(l); err != nil {
+	if err := b.n.leases.put(l); err != nil {
 		return nil, nil, "internal: " + err.Error()
 	}
 	for _, g := range aw.GPUs {

@@ -49,6 +49,7 @@ type Config struct {
 	Log      LogConfig      `toml:"log"`
 	GPU      gpu.Config     `toml:"gpu"`
 	Provider ProviderConfig `toml:"provider"`
+	Executor ExecutorConfig `toml:"executor"`
 	Market   MarketConfig   `toml:"market"`
 
 	// Home is the node's home directory; not part of the file.
@@ -120,6 +121,27 @@ type ProviderConfig struct {
 	Republish time.Duration `toml:"republish"`
 }
 
+// ExecutorConfig configures how a provider runs leased work.
+type ExecutorConfig struct {
+	// StopGrace is how long a cancelled workload gets between SIGTERM and
+	// SIGKILL. Preempted work gets the notice promised in its bid instead.
+	StopGrace time.Duration `toml:"stop_grace"`
+	// KeepResults is how long logs and outputs of finished work stay
+	// downloadable.
+	KeepResults time.Duration `toml:"keep_results"`
+	// DockerHost is the Docker engine address; empty: $DOCKER_HOST or the
+	// local socket.
+	DockerHost string `toml:"docker_host"`
+	// DockerPull lets the provider pull an image it does not have (always
+	// by digest).
+	DockerPull bool `toml:"docker_pull"`
+	// DockerAllowRoot runs images that name no user as root; by default
+	// they run as nobody (65534).
+	DockerAllowRoot bool `toml:"docker_allow_root"`
+	// MaxLogMiB caps one workload's log.
+	MaxLogMiB int `toml:"max_log_mib"`
+}
+
 // FloorUSD holds per-tier floor prices in USD per GPU-hour.
 type FloorUSD struct {
 	Gold   float64 `toml:"gold"`
@@ -188,6 +210,10 @@ func DefaultConfig(role Role) Config {
 			Datasets:      []string{},
 			RecordTTL:     30 * time.Minute,
 			Republish:     10 * time.Minute,
+		},
+		Executor: ExecutorConfig{
+			StopGrace: 10 * time.Second, KeepResults: 24 * time.Hour,
+			DockerPull: true, MaxLogMiB: 16,
 		},
 		Market: MarketConfig{ReliabilityPrior: 0.8, Refresh: 15 * time.Second, SearchTimeout: 15 * time.Second, Reauction: true},
 	}
@@ -486,6 +512,14 @@ func (c *Config) Validate() error {
 	if err := c.validateMarket(); err != nil {
 		return err
 	}
+	switch e := c.Executor; {
+	case e.StopGrace < 0 || e.StopGrace > 10*time.Minute:
+		return bad("executor.stop_grace", "%s: must be 0..10m", e.StopGrace)
+	case e.KeepResults < time.Minute:
+		return bad("executor.keep_results", "%s is too short; at least 1m so renters can fetch results", e.KeepResults)
+	case e.MaxLogMiB < 1 || e.MaxLogMiB > 1024:
+		return bad("executor.max_log_mib", "%d: must be 1..1024", e.MaxLogMiB)
+	}
 	if _, err := parseLevel(c.Log.Level); err != nil {
 		return bad("log.level", "%v", err)
 	}
@@ -652,6 +686,22 @@ republish = {{dur .Provider.Republish}}
 gold = {{f .Provider.FloorUSD.Gold}}
 silver = {{f .Provider.FloorUSD.Silver}}
 bronze = {{f .Provider.FloorUSD.Bronze}}
+
+[executor]
+# Grace between SIGTERM and SIGKILL when a renter cancels (preempted work gets
+# the notice promised in its bid).
+stop_grace = {{dur .Executor.StopGrace}}
+# How long logs and outputs of finished work stay downloadable.
+keep_results = {{dur .Executor.KeepResults}}
+# Docker engine address; empty: $DOCKER_HOST or the local socket. Without a
+# reachable engine the docker runtime is not offered.
+docker_host = {{q .Executor.DockerHost}}
+# Pull images that are not on this host (always by digest).
+docker_pull = {{.Executor.DockerPull}}
+# Run images that name no user as root (default: as nobody, uid 65534).
+docker_allow_root = {{.Executor.DockerAllowRoot}}
+# Largest log kept per workload, in MiB.
+max_log_mib = {{.Executor.MaxLogMiB}}
 
 [market]
 # Reliability assumed for providers with no history yet (0..1).

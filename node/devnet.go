@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idlegrid/idlegrid/node/executor/wasm/demo"
 	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -113,6 +115,13 @@ func StartDevnet(ctx context.Context, o DevnetOptions) (_ *Devnet, err error) {
 		if m.role == RoleBootstrap {
 			bootstrap = n.P2PAddrs()
 		}
+		if m.role == RoleRenter {
+			// The renter serves the demo module to whichever provider
+			// wins its demo job.
+			if _, err := n.AddArtifact(bytes.NewReader(demo.Module())); err != nil {
+				return nil, fmt.Errorf("devnet: %s: %w", m.name, err)
+			}
+		}
 	}
 	return d, nil
 }
@@ -169,7 +178,26 @@ func TempDevnetDir() (string, error) {
 	return os.MkdirTemp("", "idlegrid-devnet-")
 }
 
-// DevnetDemoModule names the WASM module of the devnet's example job.
-// Until the execution layer lands only the auction and the lease run (a
-// lease's work is a timer), so the module is never fetched.
-const DevnetDemoModule = "bafkreiefawgws67tfxbclwkqsmugyiwjv6ezu7zsybi6jkcsprv3f4s7yq"
+// DevnetDemoModule names the WASM module of the devnet's example job (see
+// package demo); the devnet's renter holds it.
+const DevnetDemoModule = demo.CID
+
+// DevnetDemoJob is the devnet's example job: the demo module on any one
+// GPU, silver tier.
+func DevnetDemoJob() []byte {
+	return fmt.Appendf(nil, `name: devnet-demo
+module: %s
+command: ["%d"]
+gpus: 1
+tier: silver
+max_price: 3.00
+duration: 1m
+bid_window: 2s
+`, demo.CID, demo.DefaultN)
+}
+
+// DevnetDemoResult is what the demo job writes to its output file.
+const (
+	DevnetDemoResultFile = demo.ResultFile
+	DevnetDemoResult     = demo.ExpectedResult
+)

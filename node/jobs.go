@@ -19,11 +19,13 @@ const (
 	JobCompleted  = "completed"
 	JobFailed     = "failed"
 	JobUnfilled   = "unfilled"
+	JobCancelled  = "cancelled"
+	JobExpired    = "expired"
 )
 
 func terminalJob(state string) bool {
 	switch state {
-	case JobCompleted, JobFailed, JobUnfilled:
+	case JobCompleted, JobFailed, JobUnfilled, JobCancelled, JobExpired:
 		return true
 	}
 	return false

@@ -1,7 +1,11 @@
 package node
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/idlegrid/idlegrid/auction"
@@ -54,4 +58,63 @@ func (n *Node) PriceIndex(since, until time.Time) ([]auction.PriceStat, error) {
 		}
 	}
 	return auction.PriceStats(sums, since, until), nil
+}
+
+// AddArtifact stores an artifact (a WASM module) that this renter's jobs
+// name by CID, so that their providers can fetch it; it returns the CID.
+func (n *Node) AddArtifact(r io.Reader) (string, error) {
+	id, err := n.artifacts.Put(r, maxModuleBytes)
+	if err != nil {
+		return "", fmt.Errorf("add artifact: %w", err)
+	}
+	return id, nil
+}
+
+// JobLogs copies a job's log from its provider to w (the named lease's, or
+// the latest lease's); with follow, until the work ends or ctx ends.
+func (n *Node) JobLogs(ctx context.Context, jobID, leaseID string, follow bool, w io.Writer) error {
+	if n.auct == nil {
+		return ErrNotRenter
+	}
+	return n.auct.Logs(ctx, jobID, leaseID, follow, w)
+}
+
+// JobResult downloads a finished job's output tar (verified against its
+// CID) into the node's cache and returns the lease and the file.
+func (n *Node) JobResult(ctx context.Context, jobID, leaseID string) (*store.Lease, string, error) {
+	if n.auct == nil {
+		return nil, "", ErrNotRenter
+	}
+	return n.auct.Result(ctx, jobID, leaseID)
+}
+
+// CancelJob stops a job's auction or work.
+func (n *Node) CancelJob(ctx context.Context, jobID string) (*store.Job, error) {
+	if n.auct == nil {
+		return nil, ErrNotRenter
+	}
+	return n.auct.Cancel(ctx, jobID)
+}
+
+// ResultBytesFetched counts the output bytes this renter received from
+// providers (a resumed download fetches only what was missing).
+func (n *Node) ResultBytesFetched() int64 {
+	if n.auct == nil {
+		return 0
+	}
+	return n.auct.downloads.fetched.Load()
+}
+
+// ResultCachePath is where a lease's downloaded output tar is cached.
+func (n *Node) ResultCachePath(leaseID string) string {
+	return filepath.Join(n.auct.downloads.dir, leaseID+".tar")
+}
+
+// KeptOutputPath is where a provider keeps a finished lease's output tar
+// for its renter ("" on other roles).
+func (n *Node) KeptOutputPath(leaseID string) string {
+	if n.ex == nil {
+		return ""
+	}
+	return n.ex.outputPath(leaseID)
 }

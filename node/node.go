@@ -15,6 +15,7 @@ import (
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/node/executor"
 	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/p2p"
 	"github.com/idlegrid/idlegrid/store"
@@ -45,9 +46,12 @@ type Deps struct {
 	// GPU replaces the backend cfg.GPU selects (providers only); the node
 	// owns it.
 	GPU gpu.Backend
-	// Work runs leases on a provider; nil means TimerWork for the job's
-	// expected duration (until the execution layer lands).
-	Work Work
+	// Executors replace the provider's built-in runtimes of the same name
+	// (tests inject fakes); the node owns them.
+	Executors []executor.Executor
+	// WorkDir holds executor state, artifacts and results; empty: the
+	// home, or a temporary directory when there is no home.
+	WorkDir string
 	// AdmitAward is the provider's award admission policy; nil admits all.
 	AdmitAward AdmitAward
 }
@@ -66,11 +70,19 @@ type Node struct {
 	gpus    gpu.Backend
 	adv     *advertiser // providers only
 	market  *market
-	work    Work
 	jobs    *jobTracker
-	bidder  *bidder     // providers only
-	auct    *auctioneer // renters only
-	rfqSeen *auction.SeenCache
+	leases  *leaseBook
+	// artifacts hold WASM modules: a renter serves them to its providers,
+	// a provider keeps the ones it fetched.
+	artifacts *executor.DirArtifacts
+	ex        *executors // providers only
+	// workDir holds executor state, artifacts, results and downloads;
+	// cleanupWork removes it when it is temporary.
+	workDir     string
+	cleanupWork func() error
+	bidder      *bidder     // providers only
+	auct        *auctioneer // renters only
+	rfqSeen     *auction.SeenCache
 
 	closeOnce sync.Once
 	closeErr  error
@@ -133,9 +145,16 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	n.market = newMarket(n)
 	n.rfqSeen = auction.NewSeenCache(100_000)
 	n.jobs = newJobTracker(n.db)
-	n.work = deps.Work
-	if n.work == nil {
-		n.work = TimerWork{Duration: func(l *store.Lease) time.Duration { return time.Duration(l.ExpectedSec) * time.Second }}
+	n.leases = newLeaseBook(n.db)
+	dir, cleanup, err := workDir(cfg, deps)
+	if err != nil {
+		return nil, fmt.Errorf("node.New: work dir: %w", err)
+	}
+	undo = append(undo, cleanup)
+	n.cleanupWork = cleanup
+	n.workDir = dir
+	if n.artifacts, err = openArtifacts(dir); err != nil {
+		return nil, fmt.Errorf("node.New: %w", err)
 	}
 	if cfg.Role == RoleProvider {
 		n.gpus = deps.GPU
@@ -145,6 +164,13 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 			}
 		}
 		undo = append(undo, n.gpus.Close)
+		var offered []string
+		if n.ex, offered, err = openExecutors(cfg, dir, n.artifacts, deps.Executors, n.p2p.ID().String(), n.log.With("component", "executor")); err != nil {
+			return nil, fmt.Errorf("node.New: %w", err)
+		}
+		undo = append(undo, n.ex.Close)
+		// Advertise only the runtimes that can run here.
+		n.cfg.Provider.Runtimes = offered
 		if n.adv, err = newAdvertiser(n, n.key, n.gpus); err != nil {
 			return nil, fmt.Errorf("node.New: %w", err)
 		}
@@ -153,11 +179,13 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 			return nil, fmt.Errorf("node.New: %w", err)
 		}
 		n.p2p.HandleRequests(LeaseProto, "idlegrid.lease", leaseLimits, n.bidder.handleAward)
+		n.p2p.HandleFrames(JobProto, "idlegrid.job", jobLimits, n.handleJob)
 	}
 	if cfg.Role == RoleRenter {
 		n.auct = newAuctioneer(n, n.jobs)
 		n.p2p.HandleRequests(BidProto, "idlegrid.bid", bidLimits, n.auct.handleBid)
 		n.p2p.HandleRequests(PreemptProto, "idlegrid.preempt", preemptLimits, n.auct.handlePreempt)
+		n.p2p.HandleFrames(JobProto, "idlegrid.job", jobLimits, n.handleJob)
 	}
 
 	if cfg.API.Listen != "" {
@@ -312,9 +340,13 @@ func (n *Node) Close() error {
 			}
 		}
 		errs = append(errs, n.p2p.Close())
+		if n.ex != nil {
+			errs = append(errs, n.ex.Close())
+		}
 		if n.gpus != nil {
 			errs = append(errs, n.gpus.Close())
 		}
+		errs = append(errs, n.cleanupWork())
 		errs = append(errs, n.db.Close())
 		n.closeErr = errors.Join(errs...)
 	})

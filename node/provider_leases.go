@@ -8,19 +8,25 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idlegrid/idlegrid/node/executor"
 	"github.com/idlegrid/idlegrid/store"
 )
 
-// errPreempted is the cancellation cause of a preempted lease's work.
-var errPreempted = errors.New("preempted")
+// Causes of a lease's work being stopped before it finished.
+var (
+	errPreempted = errors.New("preempted")
+	errCancelled = errors.New("cancelled by the renter")
+)
 
 // leaseRunner runs the provider's leases: it waits for a lease's start
 // (after any preemption notice owed to a bronze lease on the same GPUs),
-// marks its GPUs leased in the capacity record, runs the work, and records
-// how it ended.
+// marks its GPUs leased in the capacity record, runs the work in its
+// executor (see provider_exec.go), and records how it ended.
 type leaseRunner struct {
 	n    *Node
-	work Work
+	ex   *executors
+	book *leaseBook
+	cfg  ExecutorConfig
 	log  *slog.Logger
 	now  func() time.Time
 	// ended is called when a lease ends, whatever the outcome, after its
@@ -30,39 +36,69 @@ type leaseRunner struct {
 	mu      sync.Mutex
 	ctx     context.Context
 	cancels map[string]context.CancelCauseFunc
-	wg      sync.WaitGroup
+	// graceUntil is when a preempted lease's workload is killed: the end
+	// of the notice promised in its bid.
+	graceUntil map[string]time.Time
+	wg         sync.WaitGroup
 }
 
-func newLeaseRunner(n *Node, work Work, ended func(*store.Lease)) *leaseRunner {
+func newLeaseRunner(n *Node, ex *executors, ended func(*store.Lease)) *leaseRunner {
 	return &leaseRunner{
-		n: n, work: work, log: n.log.With("component", "leases"), now: time.Now, ended: ended,
-		cancels: map[string]context.CancelCauseFunc{},
+		n: n, ex: ex, book: n.leases, cfg: n.cfg.Executor,
+		log: n.log.With("component", "leases"), now: time.Now, ended: ended,
+		cancels: map[string]context.CancelCauseFunc{}, graceUntil: map[string]time.Time{},
 	}
 }
 
-// run resumes the leases a restart interrupted and keeps the runner's
-// context until ctx ends.
+// run reconciles workloads with the stored leases, resumes the leases a
+// restart interrupted and keeps the runner's context until ctx ends.
 func (r *leaseRunner) run(ctx context.Context) {
 	r.mu.Lock()
 	r.ctx = ctx
 	r.mu.Unlock()
+	r.resume(ctx)
+	r.wg.Go(func() { r.pruneLoop(ctx) })
+	<-ctx.Done()
+	r.wg.Wait()
+}
+
+// resume picks up where a restart left the provider's leases. Workloads
+// that outlive the daemon (containers) are reattached; a lease whose
+// workload is gone is recorded failed with the reason, and workloads no
+// lease tracks are removed, so nothing is left orphaned.
+func (r *leaseRunner) resume(ctx context.Context) {
 	leases, err := r.n.db.Leases()
 	if err != nil {
 		r.log.Warn("resume leases", "err", err)
 	}
+	tracked := map[string][]executor.Handle{}
+	for _, l := range leases {
+		if l.Side == "provider" && !terminalLease(l.State) && l.Handle != "" {
+			tracked[l.Runtime] = append(tracked[l.Runtime], executor.Handle(l.Handle))
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, time.Minute)
+	missing := r.ex.reconcile(rctx, tracked)
+	cancel()
 	for _, l := range leases {
 		if l.Side != "provider" || terminalLease(l.State) {
 			continue
 		}
-		if r.now().UnixMilli() >= l.EndsAtMs {
-			r.finish(l, LeaseExpired, "ended while the provider was down")
+		switch {
+		case l.Handle != "" && missing[executor.Handle(l.Handle)]:
+			r.finish(l.ID, LeaseFailed, fmt.Sprintf("the %s workload did not survive a provider restart", l.Runtime), nil)
+			continue
+		case l.Handle == "" && r.now().UnixMilli() >= l.EndsAtMs:
+			r.finish(l.ID, LeaseExpired, "its time ran out while the provider was down", nil)
 			continue
 		}
-		r.log.Info("resuming lease after restart", "lease", l.ID, "state", l.State)
+		if l.Handle != "" {
+			r.log.Info("reattached to lease workload after restart", "lease", short(l.ID), "handle", l.Handle)
+		} else {
+			r.log.Info("resuming lease after restart", "lease", short(l.ID), "state", l.State)
+		}
 		r.start(l)
 	}
-	<-ctx.Done()
-	r.wg.Wait()
 }
 
 // start schedules a countersigned lease.
@@ -76,7 +112,7 @@ func (r *leaseRunner) start(l *store.Lease) {
 	r.cancels[l.ID] = cancel
 	r.wg.Go(func() {
 		defer cancel(nil)
-		r.execute(ctx, l)
+		r.execute(ctx, l.ID)
 	})
 }
 
@@ -91,57 +127,65 @@ func (r *leaseRunner) background(fn func(ctx context.Context)) {
 	r.wg.Go(func() { fn(ctx) })
 }
 
-// preempt takes a lease's GPUs back at at.
+// preempt tells a lease's workload to stop now (SIGTERM, for a workload
+// that checkpoints) and kills it at at, the end of the promised notice.
 func (r *leaseRunner) preempt(id string, at time.Time) {
-	r.mu.Lock()
-	cancel := r.cancels[id]
-	r.mu.Unlock()
-	if cancel == nil {
-		return
-	}
-	time.AfterFunc(time.Until(at), func() { cancel(errPreempted) })
+	r.stop(id, errPreempted, at)
 }
 
-func (r *leaseRunner) execute(ctx context.Context, l *store.Lease) {
-	defer func() {
-		r.mu.Lock()
-		delete(r.cancels, l.ID)
-		r.mu.Unlock()
-	}()
-	if wait := time.Until(time.UnixMilli(l.StartsAtMs)); wait > 0 {
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			r.finish(l, LeaseCancelled, "stopped before it started: "+cause(ctx))
-			return
-		case <-t.C:
+// cancel stops a lease's workload at the renter's request, with the
+// configured grace.
+func (r *leaseRunner) cancel(id string) bool {
+	return r.stop(id, errCancelled, r.now().Add(r.cfg.StopGrace))
+}
+
+func (r *leaseRunner) stop(id string, cause error, killAt time.Time) bool {
+	r.mu.Lock()
+	cancel := r.cancels[id]
+	if cancel != nil {
+		if prev, ok := r.graceUntil[id]; !ok || killAt.Before(prev) {
+			r.graceUntil[id] = killAt
 		}
 	}
-	if err := r.leaseGPUs(ctx, l); err != nil {
-		r.finish(l, LeaseFailed, err.Error())
-		return
+	r.mu.Unlock()
+	if cancel == nil {
+		return false
 	}
-	l.State, l.UpdatedAtMs = LeaseActive, r.now().UnixMilli()
-	if err := r.n.db.PutLease(l); err != nil {
-		r.log.Warn("store lease", "lease", l.ID, "err", err)
+	cancel(cause)
+	return true
+}
+
+// grace is how long a stopped lease's workload may take to exit.
+func (r *leaseRunner) grace(id string) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if until, ok := r.graceUntil[id]; ok {
+		return max(0, time.Until(until))
 	}
-	wctx, cancel := context.WithDeadline(ctx, time.UnixMilli(l.EndsAtMs))
-	defer cancel()
-	err := r.work.Run(wctx, l)
-	switch {
-	case err == nil:
-		r.finish(l, LeaseCompleted, "work finished")
-	case errors.Is(context.Cause(ctx), errPreempted):
-		r.finish(l, LeasePreempted, "preempted for higher-tier work")
-	case errors.Is(wctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
-		r.finish(l, LeaseExpired, "reached its maximum duration")
-	case ctx.Err() != nil:
-		// The node is shutting down: leave the lease as it is so a
-		// restart resumes it.
-		r.releaseGPUs(l)
-	default:
-		r.finish(l, LeaseFailed, err.Error())
+	return r.cfg.StopGrace
+}
+
+func (r *leaseRunner) forget(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.cancels, id)
+	delete(r.graceUntil, id)
+}
+
+// waitStart waits for a lease's start time. It returns false when the
+// lease was stopped before it started.
+func (r *leaseRunner) waitStart(ctx context.Context, l *store.Lease) bool {
+	wait := time.Until(time.UnixMilli(l.StartsAtMs))
+	if wait <= 0 {
+		return true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -178,21 +222,47 @@ func (r *leaseRunner) releaseGPUs(l *store.Lease) {
 	}
 }
 
-func (r *leaseRunner) finish(l *store.Lease, state, reason string) {
-	r.releaseGPUs(l)
-	l.State, l.Reason, l.UpdatedAtMs = state, reason, r.now().UnixMilli()
-	if err := r.n.db.PutLease(l); err != nil {
-		r.log.Warn("store lease", "lease", l.ID, "err", err)
+// setState records a non-terminal state change.
+func (r *leaseRunner) setState(id, state string, more func(l *store.Lease)) (*store.Lease, error) {
+	return r.book.update(id, func(l *store.Lease) bool {
+		if terminalLease(l.State) {
+			return false
+		}
+		l.State = state
+		if more != nil {
+			more(l)
+		}
+		return true
+	})
+}
+
+// finish records how a lease ended and frees its GPUs.
+func (r *leaseRunner) finish(id, state, reason string, more func(l *store.Lease)) {
+	l, done, err := r.book.finish(id, state, reason, more)
+	if err != nil {
+		r.log.Warn("store lease", "lease", short(id), "err", err)
+		return
 	}
-	r.log.Info("lease ended", "lease", l.ID, "state", state, "reason", reason)
+	r.releaseGPUs(l)
+	if !done {
+		return
+	}
+	r.log.Info("lease ended", "lease", short(id), "state", state, "reason", reason)
 	if r.ended != nil {
 		r.ended(l)
 	}
 }
 
-func cause(ctx context.Context) string {
-	if c := context.Cause(ctx); c != nil {
-		return c.Error()
+// pruneLoop removes kept results past executor.keep_results.
+func (r *leaseRunner) pruneLoop(ctx context.Context) {
+	t := time.NewTicker(min(r.cfg.KeepResults/4, time.Hour))
+	defer t.Stop()
+	for {
+		r.ex.pruneResults(r.cfg.KeepResults, r.now())
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
-	return "cancelled"
 }

@@ -7,13 +7,20 @@ import (
 	"time"
 
 	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/store"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// Lease states, on both sides.
+// Lease states, on both sides: the provider records them as the work
+// moves, the renter mirrors them over the job protocol.
 const (
-	LeasePending   = "pending" // countersigned; waiting for a preemption notice to run out
-	LeaseActive    = "active"
+	// LeaseAwarded: countersigned, not started (it may wait for the
+	// preemption notice owed to a bronze lease on the same GPUs).
+	LeaseAwarded = "awarded"
+	// LeasePreparing: the provider fetches the spec and artifacts and
+	// creates the workload.
+	LeasePreparing = "preparing"
+	LeaseRunning   = "running"
 	LeaseCompleted = "completed"
 	LeasePreempted = "preempted"
 	LeaseCancelled = "cancelled"
@@ -32,12 +39,7 @@ func terminalLease(state string) bool {
 // finishLease records a lease's final state (idempotent: a terminal lease
 // keeps its first outcome).
 func (a *auctioneer) finishLease(id, state, reason string) {
-	l, err := a.n.db.GetLease(id)
-	if err != nil || terminalLease(l.State) {
-		return
-	}
-	l.State, l.Reason, l.UpdatedAtMs = state, reason, a.now().UnixMilli()
-	if err := a.n.db.PutLease(l); err != nil {
+	if _, _, err := a.n.leases.finish(id, state, reason, nil); err != nil && !errors.Is(err, store.ErrNotFound) {
 		a.log.Warn("store lease", "lease", id, "err", err)
 	}
 }
@@ -82,9 +84,7 @@ func (a *auctioneer) handlePreempt(_ context.Context, from peer.ID, req []byte) 
 	if notice.NoticeSec < l.NoticeSec {
 		a.log.Warn("provider broke its promised preemption notice", "provider", notice.Provider, "promised_s", l.NoticeSec, "given_s", notice.NoticeSec)
 	}
-	l.PreemptAtMs = notice.EffectiveAtMs
-	l.UpdatedAtMs = a.now().UnixMilli()
-	if err := a.n.db.PutLease(l); err != nil {
+	if _, err := a.n.leases.update(l.ID, func(l *store.Lease) bool { l.PreemptAtMs = notice.EffectiveAtMs; return true }); err != nil {
 		return nil, err
 	}
 	a.jobs.event(l.JobCID, "preempt-notice", "provider %s preempts lease %s in %ds: %s", short(l.Provider), short(l.ID), notice.NoticeSec, notice.Reason)

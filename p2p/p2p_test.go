@@ -145,13 +145,27 @@ func TestGossipReachesEverySubscriberAndValidatorGates(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "topic peers", 30*time.Second, func() bool {
+	// Every subscriber having a topic peer is not enough: two pairs can
+	// know only each other. Wait until the subscribers' topic graph is
+	// connected, which is what delivery to all of them needs.
+	waitFor(t, "connected topic graph", 30*time.Second, func() bool {
+		byID := map[peer.ID]*Node{}
 		for _, n := range nodes[1:] {
-			if len(n.ListTopicPeers(TopicRFQ)) == 0 {
-				return false
+			byID[n.ID()] = n
+		}
+		seen := map[peer.ID]bool{nodes[1].ID(): true}
+		queue := []*Node{nodes[1]}
+		for len(queue) > 0 {
+			n := queue[0]
+			queue = queue[1:]
+			for _, p := range n.ListTopicPeers(TopicRFQ) {
+				if m, ok := byID[p]; ok && !seen[p] {
+					seen[p] = true
+					queue = append(queue, m)
+				}
 			}
 		}
-		return true
+		return len(seen) == len(byID)
 	})
 	pub := nodes[1]
 	// A message the validator rejects never reaches anyone, not even the

@@ -46,6 +46,24 @@ type Lease struct {
 	// PreemptAtMs is when a preempted lease's GPUs are taken back.
 	PreemptAtMs int64 `json:"preempt_at_ms,omitempty"`
 	UpdatedAtMs int64 `json:"updated_at_ms"`
+
+	// Execution. Version grows with every change of the fields below or
+	// State, so a renter can long-poll for changes.
+	Version uint64 `json:"version,omitempty"`
+	// Runtime is the job's runtime ("docker", "wasm").
+	Runtime string `json:"runtime,omitempty"`
+	// Spec is the job spec the provider fetched from the renter (its CID
+	// is JobCID).
+	Spec []byte `json:"spec,omitempty"`
+	// Handle names the workload in its executor while it exists, so a
+	// restarted provider can reattach to it.
+	Handle         string `json:"handle,omitempty"`
+	ExitCode       *int   `json:"exit_code,omitempty"`
+	WorkStartedMs  int64  `json:"work_started_ms,omitempty"`
+	WorkFinishedMs int64  `json:"work_finished_ms,omitempty"`
+	OutputCID      string `json:"output_cid,omitempty"`
+	OutputSize     int64  `json:"output_size,omitempty"`
+	LogBytes       int64  `json:"log_bytes,omitempty"`
 }
 
 // JobEvent is one step of a job's history.

@@ -18,7 +18,7 @@ type Job struct {
 // Terminal reports whether the job will not change state again.
 func (j Job) Terminal() bool {
 	switch j.State {
-	case "completed", "failed", "unfilled":
+	case "completed", "failed", "unfilled", "cancelled", "expired":
 		return true
 	}
 	return false
@@ -51,6 +51,34 @@ type Lease struct {
 	EndsAt    time.Time `json:"ends_at"`
 	PreemptAt time.Time `json:"preempt_at,omitzero"`
 	NoticeSec uint32    `json:"notice_s,omitempty"`
+	Runtime   string    `json:"runtime,omitempty"`
+	// The work, once it ran.
+	ExitCode   *int      `json:"exit_code,omitempty"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+	OutputCID  string    `json:"output_cid,omitempty"`
+	OutputSize int64     `json:"output_size,omitempty"`
+	LogBytes   int64     `json:"log_bytes,omitempty"`
+}
+
+// Result is a job's downloaded output: a tar file addressed by CID.
+type Result struct {
+	Lease string `json:"lease"`
+	CID   string `json:"cid"`
+	Size  int64  `json:"size"`
+	// Path is the verified tar in the node's cache.
+	Path string `json:"-"`
+}
+
+// Headers of GET /v1/jobs/{id}/result.
+const (
+	HeaderCID   = "X-Idlegrid-Cid"
+	HeaderLease = "X-Idlegrid-Lease"
+)
+
+// Artifact is the answer of POST /v1/artifacts.
+type Artifact struct {
+	CID string `json:"cid"`
 }
 
 // PriceStat is one row of the market price index.

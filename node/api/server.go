@@ -46,6 +46,18 @@ type Backend interface {
 	Leases() ([]Lease, error)
 	// Prices computes the market price index over a window.
 	Prices(window time.Duration) (Prices, error)
+	// JobLogs writes a job's log (of lease, or of its latest lease) to w
+	// from its start; with follow, until the work ends or ctx ends.
+	JobLogs(ctx context.Context, id, lease string, follow bool, w io.Writer) error
+	// JobResult fetches a finished job's output tar (of lease, or of its
+	// latest lease with outputs) from its provider into the node's cache,
+	// verified against its CID, resuming an interrupted download.
+	JobResult(ctx context.Context, id, lease string) (Result, error)
+	// CancelJob stops a job's auction or work.
+	CancelJob(ctx context.Context, id string) (Job, error)
+	// AddArtifact stores an artifact (a WASM module) for this renter's
+	// jobs and returns its CID.
+	AddArtifact(r io.Reader) (string, error)
 }
 
 // Options configure the server.
@@ -132,7 +144,11 @@ func (s *Server) Serve(ctx context.Context) error {
 func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := s.srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	err := s.srv.Shutdown(ctx)
+	// Shutdown closes the listener only if Serve already runs; a server
+	// closed before that must not leave the port accepting connections.
+	_ = s.ln.Close()
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("api: shutdown: %w", err)
 	}
 	return nil
@@ -159,6 +175,10 @@ func (s *Server) Handler() http.Handler {
 		"GET /v1/jobs/{id}/events":        s.getJobEvents,
 		"GET /v1/leases":                  s.getLeases,
 		"GET /v1/market/prices":           s.getPrices,
+		"GET /v1/jobs/{id}/logs":          s.getJobLogs,
+		"GET /v1/jobs/{id}/result":        s.getJobResult,
+		"POST /v1/jobs/{id}/cancel":       s.postJobCancel,
+		"POST /v1/artifacts":              s.postArtifact,
 	}
 	if s.opts.Debug {
 		routes["POST /v1/debug/gossip"] = s.postGossip

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -69,6 +71,30 @@ func (f *fakeBackend) Prices(time.Duration) (api.Prices, error) {
 	return api.Prices{Window: "24h0m0s"}, nil
 }
 
+func (f *fakeBackend) JobLogs(_ context.Context, id, _ string, _ bool, w io.Writer) error {
+	if id != "job-1" {
+		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "no job %s", id)
+	}
+	_, err := io.WriteString(w, "line 1\nline 2\n")
+	return err
+}
+
+func (f *fakeBackend) JobResult(_ context.Context, id, _ string) (api.Result, error) {
+	return api.Result{}, api.Errorf(http.StatusConflict, "not_ready", "job %s has no result yet", id)
+}
+
+func (f *fakeBackend) CancelJob(_ context.Context, id string) (api.Job, error) {
+	return api.Job{ID: id, State: "cancelled"}, nil
+}
+
+func (f *fakeBackend) AddArtifact(r io.Reader) (string, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("len-%d", len(data)), nil
+}
+
 func serve(t *testing.T, debug bool) (*api.Server, *fakeBackend) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
@@ -130,6 +156,22 @@ func TestClientRoundTrip(t *testing.T) {
 	}
 	if _, err := c.SubmitJob(ctx, []byte("gpus: 1\n")); !errors.As(err, &apiErr) || apiErr.Code != api.CodeBadSpec {
 		t.Fatalf("bad spec: %v", err)
+	}
+	var logs strings.Builder
+	if err := c.JobLogs(ctx, "job-1", "", true, &logs); err != nil || logs.String() != "line 1\nline 2\n" {
+		t.Fatalf("logs: %q %v", logs.String(), err)
+	}
+	if err := c.JobLogs(ctx, "job-9", "", false, io.Discard); !errors.As(err, &apiErr) || apiErr.Status != 404 {
+		t.Fatalf("logs of an unknown job: %v", err)
+	}
+	if _, err := c.JobResult(ctx, "job-1", "", io.Discard); !errors.As(err, &apiErr) || apiErr.Code != "not_ready" {
+		t.Fatalf("result before the end: %v", err)
+	}
+	if j, err := c.CancelJob(ctx, "job-1"); err != nil || j.State != "cancelled" {
+		t.Fatalf("cancel: %+v %v", j, err)
+	}
+	if id, err := c.AddArtifact(ctx, strings.NewReader("module")); err != nil || id != "len-6" {
+		t.Fatalf("add artifact: %q %v", id, err)
 	}
 	job, err := c.SubmitJob(ctx, []byte("max_price: 1\n"))
 	if err != nil || job.ID != "bafyjob" {

@@ -21,7 +21,7 @@ import (
 
 // testModule is the WASM module CID test jobs name (only the auction runs
 // until the execution layer lands, so it is never fetched).
-var testModule = auction.CapabilityCID("idlegrid-test-module").String()
+var testModule = nodetest.DemoModule
 
 type jobOpts struct {
 	name      string
@@ -49,8 +49,10 @@ func jobYAML(o jobOpts) []byte {
 	// A generous window: it closes early once every provider the renter
 	// expects has answered, and a loaded CI machine must not make a slow
 	// bid lose by arriving late.
-	s := fmt.Sprintf("name: %s\nmodule: %s\ngpus: %d\ngpu: [%s]\ntier: %s\nmax_price: %g\nduration: %s\nbid_window: 3s\n",
-		o.name, testModule, o.gpus, o.model, o.tier, o.maxPrice, o.duration)
+	// The providers' fake runtime runs the command as a script: the work
+	// lasts the job's expected duration.
+	s := fmt.Sprintf("name: %s\nmodule: %s\ncommand: [\"sleep:%s\"]\ngpus: %d\ngpu: [%s]\ntier: %s\nmax_price: %g\nduration: %s\nbid_window: 3s\n",
+		o.name, testModule, o.duration, o.gpus, o.model, o.tier, o.maxPrice, o.duration)
 	if o.minNotice != "" {
 		s += "min_notice: " + o.minNotice + "\n"
 	}
@@ -339,7 +341,7 @@ func TestGoldPreemptsBronzeWhichIsReauctioned(t *testing.T) {
 	if len(gl) != 1 || gl[0].Provider != host.ID().String() {
 		t.Fatalf("gold job should land on the host (the only gold provider): %+v", gl)
 	}
-	if gl[0].State != node.LeasePending {
+	if gl[0].State != node.LeaseAwarded {
 		t.Fatalf("the gold lease should wait for the bronze notice: state %s", gl[0].State)
 	}
 	bj = waitJob(t, ctx, renter, bronze.ID, node.JobCompleted)
@@ -371,7 +373,7 @@ func TestGoldPreemptsBronzeWhichIsReauctioned(t *testing.T) {
 	if gj, _ := renter.Job(gold.ID); gj.State != node.JobRunning {
 		t.Fatalf("gold job %s, want running", gj.State)
 	}
-	if l := jobLeases(t, renter, gj); l[0].State != node.LeaseActive {
+	if l := jobLeases(t, renter, gj); l[0].State != node.LeaseRunning {
 		t.Fatalf("gold lease %s after the notice ran out, want active", l[0].State)
 	}
 	kinds := []string{}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/idlegrid/idlegrid/attest"
-	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/store"
 )
@@ -49,7 +48,7 @@ func BenchmarkAuction(b *testing.B) {
 // benchJob is the spec of benchmark job k: 1 A10, bronze, 1 s, so that a
 // lease frees its GPU a second after it starts.
 func benchJob(k int) []byte {
-	module := auction.CapabilityCID("idlegrid-bench-module").String()
+	module := DemoModule
 	return fmt.Appendf(nil, "name: bench-%04d\nmodule: %s\ngpus: 1\ngpu: [a10]\ntier: bronze\nmax_price: 5\nduration: 1s\nmax_duration: 1s\n", k, module)
 }
 

@@ -4,14 +4,20 @@
 package nodetest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/idlegrid/idlegrid/node"
+	"github.com/idlegrid/idlegrid/node/executor"
+	"github.com/idlegrid/idlegrid/node/executor/executortest"
+	"github.com/idlegrid/idlegrid/node/executor/wasm/demo"
 	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/store"
 	"github.com/libp2p/go-libp2p/core/connmgr"
@@ -35,6 +41,11 @@ type Options struct {
 	Link mocknet.LinkOptions
 	// AdmitAward gives member i an award admission policy (nil: admit all).
 	AdmitAward func(i int) node.AdmitAward
+	// Executors gives provider i its runtimes, with dir for their files.
+	// nil: a scripted fake serving "wasm" (executortest.Fake: a job's
+	// command is its script, e.g. ["sleep:2s"]); a func returning nil: the
+	// node's built-in runtimes.
+	Executors func(i int, dir string) []executor.Executor
 }
 
 // Token is the API token of every cluster member when Options.API is set.
@@ -52,9 +63,12 @@ type Member struct {
 	// Registry holds the member's metrics.
 	Registry *prometheus.Registry
 
-	admit  node.AdmitAward
-	cancel context.CancelFunc
-	done   chan struct{}
+	workDir string // the provider's work directory, removed on stop
+
+	admit     node.AdmitAward
+	executors func(i int, dir string) []executor.Executor
+	cancel    context.CancelFunc
+	done      chan struct{}
 }
 
 // start runs the member's node until stop.
@@ -78,7 +92,12 @@ func (m *Member) stop() error {
 	if m.Node == nil {
 		return nil
 	}
-	return m.Node.Close()
+	err := m.Node.Close()
+	if m.workDir != "" {
+		err = errors.Join(err, os.RemoveAll(m.workDir))
+		m.workDir = ""
+	}
+	return err
 }
 
 // Cluster is a running in-process network.
@@ -168,6 +187,7 @@ func Start(n int, o Options) (_ *Cluster, err error) {
 		if o.AdmitAward != nil {
 			m.admit = o.AdmitAward(i)
 		}
+		m.executors = o.Executors
 		if err := newNode(mn, m); err != nil {
 			return nil, fmt.Errorf("member %d: %w", i, err)
 		}
@@ -198,9 +218,39 @@ func newNode(mn mocknet.Mocknet, m *Member) error {
 		return err
 	}
 	m.Registry = prometheus.NewRegistry()
-	m.Node, err = node.New(m.Config, node.Deps{Host: h, Store: db, Identity: m.Key, Token: Token, Registry: m.Registry, AdmitAward: m.admit})
-	return err
+	deps := node.Deps{Host: h, Store: db, Identity: m.Key, Token: Token, Registry: m.Registry, AdmitAward: m.admit}
+	if m.Role == node.RoleProvider {
+		dir, err := os.MkdirTemp("", "idlegrid-nodetest-")
+		if err != nil {
+			_ = h.Close()
+			_ = db.Close()
+			return err
+		}
+		m.workDir = dir
+		deps.WorkDir = dir
+		if m.executors != nil {
+			deps.Executors = m.executors(m.Index, dir)
+		} else {
+			fake := executortest.NewFake(filepath.Join(dir, "fake"), nil)
+			fake.Runtime = "wasm"
+			deps.Executors = []executor.Executor{fake}
+		}
+	}
+	if m.Node, err = node.New(m.Config, deps); err != nil {
+		return err
+	}
+	if m.Role == node.RoleRenter {
+		// Renters serve the demo module, so jobs naming DemoModule run on
+		// any runtime the providers have.
+		if _, err := m.Node.AddArtifact(bytes.NewReader(demo.Module())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// DemoModule is the CID of the WASM module every cluster renter holds.
+const DemoModule = demo.CID
 
 // limitedHost gives a mocknet host a real connection manager. mocknet
 // builds hosts with a null one, and the DHT and gossipsub read

@@ -16,13 +16,16 @@ func newDevnetCmd(g *globals) *cobra.Command {
 		providers int
 		dir       string
 		asJSON    bool
+		noDemo    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "devnet",
 		Short: "Run a whole network in this process: bootstrap, N providers, one renter",
 		Long: `Run a bootstrap peer, N providers and one renter on 127.0.0.1, each with its
 own home under --dir (a temporary directory, removed on exit, when not given).
-Prints peer IDs and API URLs, then runs until interrupted.
+Prints peer IDs and API URLs, posts a demo job from the renter (an embedded
+WASM module: the auction, the lease, the log and the verified output are
+shown), then runs until interrupted.
 
 Talk to a member with any client command and its home, for example:
   idlegrid status --home DIR/provider-1`,
@@ -75,10 +78,18 @@ Talk to a member with any client command and its home, for example:
 				if err := tw.Flush(); err != nil {
 					return err
 				}
-				renter := dn.Nodes[len(dn.Nodes)-1].Home
+				renterNode := dn.Nodes[len(dn.Nodes)-1]
+				renter := renterNode.Home
+				if !noDemo {
+					if err := runDevnetDemo(ctx, w, renter, renterNode.Node.APIURL(), providers); err != nil {
+						return err
+					}
+				}
 				fmt.Fprintf(w, "\ndevnet ready; press Ctrl-C to stop. In another terminal, try:\n")
 				fmt.Fprintf(w, "  idlegrid market search --home %s 'vram>=40 price<=2'\n", renter)
-				fmt.Fprintf(w, "  idlegrid job submit --home %s --module %s \\\n      --gpus 1 --gpu a100,h100 --tier bronze --max-price 2.5 --duration 30s\n", renter, node.DevnetDemoModule)
+				fmt.Fprintf(w, "  idlegrid job submit --home %s --module %s \\\n      --gpus 1 --gpu a100,h100 --tier bronze --max-price 2.5 --duration 30s -- 400\n", renter, node.DevnetDemoModule)
+				fmt.Fprintf(w, "  idlegrid job logs --home %s JOB\n", renter)
+				fmt.Fprintf(w, "  idlegrid job result --home %s JOB -o ./out\n", renter)
 				fmt.Fprintf(w, "  idlegrid market prices --home %s\n", renter)
 			}
 			<-ctx.Done()
@@ -89,6 +100,7 @@ Talk to a member with any client command and its home, for example:
 	f := cmd.Flags()
 	f.IntVar(&providers, "providers", 3, "number of provider nodes")
 	f.StringVar(&dir, "dir", "", "directory for the nodes' homes (kept and reused when given)")
-	f.BoolVar(&asJSON, "json", false, "print the members as JSON once ready")
+	f.BoolVar(&asJSON, "json", false, "print the members as JSON once ready (no demo job)")
+	f.BoolVar(&noDemo, "no-demo", false, "do not post the demo job")
 	return cmd
 }

@@ -18,7 +18,7 @@ import (
 
 func newJobCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "job", Short: "Post and follow jobs (renter)"}
-	cmd.AddCommand(newJobSubmitCmd(g), newJobListCmd(g), newJobStatusCmd(g))
+	cmd.AddCommand(newJobSubmitCmd(g), newJobListCmd(g), newJobStatusCmd(g), newJobLogsCmd(g), newJobResultCmd(g), newJobCancelCmd(g))
 	return cmd
 }
 
@@ -273,6 +273,11 @@ func newJobStatusCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(w, "reason  %s\n", j.Reason)
 			}
 			printLeases(w, j.Leases)
+			for _, l := range j.Leases {
+				if l.ExitCode != nil || l.OutputCID != "" {
+					fmt.Fprintf(w, "lease %s: exit %s, output %s (%d bytes), log %d bytes\n", short(l.ID), exitString(l.ExitCode), orDash(l.OutputCID), l.OutputSize, l.LogBytes)
+				}
+			}
 			fmt.Fprintln(w)
 			for _, ev := range j.Events {
 				printEvent(w, ev)
@@ -320,4 +325,18 @@ func newLeasesCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+func exitString(code *int) string {
+	if code == nil {
+		return "-"
+	}
+	return fmt.Sprint(*code)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -82,6 +82,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 		newMarketCmd(g),
 		newJobCmd(g),
 		newLeasesCmd(g),
+		newArtifactCmd(g),
 	)
 	return root
 }

@@ -29,10 +29,20 @@ import (
 //	env:KEY          print the value of Spec.Env[KEY]
 //	exit:N           finish with exit code N (the default is 0)
 //	hang             block until stopped or timed out
+//	sleep:DURATION   wait DURATION (a time.ParseDuration string), or until
+//	                 stopped or timed out
+//	checkpoint:NAME=DATA  from now on, being stopped writes DATA to NAME in
+//	                 the output directory before the run ends (a workload
+//	                 that saves its state on SIGTERM)
 //
 // It honours Limits.MaxDuration and Stop like a real executor, so the node
 // can be tested against it without a runtime.
 type Fake struct {
+	// Runtime is the Spec.Runtime the fake serves (and its Name); "fake"
+	// unless set before first use, so a node can be given a fake "docker"
+	// or "wasm".
+	Runtime string
+
 	dir string
 	log *slog.Logger
 
@@ -64,7 +74,12 @@ func NewFake(dir string, logger *slog.Logger) *Fake {
 }
 
 // Name implements executor.Executor.
-func (f *Fake) Name() string { return "fake" }
+func (f *Fake) Name() string {
+	if f.Runtime == "" {
+		return "fake"
+	}
+	return f.Runtime
+}
 
 // Prepare implements executor.Executor.
 func (f *Fake) Prepare(ctx context.Context, spec executor.Spec) (executor.Handle, error) {
@@ -136,9 +151,35 @@ func (r *fakeRun) run(ctx context.Context) {
 		r.cancel(nil)
 		close(r.done)
 	}()
+	checkpoint := ""
+	stopped := func() {
+		res.ExitCode, res.Reason = -1, executor.ReasonTimeout
+		if context.Cause(ctx) == errStopped {
+			res.Reason = executor.ReasonStopped
+		}
+		if name, data, ok := strings.Cut(checkpoint, "="); ok {
+			_ = os.WriteFile(filepath.Join(r.dir, "out", filepath.Base(name)), []byte(data), 0o644)
+		}
+	}
 	for _, step := range r.spec.Args {
 		op, arg, _ := strings.Cut(step, ":")
 		switch op {
+		case "checkpoint":
+			checkpoint = arg
+		case "sleep":
+			d, err := time.ParseDuration(arg)
+			if err != nil {
+				res.ExitCode, res.Reason, res.Message = 2, executor.ReasonFailed, err.Error()
+				return
+			}
+			t := time.NewTimer(d)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				stopped()
+				return
+			case <-t.C:
+			}
 		case "print":
 			fmt.Fprintln(r.log, arg)
 		case "write":
@@ -159,10 +200,7 @@ func (r *fakeRun) run(ctx context.Context) {
 			return
 		case "hang":
 			<-ctx.Done()
-			res.ExitCode, res.Reason = -1, executor.ReasonTimeout
-			if context.Cause(ctx) == errStopped {
-				res.Reason = executor.ReasonStopped
-			}
+			stopped()
 			return
 		default:
 			res.ExitCode, res.Reason, res.Message = 127, executor.ReasonFailed, "unknown step "+step

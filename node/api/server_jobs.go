@@ -1,0 +1,95 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+)
+
+// maxArtifactBody caps an uploaded artifact (a WASM module).
+const maxArtifactBody = 64 << 20
+
+// getJobLogs streams a job's log as text; ?follow=1 keeps streaming until
+// the work ends.
+func (s *Server) getJobLogs(w http.ResponseWriter, r *http.Request) error {
+	follow, _ := strconv.ParseBool(r.URL.Query().Get("follow"))
+	fw := &flushWriter{w: w}
+	if f, ok := w.(http.Flusher); ok {
+		fw.f = f
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	err := s.b.JobLogs(r.Context(), r.PathValue("id"), r.URL.Query().Get("lease"), follow, fw)
+	if err != nil && !fw.wrote {
+		return err
+	}
+	if err != nil {
+		// Headers are gone: the client sees a cut stream.
+		s.log.Debug("job logs ended with an error", "job", r.PathValue("id"), "err", err)
+	}
+	return nil
+}
+
+// flushWriter flushes each write, so a followed log reaches the client as
+// it is written.
+type flushWriter struct {
+	w     io.Writer
+	f     http.Flusher
+	wrote bool
+}
+
+func (fw *flushWriter) Write(p []byte) (int, error) {
+	fw.wrote = true
+	n, err := fw.w.Write(p)
+	if fw.f != nil {
+		fw.f.Flush()
+	}
+	return n, err
+}
+
+// getJobResult serves a job's verified output tar. Ranges are honoured, so
+// a client can resume too.
+func (s *Server) getJobResult(w http.ResponseWriter, r *http.Request) error {
+	res, err := s.b.JobResult(r.Context(), r.PathValue("id"), r.URL.Query().Get("lease"))
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(res.Path)
+	if err != nil {
+		return Errorf(http.StatusInternalServerError, CodeInternal, "open result: %v", err)
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "application/x-tar")
+	w.Header().Set(HeaderCID, res.CID)
+	w.Header().Set(HeaderLease, res.Lease)
+	w.Header().Set("Content-Disposition", `attachment; filename="`+res.CID+`.tar"`)
+	w.Header().Set("ETag", `"`+res.CID+`"`)
+	http.ServeContent(w, r, res.CID+".tar", time.Time{}, f)
+	return nil
+}
+
+func (s *Server) postJobCancel(w http.ResponseWriter, r *http.Request) error {
+	job, err := s.b.CancelJob(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, job)
+}
+
+func (s *Server) postArtifact(w http.ResponseWriter, r *http.Request) error {
+	id, err := s.b.AddArtifact(http.MaxBytesReader(w, r.Body, maxArtifactBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return Errorf(http.StatusRequestEntityTooLarge, CodeBadRequest, "artifact over %d MiB", maxArtifactBody>>20)
+		}
+		return Errorf(http.StatusBadRequest, CodeBadRequest, "%v", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	return json.NewEncoder(w).Encode(Artifact{CID: id})
+}

@@ -1,0 +1,435 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node/executor"
+	"github.com/idlegrid/idlegrid/node/jobproto"
+	"github.com/idlegrid/idlegrid/store"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// How long a provider keeps trying to fetch a lease's spec or module from
+// a renter that does not answer before the lease fails.
+const fetchPatience = time.Minute
+
+// execute runs one lease from its start to its recorded end: awarded →
+// preparing (spec and artifacts fetched, workload created) → running →
+// completed, failed, expired, preempted or cancelled. A lease resumed
+// after a restart with a workload handle skips straight to waiting on it.
+func (r *leaseRunner) execute(ctx context.Context, id string) {
+	defer r.forget(id)
+	l, err := r.n.db.GetLease(id)
+	if err != nil {
+		r.log.Warn("run lease", "lease", short(id), "err", err)
+		return
+	}
+	if l.Handle == "" && !r.waitStart(ctx, l) {
+		r.stoppedEarly(ctx, id, "before it started")
+		return
+	}
+	if err := r.leaseGPUs(ctx, l); err != nil {
+		if ctx.Err() != nil {
+			r.stoppedEarly(ctx, id, "before it started")
+			return
+		}
+		r.finish(id, LeaseFailed, err.Error(), nil)
+		return
+	}
+	ex, h, err := r.prepare(ctx, l)
+	if err != nil {
+		if ctx.Err() != nil {
+			r.stoppedEarly(ctx, id, "while it was being prepared")
+			return
+		}
+		r.finish(id, LeaseFailed, err.Error(), nil)
+		return
+	}
+	res, detached := r.wait(ctx, id, ex, h)
+	if detached {
+		// The node is shutting down and the workload outlives it: the
+		// next start reattaches to it.
+		r.releaseGPUs(l)
+		return
+	}
+	r.harvest(id, ex, h, res, context.Cause(ctx))
+}
+
+// stoppedEarly records a lease stopped before its workload ran. A node
+// shutting down leaves it as it is, to be resumed.
+func (r *leaseRunner) stoppedEarly(ctx context.Context, id, when string) {
+	switch c := context.Cause(ctx); {
+	case errors.Is(c, errPreempted):
+		r.finish(id, LeasePreempted, "preempted "+when, nil)
+	case errors.Is(c, errCancelled):
+		r.finish(id, LeaseCancelled, "cancelled by the renter "+when, nil)
+	default:
+		if l, err := r.n.db.GetLease(id); err == nil {
+			r.releaseGPUs(l)
+		}
+	}
+}
+
+// prepare gets the lease's workload to running: it fetches and checks the
+// job spec, fetches a WASM module, creates the workload and starts it,
+// recording each step. A lease that already has a handle (reattached after
+// a restart) is started only if it never was.
+func (r *leaseRunner) prepare(ctx context.Context, l *store.Lease) (executor.Executor, executor.Handle, error) {
+	if l.Handle != "" {
+		ex, err := r.ex.get(l.Runtime)
+		if err != nil {
+			return nil, "", err
+		}
+		h := executor.Handle(l.Handle)
+		if l.State == LeasePreparing {
+			return ex, h, r.startWorkload(ctx, l.ID, ex, h)
+		}
+		return ex, h, nil
+	}
+	if _, err := r.setState(l.ID, LeasePreparing, nil); err != nil {
+		return nil, "", err
+	}
+	w, err := r.workload(ctx, l)
+	if err != nil {
+		return nil, "", err
+	}
+	ex, err := r.ex.get(w.Runtime)
+	if err != nil {
+		return nil, "", err
+	}
+	if w.Runtime == "wasm" {
+		if err := r.fetchModule(ctx, l, w.Module); err != nil {
+			return nil, "", err
+		}
+	}
+	h, err := ex.Prepare(ctx, r.execSpec(l, w))
+	if err != nil {
+		return nil, "", fmt.Errorf("prepare %s workload: %w", w.Runtime, err)
+	}
+	// Recorded before it starts, so a crash from here on leaves a handle
+	// the next start reattaches to (or removes).
+	if _, err := r.setState(l.ID, LeasePreparing, func(l *store.Lease) { l.Handle = string(h) }); err != nil {
+		_ = ex.Remove(context.WithoutCancel(ctx), h)
+		return nil, "", err
+	}
+	return ex, h, r.startWorkload(ctx, l.ID, ex, h)
+}
+
+func (r *leaseRunner) startWorkload(ctx context.Context, id string, ex executor.Executor, h executor.Handle) error {
+	if err := ex.Start(ctx, h); err != nil {
+		return fmt.Errorf("start workload: %w", err)
+	}
+	_, err := r.setState(id, LeaseRunning, func(l *store.Lease) { l.WorkStartedMs = r.now().UnixMilli() })
+	return err
+}
+
+// workload returns the lease's job, fetching the spec from the renter the
+// first time and checking that it is the job the award named.
+func (r *leaseRunner) workload(ctx context.Context, l *store.Lease) (*auction.Workload, error) {
+	raw := l.Spec
+	if raw == nil {
+		renter, err := peer.Decode(l.Renter)
+		if err != nil {
+			return nil, err
+		}
+		var h *jobproto.Header
+		err = r.retry(ctx, "fetch the job spec", func(ctx context.Context) error {
+			hdr, fr, err := r.n.jobCall(ctx, renter, &jobproto.Request{Op: jobproto.OpSpec, Lease: l.ID})
+			if err != nil {
+				return err
+			}
+			_ = fr.Close()
+			h = hdr
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		raw = h.Spec
+	}
+	spec, err := auction.ParseJobSpec(raw)
+	if err != nil {
+		return nil, fmt.Errorf("job spec from the renter: %w", err)
+	}
+	c, err := spec.CID()
+	if err != nil {
+		return nil, fmt.Errorf("job spec from the renter: %w", err)
+	}
+	if c.String() != l.JobCID {
+		return nil, fmt.Errorf("the renter sent the spec of job %s, but the lease is for %s", c, l.JobCID)
+	}
+	w, err := spec.Workload()
+	if err != nil {
+		return nil, err
+	}
+	if l.Runtime != "" && w.Runtime != l.Runtime {
+		return nil, fmt.Errorf("spec runtime %q differs from the RFQ's %q", w.Runtime, l.Runtime)
+	}
+	if l.Spec == nil {
+		if _, err := r.setState(l.ID, LeasePreparing, func(s *store.Lease) { s.Spec, s.Runtime = raw, w.Runtime }); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// fetchModule copies a WASM module from the renter into the artifact
+// store, verified against its CID, unless it is already there.
+func (r *leaseRunner) fetchModule(ctx context.Context, l *store.Lease, id string) error {
+	if r.ex.artifacts.Has(id) {
+		return nil
+	}
+	renter, err := peer.Decode(l.Renter)
+	if err != nil {
+		return err
+	}
+	return r.retry(ctx, "fetch module "+id, func(ctx context.Context) error {
+		_, fr, err := r.n.jobCall(ctx, renter, &jobproto.Request{Op: jobproto.OpArtifact, Lease: l.ID, CID: id})
+		if err != nil {
+			return err
+		}
+		defer fr.Close()
+		pr, pw := io.Pipe()
+		go func() { _, err := copyFrames(pw, fr); pw.CloseWithError(err) }()
+		got, err := r.ex.artifacts.Put(pr, maxModuleBytes)
+		_ = pr.CloseWithError(err)
+		if err != nil {
+			return err
+		}
+		if got != id {
+			return permanent(fmt.Errorf("the renter sent module %s for %s", got, id))
+		}
+		return nil
+	})
+}
+
+// maxModuleBytes caps a WASM module fetched from a renter.
+const maxModuleBytes = 64 << 20
+
+// permanentError marks a failure that retrying cannot fix.
+type permanentError struct{ error }
+
+func permanent(err error) error { return permanentError{err} }
+
+func (e permanentError) Unwrap() error { return e.error }
+
+// retry runs fn until it succeeds, fails permanently (a refusal from the
+// peer, a permanent error) or fetchPatience runs out.
+func (r *leaseRunner) retry(ctx context.Context, what string, fn func(ctx context.Context) error) error {
+	deadline := time.Now().Add(fetchPatience)
+	backoff := 200 * time.Millisecond
+	for {
+		err := fn(ctx)
+		if err == nil {
+			return nil
+		}
+		var pe permanentError
+		var re *jobproto.RemoteError
+		if errors.As(err, &pe) || errors.As(err, &re) || ctx.Err() != nil || time.Now().After(deadline) {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		r.log.Debug("retrying", "what", what, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// execSpec turns a lease and its job into what the executor runs.
+func (r *leaseRunner) execSpec(l *store.Lease, w *auction.Workload) executor.Spec {
+	s := executor.Spec{
+		JobID: l.JobCID, LeaseID: l.ID, Runtime: w.Runtime, Image: w.Image, ModuleCID: w.Module, Env: w.Env,
+		Limits: executor.Limits{
+			CPUCores:  float64(w.Resources.CPUCores),
+			MemoryMiB: int64(w.Resources.RAMMiB),
+			DiskMiB:   int64(w.Resources.DiskGiB) << 10,
+			// The lease's end bounds the work, whatever the spec asked.
+			MaxDuration: max(time.Second, time.Until(time.UnixMilli(l.EndsAtMs))),
+			Network:     executor.NetworkNone,
+		},
+	}
+	if w.Egress && r.n.cfg.Provider.Egress {
+		s.Limits.Network = executor.NetworkEgress
+	}
+	switch w.Runtime {
+	case "docker":
+		// command replaces the image's entrypoint, as `docker run
+		// --entrypoint` would; without it the image's own runs.
+		if len(w.Command) > 0 {
+			s.Command = w.Command[:1]
+			s.Args = w.Command[1:]
+		}
+		// Simulated GPUs have no devices to hand to a container.
+		if r.n.gpus != nil && r.n.gpus.Name() == "nvml" {
+			s.Limits.GPUs = l.GPUs
+		}
+	default:
+		// WASM cannot use GPUs: the lease holds them, the module runs on
+		// the CPU. Its command is argv[1:].
+		s.Args = w.Command
+	}
+	return s
+}
+
+// wait waits for the workload. When the lease is stopped (preempted,
+// cancelled) the workload gets its grace and the stopped result is
+// returned. When the node shuts down, a workload that outlives the daemon
+// is left running (detached); any other is stopped and reported.
+func (r *leaseRunner) wait(ctx context.Context, id string, ex executor.Executor, h executor.Handle) (executor.Result, bool) {
+	res, err := ex.Wait(ctx, h)
+	if err == nil {
+		return res, false
+	}
+	if ctx.Err() == nil {
+		return executor.Result{ExitCode: -1, Reason: executor.ReasonFailed, Message: err.Error()}, false
+	}
+	c := context.Cause(ctx)
+	if _, reattachable := ex.(executor.Reattacher); reattachable && !errors.Is(c, errPreempted) && !errors.Is(c, errCancelled) {
+		return executor.Result{}, true
+	}
+	grace := r.grace(id)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace+30*time.Second)
+	defer cancel()
+	if err := ex.Stop(sctx, h, grace); err != nil {
+		r.log.Warn("stop workload", "lease", short(id), "err", err)
+	}
+	res, err = ex.Wait(sctx, h)
+	if err != nil {
+		return executor.Result{ExitCode: -1, Reason: executor.ReasonFailed, Message: "workload did not stop: " + err.Error()}, false
+	}
+	return res, false
+}
+
+// harvest keeps a finished workload's log and outputs for the renter,
+// removes the workload and records the lease's outcome.
+func (r *leaseRunner) harvest(id string, ex executor.Executor, h executor.Handle, res executor.Result, stopCause error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var out executor.Output
+	var logBytes int64
+	var problems []string
+	if err := os.MkdirAll(r.ex.resultDir(id), 0o700); err != nil {
+		problems = append(problems, err.Error())
+	} else {
+		n, err := r.keepLog(ctx, id, ex, h)
+		logBytes = n
+		if err != nil {
+			problems = append(problems, "keep log: "+err.Error())
+		}
+		if out, err = r.keepOutput(ctx, id, ex, h); err != nil {
+			problems = append(problems, "keep outputs: "+err.Error())
+		}
+	}
+	if err := ex.Remove(ctx, h); err != nil {
+		r.log.Warn("remove workload", "lease", short(id), "err", err)
+	}
+	state, reason := outcome(res, stopCause)
+	if len(problems) > 0 {
+		r.log.Warn("results incomplete", "lease", short(id), "problems", problems)
+	}
+	code := res.ExitCode
+	r.finish(id, state, reason, func(l *store.Lease) {
+		l.Handle = ""
+		l.ExitCode = &code
+		if !res.StartedAt.IsZero() {
+			l.WorkStartedMs = res.StartedAt.UnixMilli()
+		}
+		if !res.FinishedAt.IsZero() {
+			l.WorkFinishedMs = res.FinishedAt.UnixMilli()
+		}
+		l.OutputCID, l.OutputSize, l.LogBytes = out.CID, out.Size, logBytes
+	})
+}
+
+func (r *leaseRunner) keepLog(ctx context.Context, id string, ex executor.Executor, h executor.Handle) (int64, error) {
+	rc, err := ex.Logs(ctx, h, false)
+	if err != nil {
+		return 0, err
+	}
+	defer rc.Close()
+	f, err := os.Create(r.ex.logPath(id))
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(f, io.LimitReader(rc, int64(r.cfg.MaxLogMiB)<<20))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
+}
+
+func (r *leaseRunner) keepOutput(ctx context.Context, id string, ex executor.Executor, h executor.Handle) (executor.Output, error) {
+	out, err := ex.Outputs(ctx, h)
+	if err != nil {
+		return executor.Output{}, err
+	}
+	dst := r.ex.outputPath(id)
+	if err := os.Rename(out.Path, dst); err != nil {
+		// Another filesystem: copy.
+		if err := copyFile(out.Path, dst); err != nil {
+			return executor.Output{}, err
+		}
+	}
+	out.Path = dst
+	return out, nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	f, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, in); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// outcome maps a workload's result to the lease's final state and reason.
+func outcome(res executor.Result, stopCause error) (state, reason string) {
+	with := func(s string) string {
+		if res.Message != "" {
+			return s + ": " + res.Message
+		}
+		return s
+	}
+	switch res.Reason {
+	case executor.ReasonCompleted:
+		return LeaseCompleted, "exited 0"
+	case executor.ReasonFailed:
+		if res.ExitCode >= 0 {
+			return LeaseFailed, with(fmt.Sprintf("exited %d", res.ExitCode))
+		}
+		return LeaseFailed, with("failed")
+	case executor.ReasonTrap:
+		return LeaseFailed, with("trapped")
+	case executor.ReasonOOM:
+		return LeaseFailed, with("ran out of memory")
+	case executor.ReasonTimeout:
+		return LeaseExpired, "ran past its maximum duration"
+	case executor.ReasonStopped:
+		switch {
+		case errors.Is(stopCause, errPreempted):
+			return LeasePreempted, "preempted for higher-tier work"
+		case errors.Is(stopCause, errCancelled):
+			return LeaseCancelled, "cancelled by the renter"
+		}
+		return LeaseFailed, "stopped: the provider shut down while it ran"
+	}
+	return LeaseFailed, with(res.Reason)
+}

@@ -1,0 +1,184 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/idlegrid/idlegrid/node/executor"
+	"github.com/idlegrid/idlegrid/node/jobproto"
+	"github.com/idlegrid/idlegrid/store"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// serveJob answers a renter following one of its leases on this provider:
+// status (long-polled), logs (followed), the output tar (from an offset,
+// so an interrupted download resumes) and cancellation. Only the lease's
+// renter is served.
+func (r *leaseRunner) serveJob(ctx context.Context, from peer.ID, req *jobproto.Request, send func([]byte) error) error {
+	l, err := r.n.db.GetLease(req.Lease)
+	if err != nil || l.Side != "provider" {
+		return refuse(send, jobproto.CodeNotFound, "no lease %s on this provider", req.Lease)
+	}
+	if l.Renter != from.String() {
+		return refuse(send, jobproto.CodeForbidden, "lease %s belongs to another renter", req.Lease)
+	}
+	switch req.Op {
+	case jobproto.OpStatus:
+		wctx, cancel := context.WithTimeout(ctx, time.Duration(req.WaitMs)*time.Millisecond)
+		defer cancel()
+		if l, err = r.book.wait(wctx, l.ID, req.After); err != nil {
+			return refuse(send, jobproto.CodeInternal, "read lease: %v", err)
+		}
+		return sendHeader(send, &jobproto.Header{Status: leaseStatus(l)})
+	case jobproto.OpCancel:
+		l, err := r.cancelLease(ctx, l)
+		if err != nil {
+			return refuse(send, jobproto.CodeInternal, "cancel: %v", err)
+		}
+		return sendHeader(send, &jobproto.Header{Status: leaseStatus(l)})
+	case jobproto.OpLogs:
+		return r.serveLogs(ctx, l, req, send)
+	case jobproto.OpResult:
+		return r.serveResult(ctx, l, req, send)
+	}
+	return refuse(send, jobproto.CodeInvalid, "op %q is not served by a provider", req.Op)
+}
+
+// leaseStatus is the wire view of a provider's lease.
+func leaseStatus(l *store.Lease) *jobproto.Status {
+	return &jobproto.Status{
+		Version: l.Version, State: l.State, Reason: l.Reason, ExitCode: l.ExitCode,
+		StartedMs: l.WorkStartedMs, FinishedMs: l.WorkFinishedMs,
+		OutputCID: l.OutputCID, OutputSize: l.OutputSize, LogBytes: l.LogBytes,
+	}
+}
+
+// cancelLease stops a lease's work with the configured grace and waits
+// (bounded) until its end is recorded.
+func (r *leaseRunner) cancelLease(ctx context.Context, l *store.Lease) (*store.Lease, error) {
+	if terminalLease(l.State) {
+		return l, nil
+	}
+	if !r.cancel(l.ID) {
+		// Not running in this process (the runner has not picked it up):
+		// nothing to stop.
+		r.finish(l.ID, LeaseCancelled, "cancelled by the renter before it started", nil)
+		return r.n.db.GetLease(l.ID)
+	}
+	wctx, cancel := context.WithTimeout(ctx, r.cfg.StopGrace+30*time.Second)
+	defer cancel()
+	for {
+		cur, err := r.book.wait(wctx, l.ID, l.Version)
+		if err != nil || terminalLease(cur.State) || wctx.Err() != nil {
+			return cur, err
+		}
+		l = cur
+	}
+}
+
+// serveLogs streams a lease's log from req.Offset: from the live workload
+// while it runs (following it if asked), from the kept file after.
+func (r *leaseRunner) serveLogs(ctx context.Context, l *store.Lease, req *jobproto.Request, send func([]byte) error) error {
+	for l.Handle == "" && !terminalLease(l.State) && req.Follow {
+		// Not started yet: wait for the workload (or the end).
+		var err error
+		if l, err = r.book.wait(ctx, l.ID, l.Version); err != nil || ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	var rc io.ReadCloser
+	switch {
+	case l.Handle != "" && !terminalLease(l.State):
+		ex, err := r.ex.get(l.Runtime)
+		if err != nil {
+			return refuse(send, jobproto.CodeInternal, "%v", err)
+		}
+		if rc, err = ex.Logs(ctx, executor.Handle(l.Handle), req.Follow); err != nil {
+			// The workload finished and is being removed: its log is being
+			// kept, and the lease's end recorded right after.
+			if l, err = r.waitEnd(ctx, l); err != nil {
+				return refuse(send, jobproto.CodeInternal, "logs: %v", err)
+			}
+		}
+	}
+	if rc == nil {
+		if !terminalLease(l.State) {
+			// Nothing ran yet and the caller does not follow.
+			return sendHeader(send, &jobproto.Header{})
+		}
+		f, err := os.Open(r.ex.logPath(l.ID))
+		if errors.Is(err, os.ErrNotExist) {
+			if l.LogBytes == 0 && l.WorkStartedMs == 0 {
+				return sendHeader(send, &jobproto.Header{}) // never ran
+			}
+			return refuse(send, jobproto.CodeGone, "the log of lease %s is no longer kept", l.ID)
+		}
+		if err != nil {
+			return refuse(send, jobproto.CodeInternal, "logs: %v", err)
+		}
+		rc = f
+	}
+	defer rc.Close()
+	if req.Offset > 0 {
+		if _, err := io.CopyN(io.Discard, rc, req.Offset); err != nil && !errors.Is(err, io.EOF) {
+			return refuse(send, jobproto.CodeInternal, "logs: %v", err)
+		}
+	}
+	if err := sendHeader(send, &jobproto.Header{}); err != nil {
+		return err
+	}
+	return sendData(ctx, send, rc)
+}
+
+// serveResult streams the output tar of a finished lease from req.Offset.
+func (r *leaseRunner) serveResult(ctx context.Context, l *store.Lease, req *jobproto.Request, send func([]byte) error) error {
+	if !terminalLease(l.State) {
+		return refuse(send, jobproto.CodeNotReady, "lease %s is %s; its outputs exist once it ends", l.ID, l.State)
+	}
+	if l.OutputCID == "" {
+		return refuse(send, jobproto.CodeNotFound, "lease %s ended (%s) without outputs", l.ID, l.State)
+	}
+	f, err := os.Open(r.ex.outputPath(l.ID))
+	if errors.Is(err, os.ErrNotExist) {
+		return refuse(send, jobproto.CodeGone, "the outputs of lease %s are no longer kept (executor.keep_results)", l.ID)
+	}
+	if err != nil {
+		return refuse(send, jobproto.CodeInternal, "result: %v", err)
+	}
+	defer f.Close()
+	if req.Offset > l.OutputSize {
+		return refuse(send, jobproto.CodeInvalid, "offset %d past the output's %d bytes", req.Offset, l.OutputSize)
+	}
+	if _, err := f.Seek(req.Offset, io.SeekStart); err != nil {
+		return refuse(send, jobproto.CodeInternal, "result: %v", err)
+	}
+	if err := sendHeader(send, &jobproto.Header{Size: l.OutputSize - req.Offset, CID: l.OutputCID}); err != nil {
+		return err
+	}
+	if err := sendData(ctx, send, io.LimitReader(f, l.OutputSize-req.Offset)); err != nil {
+		return fmt.Errorf("send result: %w", err)
+	}
+	return nil
+}
+
+// waitEnd waits (bounded) for a lease whose workload is going away to
+// record its end.
+func (r *leaseRunner) waitEnd(ctx context.Context, l *store.Lease) (*store.Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for !terminalLease(l.State) {
+		cur, err := r.book.wait(ctx, l.ID, l.Version)
+		if err != nil {
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("lease %s: workload gone but its end not recorded", short(l.ID))
+		}
+		l = cur
+	}
+	return l, nil
+}

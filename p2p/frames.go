@@ -1,0 +1,204 @@
+package p2p
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/libp2p/go-msgio"
+)
+
+// FrameLimits bound one request whose answer is a stream of frames (logs,
+// file transfers): the request size, each frame's size, and how long the
+// stream may stay silent. A serving side that has nothing to send keeps
+// the stream alive with empty frames, so a long-lived stream (a followed
+// log) is bounded by Idle rather than by a total timeout, and a vanished
+// peer is noticed within Idle.
+type FrameLimits struct {
+	MaxRequest int
+	MaxFrame   int
+	Idle       time.Duration
+}
+
+// FrameHandler serves one framed request. from is the authenticated
+// remote peer. send writes one frame (at most MaxFrame bytes; never an
+// empty one, which is the keepalive). Returning nil ends the stream
+// cleanly (the reader sees io.EOF); an error resets it.
+type FrameHandler func(ctx context.Context, from peer.ID, req []byte, send func([]byte) error) error
+
+// HandleFrames registers a framed-response protocol. Memory for the
+// request and one frame is reserved against the resource manager under
+// service first. ctx, given to the handler, ends when the stream breaks
+// or the node's handler is unregistered by Close.
+func (n *Node) HandleFrames(proto protocol.ID, service string, lim FrameLimits, h FrameHandler) {
+	n.host.SetStreamHandler(proto, func(s network.Stream) {
+		if err := s.Scope().SetService(service); err != nil {
+			n.log.Debug("stream refused: service scope", "proto", proto, "err", err)
+			_ = s.Reset()
+			return
+		}
+		reserve := lim.MaxRequest + lim.MaxFrame
+		if err := s.Scope().ReserveMemory(reserve, network.ReservationPriorityAlways); err != nil {
+			n.log.Debug("stream refused: memory", "proto", proto, "err", err)
+			_ = s.Reset()
+			return
+		}
+		defer s.Scope().ReleaseMemory(reserve)
+		_ = s.SetReadDeadline(time.Now().Add(lim.Idle))
+		req, err := msgio.NewVarintReaderSize(s, lim.MaxRequest).ReadMsg()
+		if err != nil {
+			_ = s.Reset()
+			return
+		}
+		_ = s.SetReadDeadline(time.Time{})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		fw := &frameWriter{w: msgio.NewVarintWriter(s), s: s, max: lim.MaxFrame, idle: lim.Idle}
+		// The reader never writes after its request; a read that returns
+		// means it closed or reset the stream, so the handler stops.
+		go func() {
+			_, _ = io.Copy(io.Discard, s)
+			cancel()
+		}()
+		stopKeepalive := fw.keepalive(ctx)
+		err = h(ctx, s.Conn().RemotePeer(), req, fw.send)
+		stopKeepalive()
+		if err != nil {
+			n.log.Debug("framed request failed", "proto", proto, "peer", s.Conn().RemotePeer(), "err", err)
+			_ = s.Reset()
+			return
+		}
+		_ = s.CloseWrite()
+		// Wait (bounded) for the reader to finish reading our frames before
+		// the stream is freed.
+		select {
+		case <-ctx.Done():
+		case <-time.After(lim.Idle):
+		}
+		_ = s.Close()
+	})
+}
+
+// frameWriter serialises the handler's frames and the keepalives.
+type frameWriter struct {
+	mu   sync.Mutex
+	w    msgio.WriteCloser
+	s    network.Stream
+	max  int
+	idle time.Duration
+	last time.Time
+}
+
+func (f *frameWriter) send(b []byte) error {
+	if len(b) == 0 {
+		return errors.New("p2p: empty frame (reserved for keepalive)")
+	}
+	if len(b) > f.max {
+		return fmt.Errorf("p2p: frame of %d bytes exceeds limit %d", len(b), f.max)
+	}
+	return f.write(b)
+}
+
+func (f *frameWriter) write(b []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_ = f.s.SetWriteDeadline(time.Now().Add(f.idle))
+	f.last = time.Now()
+	return f.w.WriteMsg(b)
+}
+
+// keepalive sends an empty frame whenever the stream was silent for a
+// third of Idle. It returns a function that stops it.
+func (f *frameWriter) keepalive(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(f.idle / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				f.mu.Lock()
+				silent := time.Since(f.last) >= f.idle/3
+				f.mu.Unlock()
+				if silent {
+					if err := f.write(nil); err != nil {
+						return
+					}
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// Frames reads the frames of one framed response.
+type Frames struct {
+	s    network.Stream
+	r    msgio.ReadCloser
+	idle time.Duration
+	stop func() bool
+}
+
+// RequestFrames sends one request to p on proto and returns the response's
+// frames. The caller must Close them. ctx bounds the whole exchange.
+func (n *Node) RequestFrames(ctx context.Context, p peer.ID, proto protocol.ID, req []byte, lim FrameLimits) (*Frames, error) {
+	if p == n.host.ID() {
+		return nil, ErrSelfDial
+	}
+	if len(req) > lim.MaxRequest {
+		return nil, fmt.Errorf("p2p: request on %s: %d bytes exceeds limit %d", proto, len(req), lim.MaxRequest)
+	}
+	octx, cancel := context.WithTimeout(ctx, lim.Idle)
+	s, err := n.host.NewStream(octx, p, proto)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("p2p: open %s stream to %s: %w", proto, p, err)
+	}
+	_ = s.SetWriteDeadline(time.Now().Add(lim.Idle))
+	if err := msgio.NewVarintWriter(s).WriteMsg(req); err != nil {
+		_ = s.Reset()
+		return nil, fmt.Errorf("p2p: write %s request to %s: %w", proto, p, err)
+	}
+	_ = s.SetWriteDeadline(time.Time{})
+	// Deadlines are no-ops on some transports (mocknet); ctx ends the
+	// stream either way.
+	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+	return &Frames{s: s, r: msgio.NewVarintReaderSize(s, lim.MaxFrame), idle: lim.Idle, stop: stop}, nil
+}
+
+// Next returns the next frame, skipping keepalives. It returns io.EOF once
+// the serving side ended the stream cleanly; any other error means the
+// stream broke. The returned slice is valid until the next call.
+func (f *Frames) Next() ([]byte, error) {
+	for {
+		_ = f.s.SetReadDeadline(time.Now().Add(f.idle))
+		b, err := f.r.ReadMsg()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, io.EOF
+			}
+			return nil, fmt.Errorf("p2p: read frame: %w", err)
+		}
+		if len(b) > 0 {
+			return b, nil
+		}
+		f.r.ReleaseMsg(b)
+	}
+}
+
+// Close ends the exchange; a reader that stops early resets the stream so
+// the serving side stops too.
+func (f *Frames) Close() error {
+	f.stop()
+	return f.s.Reset()
+}
