@@ -173,7 +173,6 @@ func (e *executors) pruneResults(keep time.Duration, now time.Time) {
 	}
 }
 
-
 // Close closes every executor, the last opened first.
 func (e *executors) Close() error {
 	var errs []error
