@@ -242,7 +242,7 @@ func (a *auctioneer) auction(ctx context.Context, jobID string, spec *auction.Jo
 		how = "every expected provider answered; bid window closed early"
 	}
 	if len(bids) > 0 {
-		_, _ = a.jobs.update(jobID, pa.firstBid, nil)
+		a.jobs.record(jobID, pa.firstBid)
 	}
 	ev := store.JobEvent{Kind: "window", Message: fmt.Sprintf("%s with %d bids", how, len(bids)), Bids: len(bids)}
 	for _, b := range bids {

@@ -48,6 +48,16 @@ func newJobTracker(db *store.DB) *jobTracker {
 // update applies fn to the stored job, appends ev (if Kind is set), saves
 // durably and notifies watchers. A terminal job's watchers are released.
 func (t *jobTracker) update(id string, ev store.JobEvent, fn func(j *store.Job)) (*store.Job, error) {
+	return t.apply(id, ev, fn, true)
+}
+
+// record stores an event that watchers already saw live (notify), so it
+// is not sent to them twice.
+func (t *jobTracker) record(id string, ev store.JobEvent) {
+	_, _ = t.apply(id, ev, nil, false)
+}
+
+func (t *jobTracker) apply(id string, ev store.JobEvent, fn func(j *store.Job), notify bool) (*store.Job, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	j, err := t.db.GetJob(id)
@@ -69,7 +79,7 @@ func (t *jobTracker) update(id string, ev store.JobEvent, fn func(j *store.Job))
 		return nil, err
 	}
 	for _, w := range t.watchers[id] {
-		if ev.Kind != "" {
+		if ev.Kind != "" && notify {
 			select {
 			case w <- ev:
 			default: // a slow watcher misses progress, never blocks the auction

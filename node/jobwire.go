@@ -59,21 +59,22 @@ func refuse(send func([]byte) error, code, format string, a ...any) error {
 	return sendHeader(send, &jobproto.Header{Error: fmt.Sprintf(format, a...), Code: code})
 }
 
-// sendData streams r as data frames until EOF or ctx ends.
+// sendData streams r as data frames until EOF or ctx ends. Each read is
+// sent as it comes (a followed log must not wait for a full frame).
 func sendData(ctx context.Context, send func([]byte) error, r io.Reader) error {
 	buf := make([]byte, jobproto.DataFrameBytes)
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		k, err := io.ReadFull(r, buf)
+		k, err := r.Read(buf)
 		if k > 0 {
 			if serr := send(buf[:k]); serr != nil {
 				return serr
 			}
 		}
 		switch {
-		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		case errors.Is(err, io.EOF):
 			return nil
 		case err != nil:
 			return err

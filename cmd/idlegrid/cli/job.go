@@ -138,7 +138,7 @@ in docs/jobspec.md.`,
 			} else if final.Terminal() {
 				fmt.Fprintf(w, "job %s: %s\n", short(final.ID), final.State)
 			}
-			if final.State == "failed" || final.State == "unfilled" {
+			if final.Terminal() && final.State != "completed" {
 				return fmt.Errorf("job %s %s: %s", final.ID, final.State, final.Reason)
 			}
 			return nil
@@ -209,7 +209,7 @@ func printEvent(w io.Writer, ev api.JobEvent) {
 	if ev.Bids > 0 {
 		extra = fmt.Sprintf(" [%d bids, best $%.4f/GPU-h]", ev.Bids, ev.BestPriceUSD)
 	}
-	fmt.Fprintf(w, "%s  %-14s %s%s\n", ev.At.Local().Format("15:04:05.000"), ev.Kind, ev.Message, extra)
+	fmt.Fprintf(w, "%s  %-16s %s%s\n", ev.At.Local().Format("15:04:05.000"), ev.Kind, ev.Message, extra)
 }
 
 func short(id string) string {
