@@ -1,6 +1,7 @@
 // Package nodetest builds in-process idlegrid clusters for tests and
 // benchmarks: real nodes (store, DHT, gossipsub, validators) on a libp2p
 // mocknet, one bootstrap peer first, wired and torn down with the test.
+// Options.Transport puts them on real libp2p hosts on 127.0.0.1 instead.
 package nodetest
 
 import (
@@ -39,6 +40,10 @@ type Options struct {
 	API bool
 	// Link sets mocknet link latency and bandwidth (zero: instant).
 	Link mocknet.LinkOptions
+	// Transport, when set, gives every member a real libp2p host listening
+	// on 127.0.0.1 with that transport only ("tcp" or "quic"), not mocknet:
+	// for measuring the real network stack. Link and Restart do not apply.
+	Transport string
 	// AdmitAward gives member i an award admission policy (nil: admit all).
 	AdmitAward func(i int) node.AdmitAward
 	// Executors gives provider i its runtimes, with dir for their files.
@@ -64,6 +69,7 @@ type Member struct {
 	Registry *prometheus.Registry
 
 	workDir string // the provider's work directory, removed on stop
+	real    bool   // a real libp2p host (Options.Transport), not mocknet
 
 	admit     node.AdmitAward
 	executors func(i int, dir string) []executor.Executor
@@ -158,6 +164,11 @@ func Start(n int, o Options) (_ *Cluster, err error) {
 		}
 		// Distinct /16s keep gossipsub's IP-colocation penalty out of tests.
 		addr := ma.StringCast(fmt.Sprintf("/ip4/10.%d.%d.1/tcp/7401", i/200, i%200))
+		if o.Transport != "" {
+			if addr, err = loopbackAddr(o.Transport); err != nil {
+				return nil, err
+			}
+		}
 		cfg := node.DefaultConfig(role)
 		cfg.P2P.Listen = []string{addr.String()}
 		cfg.P2P.Bootstrap = bootstrap
@@ -183,7 +194,7 @@ func Start(n int, o Options) (_ *Cluster, err error) {
 		if o.Configure != nil {
 			o.Configure(i, &cfg)
 		}
-		m := &Member{Index: i, Role: role, Key: sk, Config: cfg, Addr: addr}
+		m := &Member{Index: i, Role: role, Key: sk, Config: cfg, Addr: addr, real: o.Transport != ""}
 		if o.AdmitAward != nil {
 			m.admit = o.AdmitAward(i)
 		}
@@ -206,15 +217,32 @@ func Start(n int, o Options) (_ *Cluster, err error) {
 	return c, nil
 }
 
-// newNode adds m's host to the mocknet and builds its node on it.
+// loopbackAddr is a listen address on 127.0.0.1 with an ephemeral port.
+func loopbackAddr(transport string) (ma.Multiaddr, error) {
+	switch transport {
+	case "tcp":
+		return ma.StringCast("/ip4/127.0.0.1/tcp/0"), nil
+	case "quic":
+		return ma.StringCast("/ip4/127.0.0.1/udp/0/quic-v1"), nil
+	}
+	return nil, fmt.Errorf("nodetest: transport %q: want tcp or quic", transport)
+}
+
+// newNode adds m's host to the mocknet (or, for a real member, lets the
+// node build its own) and builds its node on it.
 func newNode(mn mocknet.Mocknet, m *Member) error {
-	h, err := limitedPeer(mn, m)
-	if err != nil {
-		return err
+	var h host.Host
+	closeHost := func() {}
+	if !m.real {
+		lh, err := limitedPeer(mn, m)
+		if err != nil {
+			return err
+		}
+		h, closeHost = lh, func() { _ = lh.Close() }
 	}
 	db, err := store.Open("", store.Options{InMemory: true})
 	if err != nil {
-		_ = h.Close()
+		closeHost()
 		return err
 	}
 	m.Registry = prometheus.NewRegistry()
@@ -222,7 +250,7 @@ func newNode(mn mocknet.Mocknet, m *Member) error {
 	if m.Role == node.RoleProvider {
 		dir, err := os.MkdirTemp("", "idlegrid-nodetest-")
 		if err != nil {
-			_ = h.Close()
+			closeHost()
 			_ = db.Close()
 			return err
 		}
@@ -238,6 +266,16 @@ func newNode(mn mocknet.Mocknet, m *Member) error {
 	}
 	if m.Node, err = node.New(m.Config, deps); err != nil {
 		return err
+	}
+	if m.real {
+		// The port the host got.
+		if addrs := m.Node.P2PAddrs(); len(addrs) > 0 {
+			a, err := ma.NewMultiaddr(addrs[0])
+			if err != nil {
+				return err
+			}
+			m.Addr, _ = ma.SplitLast(a)
+		}
 	}
 	if m.Role == node.RoleRenter {
 		// Renters serve the demo module, so jobs naming DemoModule run on
@@ -285,8 +323,12 @@ func limitedPeer(mn mocknet.Mocknet, m *Member) (*limitedHost, error) {
 
 // Restart stops member i and starts it again with the same identity and
 // address but a fresh (empty) store, as after a crash that lost the disk.
+// Mocknet clusters only.
 func (c *Cluster) Restart(i int) error {
 	m := c.Members[i]
+	if m.real {
+		return fmt.Errorf("restart member %d: not supported on real transports", i)
+	}
 	id := m.Node.ID()
 	if err := m.stop(); err != nil {
 		return fmt.Errorf("restart member %d: stop: %w", i, err)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,6 +26,9 @@ import (
 //
 //	print:TEXT       append TEXT and a newline to the log
 //	write:NAME=DATA  write DATA to NAME in the output directory
+//	fill:NAME=BYTES  write BYTES bytes to NAME in the output directory: a
+//	                 deterministic, incompressible stream (FillData), for
+//	                 outputs too large to spell out
 //	stdin            copy Spec.Stdin to the log
 //	env:KEY          print the value of Spec.Env[KEY]
 //	exit:N           finish with exit code N (the default is 0)
@@ -188,6 +192,23 @@ func (r *fakeRun) run(ctx context.Context) {
 				res.ExitCode, res.Reason, res.Message = 1, executor.ReasonFailed, err.Error()
 				return
 			}
+		case "fill":
+			name, size, _ := strings.Cut(arg, "=")
+			n, err := strconv.ParseInt(size, 10, 64)
+			if err == nil && n < 0 {
+				err = fmt.Errorf("negative size %d", n)
+			}
+			if err == nil {
+				err = fill(ctx, filepath.Join(r.dir, "out", filepath.Base(name)), n)
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					stopped()
+					return
+				}
+				res.ExitCode, res.Reason, res.Message = 1, executor.ReasonFailed, err.Error()
+				return
+			}
 		case "stdin":
 			r.log.Write(r.spec.Stdin)
 		case "env":
@@ -207,6 +228,38 @@ func (r *fakeRun) run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// FillData returns the bytes a fill:NAME=BYTES step writes: the first n
+// bytes of a ChaCha8 stream with a fixed seed, so every run writes the
+// same file and nothing on the way can compress it.
+func FillData(n int64) io.Reader {
+	return io.LimitReader(rand.NewChaCha8(fillSeed), n)
+}
+
+var fillSeed = [32]byte{'i', 'd', 'l', 'e', 'g', 'r', 'i', 'd', '-', 'f', 'i', 'l', 'l'}
+
+// fill writes FillData(n) to path, in chunks, stopping if ctx ends.
+func fill(ctx context.Context, path string, n int64) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	src, buf := FillData(n), make([]byte, 1<<20)
+	for ctx.Err() == nil {
+		k, rerr := io.ReadFull(src, buf)
+		if _, err := f.Write(buf[:k]); err != nil {
+			f.Close()
+			return err
+		}
+		if rerr != nil { // EOF: all n bytes written
+			break
+		}
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return ctx.Err()
 }
 
 // Wait implements executor.Executor.

@@ -1,6 +1,9 @@
 package executortest
 
 import (
+	"bytes"
+	"io"
+	"strconv"
 	"testing"
 
 	"github.com/idlegrid/idlegrid/node/executor"
@@ -28,4 +31,43 @@ func TestFakeSuite(t *testing.T) {
 			return spec
 		},
 	}.Run(t)
+}
+
+// TestFakeFill: fill:NAME=BYTES writes exactly FillData(BYTES) to NAME, the
+// same bytes every time; a bad size fails the run.
+func TestFakeFill(t *testing.T) {
+	f := NewFake(t.TempDir(), nil)
+	t.Cleanup(func() { f.Close() })
+	const size = 3<<20 + 12345 // not a whole number of chunks
+	spec := executor.Spec{Runtime: "fake", JobID: "job", LeaseID: "lease", Args: []string{"fill:big.bin=" + strconv.Itoa(size), "fill:empty=0"}}
+	h := start(t, f, spec)
+	if res := wait(t, f, h); res.Reason != executor.ReasonCompleted {
+		t.Fatalf("result %+v", res)
+	}
+	out, err := f.Outputs(ctxT(t), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := TarFiles(t, out.Path)
+	want, err := io.ReadAll(FillData(size))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := files["big.bin"]; got != string(want) {
+		t.Fatalf("big.bin: %d bytes, want %d bytes of FillData", len(got), len(want))
+	}
+	if got, ok := files["empty"]; !ok || got != "" {
+		t.Fatalf("empty: %q (present %v)", got, ok)
+	}
+	again, _ := io.ReadAll(FillData(size))
+	if !bytes.Equal(again, want) {
+		t.Fatal("FillData is not deterministic")
+	}
+
+	for _, bad := range []string{"fill:x=-1", "fill:x=lots"} {
+		h := start(t, f, executor.Spec{Runtime: "fake", JobID: "job", LeaseID: "lease", Args: []string{bad}})
+		if res := wait(t, f, h); res.Reason != executor.ReasonFailed || res.ExitCode != 1 {
+			t.Errorf("%s: result %+v, want failed with exit 1", bad, res)
+		}
+	}
 }
