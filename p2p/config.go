@@ -101,6 +101,10 @@ type Deps struct {
 	Logger *slog.Logger
 	// Registerer receives the node's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
+	// Blocklist gates connections; nil creates one. An injected Host must
+	// have been built with it as its connection gater for blocking to
+	// refuse new connections (Block closes existing ones either way).
+	Blocklist *Blocklist
 }
 
 // PeerBook is durable memory of peers met, so that a restarted node does

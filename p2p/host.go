@@ -24,7 +24,7 @@ import (
 // newHost builds the libp2p host from explicit options: TCP and QUIC-v1,
 // Noise and TLS, yamux, a connection manager, an explicitly sized resource
 // manager, identify and ping. Role-specific reachability options follow.
-func newHost(cfg *Config, reg prometheus.Registerer, relaySource autorelay.PeerSource) (host.Host, error) {
+func newHost(cfg *Config, reg prometheus.Registerer, gater *Blocklist, relaySource autorelay.PeerSource) (host.Host, error) {
 	cm, err := connmgr.NewConnManager(cfg.ConnLow, cfg.ConnHigh, connmgr.WithGracePeriod(cfg.ConnGrace))
 	if err != nil {
 		return nil, fmt.Errorf("p2p: connection manager: %w", err)
@@ -44,6 +44,7 @@ func newHost(cfg *Config, reg prometheus.Registerer, relaySource autorelay.PeerS
 		libp2p.ConnectionManager(cm),
 		libp2p.ResourceManager(rm),
 		libp2p.Ping(true),
+		libp2p.ConnectionGater(gater),
 		libp2p.UserAgent(cfg.UserAgent),
 	}
 	if reg != nil {

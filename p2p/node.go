@@ -34,14 +34,16 @@ var ErrClosed = errors.New("p2p node is closed")
 
 // Node is a running libp2p node: host, DHT and gossipsub.
 type Node struct {
-	cfg     Config
-	log     *slog.Logger
-	host    host.Host
-	dht     *dht.IpfsDHT
-	ps      *pubsub.PubSub
-	book    PeerBook
-	metrics *metrics
-	started time.Time
+	cfg  Config
+	log  *slog.Logger
+	host host.Host
+	// blocklist gates connections (fraudulent peers).
+	blocklist *Blocklist
+	dht       *dht.IpfsDHT
+	ps        *pubsub.PubSub
+	book      PeerBook
+	metrics   *metrics
+	started   time.Time
 
 	routing  *drouting.RoutingDiscovery
 	psCancel context.CancelFunc
@@ -94,9 +96,13 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 		}
 	}()
 
+	n.blocklist = deps.Blocklist
+	if n.blocklist == nil {
+		n.blocklist = NewBlocklist()
+	}
 	n.host = deps.Host
 	if n.host == nil {
-		n.host, err = newHost(&n.cfg, deps.Registerer, relayPeerSource(cfg.Bootstrap, func() host.Host { return n.host }))
+		n.host, err = newHost(&n.cfg, deps.Registerer, n.blocklist, relayPeerSource(cfg.Bootstrap, func() host.Host { return n.host }))
 		if err != nil {
 			return nil, err
 		}
