@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -59,13 +60,37 @@ type proc struct {
 	apiPort int
 	args    []string
 	cmd     *exec.Cmd
-	log     *bytes.Buffer
+	log     *syncBuffer
 	client  *client.Client
 }
 
+// syncBuffer is a process's log: the daemon writes it while the test reads
+// it for diagnostics.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// start starts the daemon. A restarted process appends to the same log.
 func (p *proc) start(t *testing.T, bin string) {
 	t.Helper()
-	p.log = &bytes.Buffer{}
+	if p.log == nil {
+		p.log = &syncBuffer{}
+	} else {
+		fmt.Fprintf(p.log, "\n--- %s restarted ---\n", p.name)
+	}
 	p.cmd = exec.Command(bin, append([]string{"daemon", "--home", p.home}, p.args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
