@@ -144,8 +144,11 @@ func jobLeases(t *testing.T, r *node.Node, j *store.Job) []*store.Lease {
 func TestCheapestFeasibleBidWins(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	var provs []provOpts
+	// Prices 10 cents apart: the matcher adds 200 uUSD per ms of measured
+	// RTT, and on a loaded machine RTTs differ by tens of milliseconds, so
+	// a 3-cent gap (150 ms) could let the second cheapest win.
 	for i := range 20 {
-		provs = append(provs, provOpts{gpus: 1, bronze: 0.50 + 0.03*float64(i)})
+		provs = append(provs, provOpts{gpus: 1, bronze: 0.50 + 0.10*float64(i)})
 	}
 	rng.Shuffle(len(provs), func(i, j int) { provs[i], provs[j] = provs[j], provs[i] })
 	provs = append(provs, provOpts{profile: "t4", gpus: 1, bronze: 0.10}) // infeasible: wrong model
