@@ -1,0 +1,59 @@
+package p2p
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+// TestBlockClosesAndRefuses: on real TCP hosts, Block closes the peer's
+// connections and the gater refuses new ones in both directions.
+func TestBlockClosesAndRefuses(t *testing.T) {
+	mk := func() *Node {
+		sk, _, err := crypto.GenerateEd25519Key(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := DefaultConfig()
+		cfg.Identity = sk
+		cfg.DHTServer = true
+		cfg.ListenAddrs = []ma.Multiaddr{ma.StringCast("/ip4/127.0.0.1/tcp/0")}
+		n, err := New(cfg, Deps{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = n.Close() })
+		return n
+	}
+	a, b := mk(), mk()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	bInfo := peer.AddrInfo{ID: b.ID(), Addrs: b.ListenAddrs()}
+	aInfo := peer.AddrInfo{ID: a.ID(), Addrs: a.ListenAddrs()}
+	if err := a.Host().Connect(ctx, bInfo); err != nil {
+		t.Fatal(err)
+	}
+	a.Block(b.ID())
+	if !a.Blocked(b.ID()) || a.Blocked(a.ID()) {
+		t.Fatal("Blocked does not report the block")
+	}
+	waitFor(t, "connection closed", 10*time.Second, func() bool { return len(a.Host().Network().ConnsToPeer(b.ID())) == 0 })
+	a.Host().Peerstore().AddAddrs(b.ID(), b.ListenAddrs(), time.Hour)
+	if err := a.Host().Connect(ctx, bInfo); err == nil {
+		t.Fatal("dialing a blocked peer must fail")
+	}
+	// The blocked peer dialling in is refused after the handshake.
+	if err := b.Host().Connect(ctx, aInfo); err == nil {
+		waitFor(t, "inbound connection refused", 10*time.Second, func() bool {
+			return len(a.Host().Network().ConnsToPeer(b.ID())) == 0
+		})
+	}
+	a.Block(a.ID()) // blocking oneself is ignored
+	if a.Blocked(a.ID()) {
+		t.Fatal("a node must not block itself")
+	}
+}
