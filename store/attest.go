@@ -1,0 +1,213 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Key prefixes of the trust records. Raw values are signed envelopes,
+// verified by whoever reads them (the store is not a trust boundary).
+const (
+	chainPrefix   = "chain/"    // chain/<provider>/<seq, 20 digits>: chain entries
+	headKey       = "chainhead" // this provider's own chain head
+	voucherPrefix = "vouchers/" // vouchers/<lease>: the latest voucher of a lease
+	receiptPrefix = "receipts/" // receipts/<id>: receipts, own and gossiped
+	fraudPrefix   = "fraud/"    // fraud/<peer>: the proof against a peer
+	uptimePrefix  = "uptime/"   // uptime/<provider>: heartbeat observations
+)
+
+// ErrConflict is returned when a write would replace a stored record with
+// different bytes under the same key (a chain entry: equivocation).
+var ErrConflict = errors.New("a different record is stored under this key")
+
+func chainKey(provider string, seq uint64) []byte {
+	return fmt.Appendf(nil, "%s%s/%020d", chainPrefix, provider, seq)
+}
+
+// PutChainEntry stores a provider's chain entry durably. An entry already
+// stored under the same provider and seq with other bytes is never
+// replaced: ErrConflict is returned together with the stored bytes, which
+// with raw form an equivocation proof.
+func (d *DB) PutChainEntry(provider string, seq uint64, raw []byte, sync bool) (existing []byte, err error) {
+	key := chainKey(provider, seq)
+	err = d.update(func(txn *badger.Txn) error {
+		item, err := txn.Get(key)
+		switch {
+		case err == nil:
+			existing, err = item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if bytes.Equal(existing, raw) {
+				return nil
+			}
+			return ErrConflict
+		case !errors.Is(err, badger.ErrKeyNotFound):
+			return err
+		}
+		return txn.Set(key, raw)
+	})
+	if errors.Is(err, ErrConflict) {
+		return existing, fmt.Errorf("store.PutChainEntry %s/%d: %w", provider, seq, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store.PutChainEntry %s/%d: %w", provider, seq, err)
+	}
+	if sync {
+		if err := d.sync(); err != nil {
+			return nil, fmt.Errorf("store.PutChainEntry: sync: %w", err)
+		}
+	}
+	return nil, nil
+}
+
+// ChainEntries returns a provider's stored entries with from <= seq <= to,
+// in seq order.
+func (d *DB) ChainEntries(provider string, from, to uint64) ([][]byte, error) {
+	var out [][]byte
+	start, prefix := chainKey(provider, from), []byte(chainPrefix+provider+"/")
+	err := d.view(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: prefix})
+		defer it.Close()
+		end := chainKey(provider, to)
+		for it.Seek(start); it.Valid(); it.Next() {
+			if bytes.Compare(it.Item().Key(), end) > 0 {
+				break
+			}
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			out = append(out, v)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store.ChainEntries %s: %w", provider, err)
+	}
+	return out, nil
+}
+
+// PutChainHead records this provider's own chain head durably. Callers
+// store the entry first, so a crash between the two writes leaves a head
+// one entry behind, which the chain recovers from by reading the last
+// stored entry.
+func (d *DB) PutChainHead(raw []byte) error { return d.putRaw("store.PutChainHead", headKey, raw, true) }
+
+// ChainHead returns this provider's chain head, or ErrNotFound.
+func (d *DB) ChainHead() ([]byte, error) { return d.getRaw("store.ChainHead", headKey) }
+
+// PutVoucher stores the latest voucher of a lease durably (it replaces the
+// previous one: vouchers are cumulative).
+func (d *DB) PutVoucher(lease string, raw []byte) error {
+	return d.putRaw("store.PutVoucher", voucherPrefix+lease, raw, true)
+}
+
+// Voucher returns the latest voucher of a lease, or ErrNotFound.
+func (d *DB) Voucher(lease string) ([]byte, error) { return d.getRaw("store.Voucher", voucherPrefix+lease) }
+
+// Vouchers returns every stored voucher.
+func (d *DB) Vouchers() ([][]byte, error) { return d.scanRaw("store.Vouchers", voucherPrefix) }
+
+// PutReceipt stores a receipt durably under its record ID.
+func (d *DB) PutReceipt(id string, raw []byte) error {
+	return d.putRaw("store.PutReceipt", receiptPrefix+id, raw, true)
+}
+
+// Receipts returns every stored receipt.
+func (d *DB) Receipts() ([][]byte, error) { return d.scanRaw("store.Receipts", receiptPrefix) }
+
+// PutFraud stores the proof against a peer durably.
+func (d *DB) PutFraud(peer string, raw []byte) error {
+	return d.putRaw("store.PutFraud", fraudPrefix+peer, raw, true)
+}
+
+// Frauds returns every stored fraud proof.
+func (d *DB) Frauds() ([][]byte, error) { return d.scanRaw("store.Frauds", fraudPrefix) }
+
+// Uptime is what a node observed of a provider's heartbeats.
+type Uptime struct {
+	Provider string `json:"provider"`
+	FirstMs  int64  `json:"first_ms"`
+	LastMs   int64  `json:"last_ms"`
+	Seen     uint64 `json:"seen"`
+}
+
+// ObserveHeartbeat counts one heartbeat of a provider at atMs.
+func (d *DB) ObserveHeartbeat(provider string, atMs int64) error {
+	var u Uptime
+	err := d.getJSON("store.ObserveHeartbeat", uptimePrefix+provider, &u)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if u.Provider == "" {
+		u = Uptime{Provider: provider, FirstMs: atMs}
+	}
+	u.LastMs = max(u.LastMs, atMs)
+	u.Seen++
+	return d.putJSON("store.ObserveHeartbeat", uptimePrefix+provider, &u, false)
+}
+
+// Uptimes returns every provider's heartbeat observations.
+func (d *DB) Uptimes() ([]*Uptime, error) {
+	var out []*Uptime
+	err := d.scanJSON("store.Uptimes", uptimePrefix, func() any { return new(Uptime) }, func(v any) { out = append(out, v.(*Uptime)) })
+	return out, err
+}
+
+func (d *DB) putRaw(op, key string, raw []byte, sync bool) error {
+	if err := d.update(func(txn *badger.Txn) error { return txn.Set([]byte(key), raw) }); err != nil {
+		return fmt.Errorf("%s %s: %w", op, key, err)
+	}
+	if sync {
+		if err := d.sync(); err != nil {
+			return fmt.Errorf("%s %s: sync: %w", op, key, err)
+		}
+	}
+	return nil
+}
+
+func (d *DB) getRaw(op, key string) ([]byte, error) {
+	var out []byte
+	err := d.view(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(key))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if item.ValueSize() > maxRecord {
+			return fmt.Errorf("%w: %d-byte value", ErrCorrupt, item.ValueSize())
+		}
+		out, err = item.ValueCopy(nil)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", op, key, err)
+	}
+	return out, nil
+}
+
+func (d *DB) scanRaw(op, prefix string) ([][]byte, error) {
+	var out [][]byte
+	err := d.view(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte(prefix)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			out = append(out, v)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return out, nil
+}

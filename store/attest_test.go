@@ -1,0 +1,81 @@
+package store
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+)
+
+func TestChainEntriesNeverReplaced(t *testing.T) {
+	db := openT(t, t.TempDir())
+	for seq := range uint64(5) {
+		if _, err := db.PutChainEntry("prov", seq, []byte{byte(seq)}, seq == 4); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.PutChainEntry("other", 2, []byte("x"), false); err != nil {
+		t.Fatal(err)
+	}
+	// The same bytes again is fine (gossip repeats).
+	if ex, err := db.PutChainEntry("prov", 2, []byte{2}, false); err != nil || ex != nil {
+		t.Fatalf("same bytes: %v %v", ex, err)
+	}
+	// Different bytes for a stored seq: refused, and the stored ones
+	// returned for the equivocation proof.
+	ex, err := db.PutChainEntry("prov", 2, []byte{9}, false)
+	if !errors.Is(err, ErrConflict) || len(ex) != 1 || ex[0] != 2 {
+		t.Fatalf("conflict: %v %v", ex, err)
+	}
+	got, err := db.ChainEntries("prov", 1, 3)
+	if err != nil || len(got) != 3 || got[0][0] != 1 || got[2][0] != 3 {
+		t.Fatalf("range: %v %v", got, err)
+	}
+	if all, _ := db.ChainEntries("prov", 0, ^uint64(0)); len(all) != 5 {
+		t.Fatalf("all entries of prov: %d", len(all))
+	}
+}
+
+func TestTrustRecordsSurviveReopen(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	db, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(db.PutVoucher("lease-1", []byte("v1")))
+	must(db.PutVoucher("lease-1", []byte("v2"))) // cumulative: the latest wins
+	must(db.PutReceipt("r1", []byte("receipt")))
+	must(db.PutFraud("peer", []byte("proof")))
+	must(db.PutChainHead([]byte("head")))
+	must(db.ObserveHeartbeat("prov", 1000))
+	must(db.ObserveHeartbeat("prov", 61_000))
+	must(db.Close())
+	if db, err = Open(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if v, err := db.Voucher("lease-1"); err != nil || string(v) != "v2" {
+		t.Fatalf("voucher %q %v", v, err)
+	}
+	if _, err := db.Voucher("nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("missing voucher: %v", err)
+	}
+	if rs, _ := db.Receipts(); len(rs) != 1 {
+		t.Fatalf("receipts %d", len(rs))
+	}
+	if fs, _ := db.Frauds(); len(fs) != 1 {
+		t.Fatalf("frauds %d", len(fs))
+	}
+	if h, err := db.ChainHead(); err != nil || string(h) != "head" {
+		t.Fatalf("head %q %v", h, err)
+	}
+	us, _ := db.Uptimes()
+	if len(us) != 1 || us[0].Seen != 2 || us[0].FirstMs != 1000 || us[0].LastMs != 61_000 {
+		t.Fatalf("uptime %+v", us)
+	}
+}
