@@ -40,7 +40,21 @@ const (
 	// OpCancel (renter → provider): stop the workload; the header is the
 	// lease's status after the request was recorded.
 	OpCancel = "cancel"
+	// OpAttest (renter → provider): the provider's signed chain entries
+	// that concern the lease, from chain seq After, one raw entry per data
+	// frame; with Follow, new ones as they are appended, until the lease
+	// ends.
+	OpAttest = "attest"
+	// OpVoucher (renter → provider): a signed voucher for the lease
+	// (Voucher); the header is the lease's status.
+	OpVoucher = "voucher"
+	// OpReceipt (renter → provider): the provider's signed receipt of an
+	// ended lease, in Header.Receipt.
+	OpReceipt = "receipt"
 )
+
+// MaxVoucherBytes bounds the voucher a request carries.
+const MaxVoucherBytes = 2 << 10
 
 // MaxWaitMs caps a status request's wait.
 const MaxWaitMs = 60_000
@@ -55,6 +69,8 @@ type Request struct {
 	Follow bool   `cbor:"follow,omitempty"` // OpLogs
 	After  uint64 `cbor:"after,omitempty"`  // OpStatus
 	WaitMs uint32 `cbor:"wait_ms,omitempty"`
+	// Voucher is a sealed voucher (OpVoucher).
+	Voucher []byte `cbor:"voucher,omitempty"`
 }
 
 // Validate checks a request's shape (not whether the lease exists).
@@ -76,7 +92,11 @@ func (r *Request) Validate() error {
 		if r.CID == "" || len(r.CID) > 128 {
 			return fmt.Errorf("%w: artifact request without a cid", ErrInvalid)
 		}
-	case OpSpec, OpStatus, OpLogs, OpResult, OpCancel:
+	case OpVoucher:
+		if len(r.Voucher) == 0 || len(r.Voucher) > MaxVoucherBytes {
+			return fmt.Errorf("%w: voucher of %d bytes", ErrInvalid, len(r.Voucher))
+		}
+	case OpSpec, OpStatus, OpLogs, OpResult, OpCancel, OpAttest, OpReceipt:
 	default:
 		return fmt.Errorf("%w: unknown op %q", ErrInvalid, r.Op)
 	}
@@ -111,6 +131,8 @@ type Header struct {
 	// (OpArtifact, OpResult); CID names them.
 	Size int64  `cbor:"size,omitempty"`
 	CID  string `cbor:"cid,omitempty"`
+	// Receipt is the provider's sealed receipt (OpReceipt).
+	Receipt []byte `cbor:"receipt,omitempty"`
 }
 
 // Error codes.

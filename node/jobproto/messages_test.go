@@ -3,6 +3,7 @@ package jobproto
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/idlegrid/idlegrid/attest"
@@ -16,6 +17,8 @@ func TestRequestRoundTrip(t *testing.T) {
 		{Op: OpLogs, Lease: "l", Offset: 10, Follow: true},
 		{Op: OpResult, Lease: "l", Offset: 5},
 		{Op: OpCancel, Lease: "l"},
+		{Op: OpAttest, Lease: "l", After: 3, Follow: true},
+		{Op: OpReceipt, Lease: "l"},
 	} {
 		b, err := EncodeRequest(&r)
 		if err != nil {
@@ -25,7 +28,7 @@ func TestRequestRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: decode: %v", r.Op, err)
 		}
-		if *got != r {
+		if !reflect.DeepEqual(*got, r) {
 			t.Errorf("%s: round trip = %+v, want %+v", r.Op, *got, r)
 		}
 	}
@@ -47,6 +50,8 @@ func TestRequestRejected(t *testing.T) {
 		"negative":      enc(Request{V: 1, Op: OpLogs, Lease: "l", Offset: -1}),
 		"long wait":     enc(Request{V: 1, Op: OpStatus, Lease: "l", WaitMs: MaxWaitMs + 1}),
 		"artifact":      enc(Request{V: 1, Op: OpArtifact, Lease: "l"}),
+		"no voucher":    enc(Request{V: 1, Op: OpVoucher, Lease: "l"}),
+		"big voucher":   enc(Request{V: 1, Op: OpVoucher, Lease: "l", Voucher: make([]byte, MaxVoucherBytes+1)}),
 		"too large":     make([]byte, MaxRequestBytes+1),
 		"garbage":       []byte("not cbor"),
 		"unknown field": append(enc(Request{V: 1, Op: OpSpec, Lease: "l"})[:0:0], 0xa1, 0x61, 'x', 0x01),
@@ -117,7 +122,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			t.Fatalf("re-encode: %v", err)
 		}
 		r2, err := DecodeRequest(again)
-		if err != nil || *r2 != *r {
+		if err != nil || !reflect.DeepEqual(r2, r) {
 			t.Fatalf("round trip: %+v vs %+v (%v)", r2, r, err)
 		}
 	})
