@@ -1,13 +1,17 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
+	"github.com/idlegrid/idlegrid/attest/reputation"
 	"github.com/idlegrid/idlegrid/node/jobproto"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/store"
@@ -198,4 +202,30 @@ func (b apiBackend) CancelJob(ctx context.Context, id string) (api.Job, error) {
 
 func (b apiBackend) AddArtifact(r io.Reader) (string, error) {
 	return b.n.AddArtifact(r)
+}
+
+func (b apiBackend) Reputations() ([]api.Reputation, error) {
+	all := b.n.rep.all()
+	out := make([]api.Reputation, 0, len(all))
+	for _, r := range all {
+		out = append(out, toAPIReputation(r))
+	}
+	slices.SortFunc(out, func(x, y api.Reputation) int { return cmp.Compare(y.Score, x.Score) })
+	return out, nil
+}
+
+func (b apiBackend) Reputation(p string) (api.Reputation, error) {
+	if _, err := peer.Decode(p); err != nil {
+		return api.Reputation{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "%q is not a peer ID: %v", p, err)
+	}
+	return toAPIReputation(b.n.rep.of(p)), nil
+}
+
+func toAPIReputation(r reputation.Result) api.Reputation {
+	return api.Reputation{
+		Provider: r.Provider, Score: r.Score, Badge: r.Badge.String(), Fraud: r.Fraud,
+		OwnSuccesses: r.OwnSuccesses, OwnFailures: r.OwnFailures, OwnNeutral: r.OwnNeutral,
+		GossipSuccesses: r.GossipSuccesses, GossipFailures: r.GossipFailures, GossipIgnored: r.GossipIgnored,
+		UptimeWindows: r.UptimeWindows, UptimeRatio: r.UptimeRatio, GPUHours: r.EffectiveGPUHours,
+	}
 }

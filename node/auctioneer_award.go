@@ -30,6 +30,11 @@ func (a *auctioneer) award(ctx context.Context, pa *pendingAuction, spec *auctio
 		a.unfilled(ctx, jobID, spec, round, fmt.Sprintf("no provider bid within the %dms window", pa.rfq.BidWindowMs))
 		return
 	}
+	bids, bidIDs = a.badgeFilter(jobID, pa.rfq.Tier, bids, bidIDs)
+	if len(bids) == 0 {
+		a.unfilled(ctx, jobID, spec, round, "no bidder holds the reputation badge the tier needs (see idlegrid rep)")
+		return
+	}
 	rfq := *pa.rfq
 	need := rfq.Resources.GPUs
 	var leases []*store.Lease
@@ -85,6 +90,29 @@ func (a *auctioneer) award(ctx context.Context, pa *pendingAuction, spec *auctio
 		a.publishSummary(ctx, l, pa.rfqID)
 	}
 	a.watchCompletion(ctx, jobID, spec, leases, round)
+}
+
+// badgeFilter drops the bids of providers whose reputation badge does not
+// open the RFQ's tier (gold needs the gold badge when
+// market.gold_needs_badge is on); a new provider still wins bronze and
+// silver work.
+func (a *auctioneer) badgeFilter(jobID string, tier auction.Tier, bids []*auction.Bid, ids []string) ([]*auction.Bid, []string) {
+	if tier != auction.TierGold || !a.n.cfg.Market.GoldNeedsBadge {
+		return bids, ids
+	}
+	var kb []*auction.Bid
+	var ki []string
+	for i, b := range bids {
+		if badge := a.n.rep.of(b.Provider).Badge; badge.Allows(string(tier)) {
+			kb, ki = append(kb, b), append(ki, ids[i])
+		} else {
+			a.log.Debug("bid ignored: badge", "job", jobID, "provider", b.Provider, "badge", badge)
+		}
+	}
+	if d := len(bids) - len(kb); d > 0 {
+		a.jobs.event(jobID, "badge", "%d bid(s) from providers without the gold badge ignored", d)
+	}
+	return kb, ki
 }
 
 // lossSummary says why bids lost, grouped by reason code, so an unfilled
@@ -151,7 +179,7 @@ func (a *auctioneer) matchInput(rfq *auction.RFQ, rfqID string, bids []*auction.
 	}
 	return auction.MatchInput{
 		RFQ: rfq, RFQID: rfqID, Bids: bids,
-		Reputation: map[string]float64{}, Prior: a.n.cfg.Market.ReliabilityPrior,
+		Reputation: a.n.rep.scores(), Prior: a.n.cfg.Market.ReliabilityPrior,
 		RTT: rtt, Now: a.now(), Weights: auction.DefaultWeights(),
 	}
 }

@@ -50,6 +50,7 @@ type Config struct {
 	GPU      gpu.Config     `toml:"gpu"`
 	Provider ProviderConfig `toml:"provider"`
 	Executor ExecutorConfig `toml:"executor"`
+	Attest   AttestConfig   `toml:"attest"`
 	Market   MarketConfig   `toml:"market"`
 
 	// Home is the node's home directory; not part of the file.
@@ -142,6 +143,29 @@ type ExecutorConfig struct {
 	MaxLogMiB int `toml:"max_log_mib"`
 }
 
+// AttestConfig configures telemetry attestations, vouchers and their
+// verification.
+type AttestConfig struct {
+	// Sample is how often a provider reads its GPUs' telemetry.
+	Sample time.Duration `toml:"sample"`
+	// Window is the span of one signed telemetry attestation (and the
+	// heartbeat period on idlegrid/attest/1).
+	Window time.Duration `toml:"window"`
+	// VoucherInterval is how often a renter pays for a running lease.
+	VoucherInterval time.Duration `toml:"voucher_interval"`
+	// VoucherGrace is how long past a due voucher a provider keeps working
+	// (and a renter keeps paying without fresh telemetry).
+	VoucherGrace time.Duration `toml:"voucher_grace"`
+	// PrepayIntervals is how many voucher intervals a renter pays ahead at
+	// the start of a lease (0: pays after each interval).
+	PrepayIntervals int `toml:"prepay_intervals"`
+	// EnergyTolerance is the accepted relative gap between reported energy
+	// and average power x time.
+	EnergyTolerance float64 `toml:"energy_tolerance"`
+	// MaxSkew is the accepted clock difference in attestation times.
+	MaxSkew time.Duration `toml:"max_skew"`
+}
+
 // FloorUSD holds per-tier floor prices in USD per GPU-hour.
 type FloorUSD struct {
 	Gold   float64 `toml:"gold"`
@@ -161,6 +185,9 @@ type MarketConfig struct {
 	SearchTimeout time.Duration `toml:"search_timeout"`
 	// Reauction re-runs the auction of a job whose lease was preempted.
 	Reauction bool `toml:"reauction"`
+	// GoldNeedsBadge awards gold-tier work only to providers whose
+	// reputation earned the gold badge.
+	GoldNeedsBadge bool `toml:"gold_needs_badge"`
 }
 
 // LogConfig configures logging.
@@ -215,7 +242,12 @@ func DefaultConfig(role Role) Config {
 			StopGrace: 10 * time.Second, KeepResults: 24 * time.Hour,
 			DockerPull: true, MaxLogMiB: 16,
 		},
-		Market: MarketConfig{ReliabilityPrior: 0.8, Refresh: 15 * time.Second, SearchTimeout: 15 * time.Second, Reauction: true},
+		Attest: AttestConfig{
+			Sample: time.Second, Window: time.Minute,
+			VoucherInterval: time.Minute, VoucherGrace: 30 * time.Second,
+			EnergyTolerance: 0.15, MaxSkew: 2 * time.Minute,
+		},
+		Market: MarketConfig{ReliabilityPrior: 0.8, Refresh: 15 * time.Second, SearchTimeout: 15 * time.Second, Reauction: true, GoldNeedsBadge: true},
 	}
 }
 
@@ -512,6 +544,18 @@ func (c *Config) Validate() error {
 	if err := c.validateMarket(); err != nil {
 		return err
 	}
+	switch a := c.Attest; {
+	case a.Sample < 10*time.Millisecond || a.Window < a.Sample:
+		return bad("attest.window", "need 10ms <= sample (%s) <= window (%s)", a.Sample, a.Window)
+	case a.VoucherInterval < 10*time.Millisecond || a.VoucherGrace < 0:
+		return bad("attest.voucher_interval", "%s: too short (grace %s)", a.VoucherInterval, a.VoucherGrace)
+	case a.PrepayIntervals < 0 || a.PrepayIntervals > 100:
+		return bad("attest.prepay_intervals", "%d: must be 0..100", a.PrepayIntervals)
+	case a.EnergyTolerance <= 0 || a.EnergyTolerance > 1:
+		return bad("attest.energy_tolerance", "%v: must be in (0, 1]", a.EnergyTolerance)
+	case a.MaxSkew < 0:
+		return bad("attest.max_skew", "must not be negative")
+	}
 	switch e := c.Executor; {
 	case e.StopGrace < 0 || e.StopGrace > 10*time.Minute:
 		return bad("executor.stop_grace", "%s: must be 0..10m", e.StopGrace)
@@ -703,6 +747,22 @@ docker_allow_root = {{.Executor.DockerAllowRoot}}
 # Largest log kept per workload, in MiB.
 max_log_mib = {{.Executor.MaxLogMiB}}
 
+[attest]
+# Providers read GPU telemetry every sample and sign one attestation per
+# window (also their heartbeat on idlegrid/attest/1).
+sample = {{dur .Attest.Sample}}
+window = {{dur .Attest.Window}}
+# Renters verify telemetry and sign a cumulative voucher every
+# voucher_interval; providers stop work whose voucher is voucher_grace late,
+# and renters stop paying when telemetry is that late.
+voucher_interval = {{dur .Attest.VoucherInterval}}
+voucher_grace = {{dur .Attest.VoucherGrace}}
+# Voucher intervals a renter pays ahead when a lease starts.
+prepay_intervals = {{.Attest.PrepayIntervals}}
+# Verifier tolerances: energy vs average power x time, clock skew.
+energy_tolerance = {{f .Attest.EnergyTolerance}}
+max_skew = {{dur .Attest.MaxSkew}}
+
 [market]
 # Reliability assumed for providers with no history yet (0..1).
 reliability_prior = {{f .Market.ReliabilityPrior}}
@@ -712,4 +772,7 @@ refresh = {{dur .Market.Refresh}}
 search_timeout = {{dur .Market.SearchTimeout}}
 # Re-auction a job automatically when a provider preempts its (bronze) lease.
 reauction = {{.Market.Reauction}}
+# Award gold-tier work only to providers with the gold reputation badge
+# (score x volume; see idlegrid rep).
+gold_needs_badge = {{.Market.GoldNeedsBadge}}
 `))

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/idlegrid/idlegrid/attest/reputation"
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/p2p"
 	"github.com/idlegrid/idlegrid/store"
@@ -118,3 +119,6 @@ func (n *Node) KeptOutputPath(leaseID string) string {
 	}
 	return n.ex.outputPath(leaseID)
 }
+
+// Reputation is this node's score for a provider, from its own evidence.
+func (n *Node) Reputation(provider string) reputation.Result { return n.rep.of(provider) }

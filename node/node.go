@@ -72,6 +72,7 @@ type Node struct {
 	market  *market
 	jobs    *jobTracker
 	leases  *leaseBook
+	rep     *reputationBook
 	// artifacts hold WASM modules: a renter serves them to its providers,
 	// a provider keeps the ones it fetched.
 	artifacts *executor.DirArtifacts
@@ -146,6 +147,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	n.rfqSeen = auction.NewSeenCache(100_000)
 	n.jobs = newJobTracker(n.db)
 	n.leases = newLeaseBook(n.db)
+	n.rep = newReputationBook(n)
 	dir, cleanup, err := workDir(cfg, deps)
 	if err != nil {
 		return nil, fmt.Errorf("node.New: work dir: %w", err)

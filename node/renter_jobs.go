@@ -126,6 +126,7 @@ func (a *auctioneer) followLease(ctx context.Context, l *store.Lease) *store.Lea
 			a.leaseEvent(cur, st)
 		}
 		if terminalLease(st.State) {
+			a.n.rep.invalidate()
 			return cur
 		}
 	}

@@ -42,6 +42,7 @@ func (a *auctioneer) finishLease(id, state, reason string) {
 	if _, _, err := a.n.leases.finish(id, state, reason, nil); err != nil && !errors.Is(err, store.ErrNotFound) {
 		a.log.Warn("store lease", "lease", id, "err", err)
 	}
+	a.n.rep.invalidate()
 }
 
 // preemptions returns the channel on which the job's preempted lease IDs

@@ -101,3 +101,22 @@ type Prices struct {
 
 // CodeBadSpec marks a job spec that does not parse or validate.
 const CodeBadSpec = "bad_spec"
+
+// Reputation is one provider's score as this node computes it from its
+// own evidence (GET /v1/reputation, /v1/reputation/{peer}).
+type Reputation struct {
+	Provider string  `json:"provider"`
+	Score    float64 `json:"score"`
+	Badge    string  `json:"badge"`
+	Fraud    bool    `json:"fraud,omitempty"`
+	// Evidence counts.
+	OwnSuccesses    int     `json:"own_successes"`
+	OwnFailures     int     `json:"own_failures"`
+	OwnNeutral      int     `json:"own_neutral"`
+	GossipSuccesses int     `json:"gossip_successes"`
+	GossipFailures  int     `json:"gossip_failures"`
+	GossipIgnored   int     `json:"gossip_ignored,omitempty"`
+	UptimeWindows   int     `json:"uptime_windows"`
+	UptimeRatio     float64 `json:"uptime_ratio"`
+	GPUHours        float64 `json:"effective_gpu_hours"`
+}

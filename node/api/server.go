@@ -58,6 +58,10 @@ type Backend interface {
 	// AddArtifact stores an artifact (a WASM module) for this renter's
 	// jobs and returns its CID.
 	AddArtifact(r io.Reader) (string, error)
+	// Reputations lists every provider this node has evidence about;
+	// Reputation scores one (the prior when there is none).
+	Reputations() ([]Reputation, error)
+	Reputation(peer string) (Reputation, error)
 }
 
 // Options configure the server.
@@ -179,6 +183,8 @@ func (s *Server) Handler() http.Handler {
 		"GET /v1/jobs/{id}/result":        s.getJobResult,
 		"POST /v1/jobs/{id}/cancel":       s.postJobCancel,
 		"POST /v1/artifacts":              s.postArtifact,
+		"GET /v1/reputation":              s.getReputations,
+		"GET /v1/reputation/{peer}":       s.getReputation,
 	}
 	if s.opts.Debug {
 		routes["POST /v1/debug/gossip"] = s.postGossip

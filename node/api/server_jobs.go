@@ -93,3 +93,22 @@ func (s *Server) postArtifact(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusCreated)
 	return json.NewEncoder(w).Encode(Artifact{CID: id})
 }
+
+func (s *Server) getReputations(w http.ResponseWriter, _ *http.Request) error {
+	reps, err := s.b.Reputations()
+	if err != nil {
+		return err
+	}
+	if reps == nil {
+		reps = []Reputation{}
+	}
+	return writeJSON(w, reps)
+}
+
+func (s *Server) getReputation(w http.ResponseWriter, r *http.Request) error {
+	rep, err := s.b.Reputation(r.PathValue("peer"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, rep)
+}

@@ -87,6 +87,14 @@ func (f *fakeBackend) CancelJob(_ context.Context, id string) (api.Job, error) {
 	return api.Job{ID: id, State: "cancelled"}, nil
 }
 
+func (f *fakeBackend) Reputations() ([]api.Reputation, error) {
+	return []api.Reputation{{Provider: "12D3KooWp", Score: 0.8, Badge: "none"}}, nil
+}
+
+func (f *fakeBackend) Reputation(p string) (api.Reputation, error) {
+	return api.Reputation{Provider: p, Score: 0.8, Badge: "none"}, nil
+}
+
 func (f *fakeBackend) AddArtifact(r io.Reader) (string, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -169,6 +177,12 @@ func TestClientRoundTrip(t *testing.T) {
 	}
 	if j, err := c.CancelJob(ctx, "job-1"); err != nil || j.State != "cancelled" {
 		t.Fatalf("cancel: %+v %v", j, err)
+	}
+	if reps, err := c.Reputations(ctx); err != nil || len(reps) != 1 || reps[0].Score != 0.8 {
+		t.Fatalf("reputations: %+v %v", reps, err)
+	}
+	if rep, err := c.Reputation(ctx, "12D3KooWq"); err != nil || rep.Provider != "12D3KooWq" {
+		t.Fatalf("reputation: %+v %v", rep, err)
 	}
 	if id, err := c.AddArtifact(ctx, strings.NewReader("module")); err != nil || id != "len-6" {
 		t.Fatalf("add artifact: %q %v", id, err)

@@ -72,8 +72,15 @@ type provOpts struct {
 func auctionCluster(t *testing.T, provs []provOpts, o nodetest.Options) (*nodetest.Cluster, *node.Node) {
 	t.Helper()
 	n := len(provs) + 2
+	extra := o.Configure
 	o.Configure = func(i int, cfg *node.Config) {
 		cfg.P2P.GossipHeartbeat = 100 * time.Millisecond
+		// New providers have no gold badge; the auction tests post gold
+		// work to them anyway (badges are tested in reputation_test.go).
+		cfg.Market.GoldNeedsBadge = false
+		if extra != nil {
+			defer extra(i, cfg)
+		}
 		if i == 0 || i == n-1 {
 			return
 		}

@@ -83,6 +83,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 		newJobCmd(g),
 		newLeasesCmd(g),
 		newArtifactCmd(g),
+		newRepCmd(g),
 	)
 	return root
 }

@@ -123,3 +123,20 @@ func (c *Client) AddArtifact(ctx context.Context, r io.Reader) (string, error) {
 	}
 	return a.CID, nil
 }
+
+// Reputations lists the providers this node has evidence about.
+func (c *Client) Reputations(ctx context.Context) ([]Reputation, error) {
+	var out []Reputation
+	err := c.do(ctx, http.MethodGet, "/v1/reputation", nil, nil, &out)
+	return out, err
+}
+
+// Reputation scores one provider.
+func (c *Client) Reputation(ctx context.Context, peerID string) (Reputation, error) {
+	var out Reputation
+	err := c.do(ctx, http.MethodGet, "/v1/reputation/"+url.PathEscape(peerID), nil, nil, &out)
+	return out, err
+}
+
+// Reputation is api.Reputation.
+type Reputation = api.Reputation

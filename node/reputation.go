@@ -1,0 +1,124 @@
+package node
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idlegrid/idlegrid/attest/reputation"
+	"github.com/idlegrid/idlegrid/store"
+)
+
+// reputationCacheFor bounds how stale a score the matcher may use: the
+// fold re-reads the evidence from the store at most this often (and at
+// once after a lease ends or fraud is proven).
+const reputationCacheFor = 5 * time.Second
+
+// reputationBook folds this node's stored evidence into provider scores
+// (package attest/reputation): its own leases' outcomes, receipts other
+// renters gossiped, heartbeat uptime and verified fraud proofs. Every
+// score is recomputable from the store.
+type reputationBook struct {
+	n   *Node
+	cfg reputation.Config
+	now func() time.Time
+
+	mu      sync.Mutex
+	at      time.Time
+	results map[string]reputation.Result
+}
+
+func newReputationBook(n *Node) *reputationBook {
+	cfg := reputation.DefaultConfig()
+	cfg.Prior = n.cfg.Market.ReliabilityPrior
+	return &reputationBook{n: n, cfg: cfg, now: time.Now}
+}
+
+// invalidate makes the next read fold the evidence again.
+func (r *reputationBook) invalidate() {
+	r.mu.Lock()
+	r.at = time.Time{}
+	r.mu.Unlock()
+}
+
+// all returns every known provider's result.
+func (r *reputationBook) all() map[string]reputation.Result {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	if r.results != nil && now.Sub(r.at) < reputationCacheFor {
+		return r.results
+	}
+	r.results = reputation.Fold(r.evidence(), now, r.cfg)
+	r.at = now
+	return r.results
+}
+
+// of returns one provider's result (the prior, for one with no evidence).
+func (r *reputationBook) of(provider string) reputation.Result {
+	if res, ok := r.all()[provider]; ok {
+		return res
+	}
+	return reputation.Score(provider, reputation.Evidence{}, r.now(), r.cfg)
+}
+
+// scores is the matcher's reliability input.
+func (r *reputationBook) scores() map[string]float64 { return reputation.Scores(r.all()) }
+
+// evidence reads everything the fold needs from the store.
+func (r *reputationBook) evidence() reputation.Evidence {
+	var ev reputation.Evidence
+	if leases, err := r.n.db.Leases(); err == nil {
+		for _, l := range leases {
+			if l.Side != "renter" || !terminalLease(l.State) {
+				continue
+			}
+			ev.Outcomes = append(ev.Outcomes, reputation.Outcome{
+				Lease: l.ID, Provider: l.Provider, EndedAt: time.UnixMilli(l.UpdatedAtMs),
+				State: outcomeState(l), GPUHours: bookedGPUHours(l),
+			})
+		}
+	}
+	if ups, err := r.n.db.Uptimes(); err == nil {
+		for _, u := range ups {
+			ev.Uptime = append(ev.Uptime, uptimeEvidence(u, heartbeatEvery(r.n.cfg)))
+		}
+	}
+	ev.Receipts = append(ev.Receipts, r.n.receiptEvidence()...)
+	ev.Frauds = append(ev.Frauds, r.n.fraudEvidence()...)
+	return ev
+}
+
+// outcomeState maps a renter's ended lease to reputation evidence. A
+// provider this renter could not reach counts as unreachable, whatever
+// the lease's recorded state.
+func outcomeState(l *store.Lease) reputation.State {
+	switch l.State {
+	case LeaseCompleted:
+		return reputation.StateCompleted
+	case LeaseExpired:
+		return reputation.StateExpired
+	case LeasePreempted:
+		return reputation.StatePreempted
+	case LeaseCancelled:
+		return reputation.StateCancelledByRenter
+	}
+	if strings.Contains(l.Reason, "unreachable") {
+		return reputation.StateUnreachable
+	}
+	return reputation.StateFailed
+}
+
+// bookedGPUHours is a lease's size as awarded: GPUs times its expected
+// duration (booked, not delivered: failing early does not make a failure
+// cheaper).
+func bookedGPUHours(l *store.Lease) float64 {
+	return float64(len(l.GPUs)) * float64(l.ExpectedSec) / 3600
+}
+
+// uptimeEvidence turns heartbeat observations into an uptime window.
+func uptimeEvidence(u *store.Uptime, every time.Duration) reputation.Uptime {
+	from, to := time.UnixMilli(u.FirstMs), time.UnixMilli(u.LastMs)
+	expected := int(to.Sub(from)/every) + 1
+	return reputation.Uptime{Provider: u.Provider, From: from, To: to, Seen: int(min(u.Seen, uint64(expected))), Expected: expected}
+}
