@@ -1,0 +1,159 @@
+package attest
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// ErrNotOwner: a record is signed by a key other than the peer it names as
+// its author.
+var ErrNotOwner = errors.New("signer is not the named author")
+
+// Validate checks the entry's structure without a clock: version, IDs,
+// links (Prev empty iff Seq is 0), exactly one body of the named kind, and
+// each body's fields. Plausibility of measured values (ranges, energy) is
+// the verifier's job, so that a lying entry is reported by a named check
+// rather than refused as malformed.
+func (e *Entry) Validate() error {
+	var p problems
+	checkVersion(&p, e.V)
+	checkPeer(&p, "provider", e.Provider)
+	switch {
+	case e.Seq == 0 && e.Prev != "":
+		p.addf("prev", "must be empty for seq 0")
+	case e.Seq > 0:
+		checkRecordID(&p, "prev", e.Prev)
+	}
+	checkPositiveMs(&p, "at_ms", e.AtMs)
+	n := 0
+	for _, set := range []bool{e.Fingerprint != nil, e.Telemetry != nil, e.Job != nil} {
+		if set {
+			n++
+		}
+	}
+	switch b := e.Body(); {
+	case n != 1:
+		p.addf("kind", "%d bodies set, want exactly 1", n)
+	case b.EntryKind() != e.Kind:
+		p.addf("kind", "%q but the body is %q", e.Kind, b.EntryKind())
+	default:
+		switch b := b.(type) {
+		case *Fingerprint:
+			b.validate(&p)
+		case *Telemetry:
+			b.validate(&p)
+		case *JobEvent:
+			b.validate(&p)
+		}
+	}
+	return p.err(ChainEntryKind.Name)
+}
+
+func (f *Fingerprint) validate(p *problems) {
+	checkText(p, "fingerprint.driver", f.Driver, true)
+	checkText(p, "fingerprint.cuda", f.CUDA, true)
+	if f.HostHash != "" && (len(f.HostHash) != 64 || !isLowerHex(f.HostHash)) {
+		p.addf("fingerprint.host_hash", "must be 64 lower-case hex digits")
+	}
+	uuids := make([]string, len(f.GPUs))
+	for i, g := range f.GPUs {
+		uuids[i] = g.UUID
+		path := fmt.Sprintf("fingerprint.gpus[%d]", i)
+		checkText(p, path+".name", g.Name, true)
+		checkText(p, path+".serial", g.Serial, false)
+		checkText(p, path+".pci_bus", g.PCIBusID, false)
+		checkText(p, path+".vbios", g.VBIOS, false)
+		if g.MemoryMiB == 0 {
+			p.addf(path+".mem_mib", "must be positive")
+		}
+		if !validComputeCap(g.ComputeCap) {
+			p.addf(path+".cc", "%q is not major.minor", g.ComputeCap)
+		}
+		if g.PowerLimitMW == 0 || g.PowerLimitMW > absurdPowerMW {
+			p.addf(path+".power_limit_mw", "%d out of range 1..%d", g.PowerLimitMW, absurdPowerMW)
+		}
+	}
+	checkUUIDs(p, "fingerprint.gpus", uuids, 1)
+}
+
+func validComputeCap(s string) bool {
+	maj, min, ok := strings.Cut(s, ".")
+	a, err1 := strconv.ParseUint(maj, 10, 8)
+	b, err2 := strconv.ParseUint(min, 10, 8)
+	return ok && err1 == nil && err2 == nil && strconv.FormatUint(a, 10)+"."+strconv.FormatUint(b, 10) == s
+}
+
+func (t *Telemetry) validate(p *problems) {
+	checkPositiveMs(p, "telemetry.start_ms", t.StartMs)
+	switch {
+	case t.EndMs <= t.StartMs:
+		p.addf("telemetry.end_ms", "must be after start_ms")
+	case t.EndMs-t.StartMs > MaxWindowMs:
+		p.addf("telemetry.end_ms", "window of %d ms exceeds %d", t.EndMs-t.StartMs, MaxWindowMs)
+	}
+	checkRecordID(p, "telemetry.fingerprint", t.Fingerprint)
+	uuids := make([]string, len(t.GPUs))
+	for i, g := range t.GPUs {
+		uuids[i] = g.UUID
+		path := fmt.Sprintf("telemetry.gpus[%d]", i)
+		if g.Samples == 0 {
+			p.addf(path+".samples", "must be at least 1")
+		}
+		if len(g.XIDs) > MaxXIDsPerGPU {
+			p.addf(path+".xids", "%d entries, at most %d", len(g.XIDs), MaxXIDsPerGPU)
+		}
+		switch {
+		case g.Lease == "" && g.Renter != "":
+			p.addf(path+".renter", "set without a lease")
+		case g.Lease != "":
+			checkRecordID(p, path+".lease", g.Lease)
+			checkPeer(p, path+".renter", g.Renter)
+		}
+	}
+	checkUUIDs(p, "telemetry.gpus", uuids, 1)
+}
+
+func (j *JobEvent) validate(p *problems) {
+	checkRecordID(p, "job.lease", j.Lease)
+	checkPeer(p, "job.renter", j.Renter)
+	checkContentID(p, "job.job", j.Job)
+	if j.Event != JobStarted && !j.Event.Ends() {
+		p.addf("job.event", "%q is not started, finished, preempted, cancelled or failed", j.Event)
+	}
+	checkUUIDs(p, "job.gpus", j.GPUs, 0)
+	if j.Output != "" {
+		checkContentID(p, "job.output", j.Output)
+	}
+	if j.Event == JobStarted && (j.ExitCode != 0 || j.Output != "") {
+		p.addf("job", "exit_code and output are only for ended jobs")
+	}
+}
+
+// OpenEntry verifies and decodes one chain entry (at most MaxEntrySize
+// bytes): envelope, domain, signature, canonical payload, structure, and
+// that the signer is the entry's provider. Continuity and plausibility are
+// [Verify]'s checks.
+func OpenEntry(raw []byte) (*Entry, error) {
+	e, signer, err := Open[Entry](raw, MaxEntrySize)
+	if err != nil {
+		return nil, fmt.Errorf("attest.OpenEntry: %w", err)
+	}
+	if err := e.Validate(); err != nil {
+		return nil, fmt.Errorf("attest.OpenEntry: %w", err)
+	}
+	if err := checkOwner(signer, e.Provider); err != nil {
+		return nil, fmt.Errorf("attest.OpenEntry: %w", err)
+	}
+	return e, nil
+}
+
+func checkOwner(signer peer.ID, named string) error {
+	if signer.String() != named {
+		return fmt.Errorf("%w: signed by %s, record names %s", ErrNotOwner, signer, named)
+	}
+	return nil
+}

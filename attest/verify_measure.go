@@ -1,0 +1,115 @@
+package attest
+
+import (
+	"fmt"
+	"slices"
+)
+
+// hardwareXIDs are the XIDs that mean failing hardware rather than a bad
+// application (NVIDIA's XID catalogue; node/gpu.IsApplicationXID lists the
+// application ones): 48 double-bit ECC, 63/64 row remapping, 74 NVLink,
+// 79 fallen off the bus, 94/95 contained/uncontained ECC.
+var hardwareXIDs = []uint64{48, 63, 64, 74, 79, 94, 95}
+
+// IsHardwareXID reports whether the XID code indicates a hardware fault.
+func IsHardwareXID(code uint64) bool { return slices.Contains(hardwareXIDs, code) }
+
+// Bounds beyond which a measured value is absurd, so the energy arithmetic
+// below stays inside uint64: 100 kW per GPU, 100 GJ per window.
+const (
+	absurdPowerMW  = 100_000_000
+	absurdEnergyMJ = 100_000_000_000_000
+)
+
+func (v *verifier) checkRanges(o *opened, t *Telemetry, g *GPUTelemetry) {
+	if !(g.UtilMinBP <= g.UtilAvgBP && g.UtilAvgBP <= g.UtilMaxBP && g.UtilMaxBP <= 10000) {
+		v.failAt(o, "GPU %s: utilization min/avg/max %s/%s/%s is not ordered within 0..100%%",
+			g.UUID, pct(g.UtilMinBP), pct(g.UtilAvgBP), pct(g.UtilMaxBP))
+	}
+	if g.PowerAvgMW > g.PowerMaxMW {
+		v.failAt(o, "GPU %s: average power %d mW exceeds its maximum %d mW", g.UUID, g.PowerAvgMW, g.PowerMaxMW)
+	}
+	if g.TempMaxC > v.opts.MaxTempC {
+		v.failAt(o, "GPU %s: temperature %d C exceeds the plausible %d C", g.UUID, g.TempMaxC, v.opts.MaxTempC)
+	}
+	f, ok := v.fact(t, g.UUID)
+	if !ok {
+		return // the fingerprint check reports it
+	}
+	if limit := f.PowerLimitMW; g.PowerMaxMW > absurdPowerMW || g.PowerMaxMW*100 > limit*105 {
+		v.failAt(o, "GPU %s: power %d mW exceeds 1.05 x the %d mW limit", g.UUID, g.PowerMaxMW, limit)
+	}
+	if g.MemUsedMaxMiB > f.MemoryMiB {
+		v.failAt(o, "GPU %s: memory used %d MiB exceeds the %d MiB total", g.UUID, g.MemUsedMaxMiB, f.MemoryMiB)
+	}
+}
+
+// checkEnergy compares the energy counter's delta with average power times
+// the time the delta covers. Energy comes from the driver's own integral,
+// power from point samples, so honest windows agree within a few percent;
+// an inflated or frozen counter does not.
+func (v *verifier) checkEnergy(o *opened, t *Telemetry, g *GPUTelemetry) {
+	window := uint64(t.EndMs - t.StartMs)
+	switch {
+	case g.EnergyMs > window:
+		v.failAt(o, "GPU %s: energy covers %d ms, longer than the %d ms window", g.UUID, g.EnergyMs, window)
+		return
+	case window >= 10_000 && g.EnergyMs*2 < window:
+		v.failAt(o, "GPU %s: energy covers only %d ms of the %d ms window", g.UUID, g.EnergyMs, window)
+		return
+	case g.EnergyMs == 0 || g.PowerAvgMW > absurdPowerMW:
+		return // nothing to compare; ranges reports absurd power
+	case g.EnergyMJ > absurdEnergyMJ:
+		v.failAt(o, "GPU %s: energy %d mJ in %d ms is absurd", g.UUID, g.EnergyMJ, g.EnergyMs)
+		return
+	}
+	// All in micro-joules (mW x ms): expected <= 6e13, got <= 1e17.
+	expected := g.PowerAvgMW * g.EnergyMs
+	got := g.EnergyMJ * 1000
+	diff := max(got, expected) - min(got, expected)
+	tol := uint64(v.opts.EnergyTolerancePct)
+	if diff*100 > tol*expected {
+		dev := "inf"
+		if expected > 0 {
+			dev = signedPct(got, expected)
+		}
+		v.failAt(o, "GPU %s: energy %d mJ over %d ms is %s off average power %d mW x time = %d mJ (tolerance %d%%)",
+			g.UUID, g.EnergyMJ, g.EnergyMs, dev, g.PowerAvgMW, expected/1000, tol)
+	}
+}
+
+func (v *verifier) checkLoadPower(o *opened, t *Telemetry, g *GPUTelemetry) {
+	f, ok := v.fact(t, g.UUID)
+	if !ok || g.UtilAvgBP < v.opts.LoadUtilBP {
+		return
+	}
+	if g.PowerAvgMW <= absurdPowerMW && g.PowerAvgMW*100 < f.PowerLimitMW*uint64(v.opts.LoadPowerMinPct) {
+		v.failAt(o, "GPU %s: utilization %s but average power %d mW is under %d%% of its %d mW limit (load without power)",
+			g.UUID, pct(g.UtilAvgBP), g.PowerAvgMW, v.opts.LoadPowerMinPct, f.PowerLimitMW)
+	}
+}
+
+func (v *verifier) checkHealth(o *opened, _ *Telemetry, g *GPUTelemetry) {
+	for _, x := range g.XIDs {
+		if IsHardwareXID(x.Code) {
+			v.failAt(o, "GPU %s: hardware XID %d at %d", g.UUID, x.Code, x.AtMs)
+		}
+	}
+	if g.ECCUncorrected > 0 {
+		v.failAt(o, "GPU %s: %d uncorrectable ECC errors", g.UUID, g.ECCUncorrected)
+	}
+}
+
+// pct formats basis points as a percentage with two decimals.
+func pct(bp uint32) string {
+	return fmt.Sprintf("%d.%02d%%", bp/100, bp%100)
+}
+
+// signedPct formats (got-want)/want as a signed whole percentage; want > 0
+// and both are below 2^57, so nothing overflows.
+func signedPct(got, want uint64) string {
+	if got >= want {
+		return fmt.Sprintf("+%d%%", (got-want)*100/want)
+	}
+	return fmt.Sprintf("-%d%%", (want-got)*100/want)
+}
