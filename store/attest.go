@@ -95,7 +95,9 @@ func (d *DB) ChainEntries(provider string, from, to uint64) ([][]byte, error) {
 // store the entry first, so a crash between the two writes leaves a head
 // one entry behind, which the chain recovers from by reading the last
 // stored entry.
-func (d *DB) PutChainHead(raw []byte) error { return d.putRaw("store.PutChainHead", headKey, raw, true) }
+func (d *DB) PutChainHead(raw []byte) error {
+	return d.putRaw("store.PutChainHead", headKey, raw, true)
+}
 
 // ChainHead returns this provider's chain head, or ErrNotFound.
 func (d *DB) ChainHead() ([]byte, error) { return d.getRaw("store.ChainHead", headKey) }
@@ -107,7 +109,9 @@ func (d *DB) PutVoucher(lease string, raw []byte) error {
 }
 
 // Voucher returns the latest voucher of a lease, or ErrNotFound.
-func (d *DB) Voucher(lease string) ([]byte, error) { return d.getRaw("store.Voucher", voucherPrefix+lease) }
+func (d *DB) Voucher(lease string) ([]byte, error) {
+	return d.getRaw("store.Voucher", voucherPrefix+lease)
+}
 
 // Vouchers returns every stored voucher.
 func (d *DB) Vouchers() ([][]byte, error) { return d.scanRaw("store.Vouchers", voucherPrefix) }
