@@ -288,6 +288,7 @@ func (a *auctioneer) watchCompletion(ctx context.Context, jobID string, spec *au
 	ended := make(chan *store.Lease, len(leases))
 	for _, l := range leases {
 		a.wg.Go(func() { ended <- a.followLease(fctx, l) })
+		a.wg.Go(func() { a.payLease(fctx, l) })
 	}
 	preempted := a.preemptions(jobID)
 	live := map[string]*store.Lease{}
@@ -319,6 +320,7 @@ func (a *auctioneer) watchCompletion(ctx context.Context, jobID string, spec *au
 		if ctx.Err() != nil {
 			return // the job was cancelled or the node stops
 		}
+		_ = a.background(func(ctx context.Context) { a.fetchReceipt(ctx, l) })
 		switch l.State {
 		case LeaseCompleted:
 			continue

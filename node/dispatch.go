@@ -37,10 +37,9 @@ func (n *Node) onGossip(ctx context.Context, topic string) func(p2p.Message) {
 				n.bidder.onRFQ(ctx, m)
 			}()
 		case p2p.TopicAttest:
-			sum := n.storeSummary(m.Data)
-			if sum != nil && n.bidder != nil {
-				n.bidder.auctionClosed(sum)
-			}
+			n.onAttest(ctx, m.Data)
+		case p2p.TopicFraud:
+			n.applyFraud(m.Data)
 		}
 	}
 }

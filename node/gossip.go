@@ -23,17 +23,10 @@ const maxClockSkew = time.Minute
 // record's own author, so a record cannot be re-published under someone
 // else's name.
 func (n *Node) topicValidators() map[string]p2p.Validator {
-	nonEmpty := func(_ context.Context, _, _ peer.ID, data []byte) p2p.Verdict {
-		if len(data) == 0 {
-			return p2p.Reject
-		}
-		return p2p.Accept
-	}
 	return map[string]p2p.Validator{
 		p2p.TopicRFQ:    n.validateRFQ,
 		p2p.TopicAttest: n.validateAttest,
-		// Fraud proofs get their typed validator with the attestation work.
-		p2p.TopicFraud: nonEmpty,
+		p2p.TopicFraud:  n.validateFraud,
 	}
 }
 
@@ -48,19 +41,6 @@ func (n *Node) validateRFQ(_ context.Context, _, signer peer.ID, data []byte) p2
 	}
 	if n.rfqSeen.Seen(attest.RecordID(data).String(), rfq.ExpiresAtMs, now) {
 		return p2p.Ignore // a replay
-	}
-	return p2p.Accept
-}
-
-// validateAttest admits award summaries (the market price index); the
-// attestation heartbeats join them with the trust work.
-func (n *Node) validateAttest(_ context.Context, _, signer peer.ID, data []byte) p2p.Verdict {
-	sum, author, err := auction.OpenAwardSummary(data)
-	if err != nil || author != signer {
-		return p2p.Reject
-	}
-	if time.UnixMilli(sum.AtMs).After(time.Now().Add(maxClockSkew)) {
-		return p2p.Ignore
 	}
 	return p2p.Accept
 }

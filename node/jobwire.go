@@ -62,22 +62,33 @@ func refuse(send func([]byte) error, code, format string, a ...any) error {
 // sendData streams r as data frames until EOF or ctx ends. Each read is
 // sent as it comes (a followed log must not wait for a full frame).
 func sendData(ctx context.Context, send func([]byte) error, r io.Reader) error {
+	_, rerr, err := copyToFrames(ctx, send, r)
+	if err != nil {
+		return err
+	}
+	return rerr
+}
+
+// copyToFrames sends r as data frames until EOF. It tells a failed read
+// (rerr: the source went away) from a failed send (err: the stream broke).
+func copyToFrames(ctx context.Context, send func([]byte) error, r io.Reader) (sent int64, rerr, err error) {
 	buf := make([]byte, jobproto.DataFrameBytes)
 	for {
 		if err := ctx.Err(); err != nil {
-			return err
+			return sent, nil, err
 		}
-		k, err := r.Read(buf)
+		k, rerr := r.Read(buf)
 		if k > 0 {
-			if serr := send(buf[:k]); serr != nil {
-				return serr
+			if err := send(buf[:k]); err != nil {
+				return sent, nil, err
 			}
+			sent += int64(k)
 		}
 		switch {
-		case errors.Is(err, io.EOF):
-			return nil
-		case err != nil:
-			return err
+		case errors.Is(rerr, io.EOF):
+			return sent, nil, nil
+		case rerr != nil:
+			return sent, rerr, nil
 		}
 	}
 }

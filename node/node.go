@@ -77,6 +77,7 @@ type Node struct {
 	// a provider keeps the ones it fetched.
 	artifacts *executor.DirArtifacts
 	ex        *executors // providers only
+	attest    *attestor  // providers only
 	// workDir holds executor state, artifacts, results and downloads;
 	// cleanupWork removes it when it is temporary.
 	workDir     string
@@ -173,6 +174,9 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 		undo = append(undo, n.ex.Close)
 		// Advertise only the runtimes that can run here.
 		n.cfg.Provider.Runtimes = offered
+		if n.attest, err = openAttestor(n); err != nil {
+			return nil, fmt.Errorf("node.New: %w", err)
+		}
 		if n.adv, err = newAdvertiser(n, n.key, n.gpus); err != nil {
 			return nil, fmt.Errorf("node.New: %w", err)
 		}
@@ -301,6 +305,7 @@ func (n *Node) Run(ctx context.Context) error {
 			return fmt.Errorf("node.Run: record API address: %w", err)
 		}
 	}
+	n.blockProven()
 	errc := make(chan error, 2)
 	var wg sync.WaitGroup
 	wg.Go(func() { errc <- n.p2p.Run(ctx) })
@@ -310,6 +315,9 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	if n.bidder != nil {
 		wg.Go(func() { n.bidder.runner.run(ctx) })
+	}
+	if n.attest != nil {
+		wg.Go(func() { n.attest.run(ctx) })
 	}
 	if n.auct != nil {
 		wg.Go(func() { n.auct.run(ctx) })

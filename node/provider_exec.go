@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/executor"
 	"github.com/idlegrid/idlegrid/node/jobproto"
@@ -51,7 +52,10 @@ func (r *leaseRunner) execute(ctx context.Context, id string) {
 		r.finish(id, LeaseFailed, err.Error(), nil)
 		return
 	}
+	wctx, stopWatch := context.WithCancel(ctx)
+	go r.payWatch(wctx, id)
 	res, detached := r.wait(ctx, id, ex, h)
+	stopWatch()
 	if detached {
 		// The node is shutting down and the workload outlives it: the
 		// next start reattaches to it.
@@ -125,7 +129,13 @@ func (r *leaseRunner) startWorkload(ctx context.Context, id string, ex executor.
 	if err := ex.Start(ctx, h); err != nil {
 		return fmt.Errorf("start workload: %w", err)
 	}
-	_, err := r.setState(id, LeaseRunning, func(l *store.Lease) { l.WorkStartedMs = r.now().UnixMilli() })
+	l, err := r.setState(id, LeaseRunning, func(l *store.Lease) { l.WorkStartedMs = r.now().UnixMilli() })
+	if err != nil {
+		return err
+	}
+	// The chain records the start; the lease's attestations begin there.
+	seq := r.n.attest.jobEvent(l, attest.JobStarted)
+	_, err = r.book.update(id, func(l *store.Lease) bool { l.ChainSeq = seq; return true })
 	return err
 }
 
@@ -293,7 +303,7 @@ func (r *leaseRunner) wait(ctx context.Context, id string, ex executor.Executor,
 		return executor.Result{ExitCode: -1, Reason: executor.ReasonFailed, Message: err.Error()}, false
 	}
 	c := context.Cause(ctx)
-	if _, reattachable := ex.(executor.Reattacher); reattachable && !errors.Is(c, errPreempted) && !errors.Is(c, errCancelled) {
+	if _, reattachable := ex.(executor.Reattacher); reattachable && !errors.Is(c, errPreempted) && !errors.Is(c, errCancelled) && !errors.Is(c, errUnpaid) {
 		return executor.Result{}, true
 	}
 	grace := r.grace(id)
@@ -424,6 +434,8 @@ func outcome(res executor.Result, stopCause error) (state, reason string) {
 		return LeaseExpired, "ran past its maximum duration"
 	case executor.ReasonStopped:
 		switch {
+		case errors.Is(stopCause, errUnpaid):
+			return LeaseFailed, "stopped: the renter's vouchers stopped coming"
 		case errors.Is(stopCause, errPreempted):
 			return LeasePreempted, "preempted for higher-tier work"
 		case errors.Is(stopCause, errCancelled):

@@ -44,6 +44,19 @@ func (r *leaseRunner) serveJob(ctx context.Context, from peer.ID, req *jobproto.
 		return r.serveLogs(ctx, l, req, send)
 	case jobproto.OpResult:
 		return r.serveResult(ctx, l, req, send)
+	case jobproto.OpAttest:
+		return r.serveAttest(ctx, l, req, send)
+	case jobproto.OpVoucher:
+		l, err := r.acceptVoucher(from, l, req.Voucher)
+		if err != nil {
+			return refuse(send, jobproto.CodeInvalid, "voucher: %v", err)
+		}
+		return sendHeader(send, &jobproto.Header{Status: leaseStatus(l)})
+	case jobproto.OpReceipt:
+		if len(l.Receipt) == 0 {
+			return refuse(send, jobproto.CodeNotReady, "lease %s has no receipt (yet): it is %s", l.ID, l.State)
+		}
+		return sendHeader(send, &jobproto.Header{Receipt: l.Receipt})
 	}
 	return refuse(send, jobproto.CodeInvalid, "op %q is not served by a provider", req.Op)
 }
@@ -131,7 +144,25 @@ func (r *leaseRunner) serveLogs(ctx context.Context, l *store.Lease, req *jobpro
 	if err := sendHeader(send, &jobproto.Header{}); err != nil {
 		return err
 	}
-	return sendData(ctx, send, rc)
+	sent, rerr, err := copyToFrames(ctx, send, rc)
+	if err != nil || rerr == nil || terminalLease(l.State) {
+		return err
+	}
+	// The live log went away under us (the workload ended and was
+	// removed): continue from the kept log where the live one stopped.
+	if l, err = r.waitEnd(ctx, l); err != nil {
+		return err
+	}
+	f, err := os.Open(r.ex.logPath(l.ID))
+	if err != nil {
+		return nil // nothing kept: the stream ends with what was sent
+	}
+	defer f.Close()
+	if _, err := f.Seek(req.Offset+sent, io.SeekStart); err != nil {
+		return err
+	}
+	_, _, err = copyToFrames(ctx, send, f)
+	return err
 }
 
 // serveResult streams the output tar of a finished lease from req.Offset.

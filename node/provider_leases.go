@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/node/executor"
 	"github.com/idlegrid/idlegrid/store"
 )
@@ -243,14 +244,36 @@ func (r *leaseRunner) finish(id, state, reason string, more func(l *store.Lease)
 		r.log.Warn("store lease", "lease", short(id), "err", err)
 		return
 	}
+	if done && l.ChainSeq != 0 {
+		// The chain records the end before the GPUs are free again: a GPU
+		// must never appear to serve two leases at once.
+		last := r.n.attest.jobEvent(l, endEvent(state))
+		if cur, err := r.book.update(id, func(l *store.Lease) bool { l.ChainLast = last; return true }); err == nil {
+			l = cur
+		}
+	}
 	r.releaseGPUs(l)
 	if !done {
 		return
 	}
+	r.background(func(ctx context.Context) { r.issueReceipt(ctx, l) })
 	r.log.Info("lease ended", "lease", short(id), "state", state, "reason", reason)
 	if r.ended != nil {
 		r.ended(l)
 	}
+}
+
+// endEvent is the chain's job event for a lease's final state.
+func endEvent(state string) attest.JobEventKind {
+	switch state {
+	case LeaseCompleted:
+		return attest.JobFinished
+	case LeasePreempted:
+		return attest.JobPreempted
+	case LeaseCancelled:
+		return attest.JobCancelled
+	}
+	return attest.JobFailed
 }
 
 // pruneLoop removes kept results past executor.keep_results.

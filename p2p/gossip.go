@@ -129,7 +129,7 @@ func scoreParams(cfg *Config, isBootstrap func(peer.ID) bool) (*pubsub.PeerScore
 
 // newPubSub starts gossipsub bound to ctx (pubsub has no Close: cancelling
 // ctx stops it). disc finds topic peers through the DHT.
-func newPubSub(ctx context.Context, h host.Host, cfg *Config, disc discovery.Discovery, isBootstrap func(peer.ID) bool) (*pubsub.PubSub, error) {
+func newPubSub(ctx context.Context, h host.Host, cfg *Config, disc discovery.Discovery, isBootstrap func(peer.ID) bool, inspect func(map[peer.ID]float64)) (*pubsub.PubSub, error) {
 	sp, th := scoreParams(cfg, isBootstrap)
 	opts := []pubsub.Option{
 		pubsub.WithGossipSubProtocols([]protocol.ID{GossipProtocol}, gossipFeatures),
@@ -144,6 +144,13 @@ func newPubSub(ctx context.Context, h host.Host, cfg *Config, disc discovery.Dis
 			pubsub.NewAllowlistSubscriptionFilter(cfg.Topics...), len(cfg.Topics)*4)),
 		pubsub.WithPeerScore(sp, th),
 		pubsub.WithPeerExchange(cfg.Bootstrapper),
+		pubsub.WithPeerScoreInspect(pubsub.ExtendedPeerScoreInspectFn(func(m map[peer.ID]*pubsub.PeerScoreSnapshot) {
+			scores := make(map[peer.ID]float64, len(m))
+			for p, s := range m {
+				scores[p] = s.Score
+			}
+			inspect(scores)
+		}), time.Second),
 	}
 	if disc != nil {
 		opts = append(opts, pubsub.WithDiscovery(disc))

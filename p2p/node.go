@@ -39,6 +39,9 @@ type Node struct {
 	host host.Host
 	// blocklist gates connections (fraudulent peers).
 	blocklist *Blocklist
+	// scores are the peers' gossipsub scores, refreshed every second.
+	scoresMu sync.Mutex
+	scores   map[peer.ID]float64
 	dht       *dht.IpfsDHT
 	ps        *pubsub.PubSub
 	book      PeerBook
@@ -113,6 +116,13 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	}
 	n.host.Network().Notify(&network.NotifyBundle{
 		DisconnectedF: func(network.Network, network.Conn) { n.lostConn.Store(true) },
+		// The gater refuses blocked peers on hosts built here; an injected
+		// host may have none, so their connections are closed as they come.
+		ConnectedF: func(_ network.Network, c network.Conn) {
+			if n.blocklist.Has(c.RemotePeer()) {
+				go func() { _ = c.Close() }()
+			}
+		},
 	})
 
 	mode := dht.ModeClient
@@ -140,7 +150,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	if !cfg.Bootstrapper {
 		disc = retryingDiscovery{Discovery: n.routing, retry: 5 * time.Second}
 	}
-	n.ps, err = newPubSub(psCtx, n.host, &n.cfg, disc, n.isBootstrap)
+	n.ps, err = newPubSub(psCtx, n.host, &n.cfg, disc, n.isBootstrap, n.setScores)
 	if err != nil {
 		return nil, err
 	}
@@ -153,6 +163,20 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 
 // Host is the libp2p host.
 func (n *Node) Host() host.Host { return n.host }
+
+func (n *Node) setScores(s map[peer.ID]float64) {
+	n.scoresMu.Lock()
+	n.scores = s
+	n.scoresMu.Unlock()
+}
+
+// GossipScore is a peer's gossipsub score as this node last computed it
+// (0 for a peer it does not score). Invalid messages lower it.
+func (n *Node) GossipScore(p peer.ID) float64 {
+	n.scoresMu.Lock()
+	defer n.scoresMu.Unlock()
+	return n.scores[p]
+}
 
 // DHT is the Kademlia DHT.
 func (n *Node) DHT() *dht.IpfsDHT { return n.dht }

@@ -125,7 +125,7 @@ func (n *Node) redialTargets() []peer.AddrInfo {
 			targets = append(targets, k)
 		}
 	}
-	return targets
+	return slices.DeleteFunc(targets, func(ai peer.AddrInfo) bool { return n.blocklist.Has(ai.ID) })
 }
 
 // backoff is ReconnectMin * 2^(attempts-1), capped at ReconnectMax, with

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -32,6 +33,13 @@ func chainKey(provider string, seq uint64) []byte {
 // replaced: ErrConflict is returned together with the stored bytes, which
 // with raw form an equivocation proof.
 func (d *DB) PutChainEntry(provider string, seq uint64, raw []byte, sync bool) (existing []byte, err error) {
+	return d.PutChainEntryTTL(provider, seq, raw, sync, 0)
+}
+
+// PutChainEntryTTL is PutChainEntry for entries kept only for ttl (other
+// providers' gossiped entries: long enough to catch equivocation); 0
+// keeps the entry forever.
+func (d *DB) PutChainEntryTTL(provider string, seq uint64, raw []byte, sync bool, ttl time.Duration) (existing []byte, err error) {
 	key := chainKey(provider, seq)
 	err = d.update(func(txn *badger.Txn) error {
 		item, err := txn.Get(key)
@@ -48,7 +56,11 @@ func (d *DB) PutChainEntry(provider string, seq uint64, raw []byte, sync bool) (
 		case !errors.Is(err, badger.ErrKeyNotFound):
 			return err
 		}
-		return txn.Set(key, raw)
+		e := badger.NewEntry(key, raw)
+		if ttl > 0 {
+			e = e.WithTTL(ttl)
+		}
+		return txn.SetEntry(e)
 	})
 	if errors.Is(err, ErrConflict) {
 		return existing, fmt.Errorf("store.PutChainEntry %s/%d: %w", provider, seq, err)

@@ -64,6 +64,16 @@ type Lease struct {
 	OutputCID      string `json:"output_cid,omitempty"`
 	OutputSize     int64  `json:"output_size,omitempty"`
 	LogBytes       int64  `json:"log_bytes,omitempty"`
+
+	// Attestation and payment. ChainSeq is the provider chain entry that
+	// records the work's start (where the lease's attestations begin).
+	ChainSeq  uint64 `json:"chain_seq,omitempty"`
+	ChainLast uint64 `json:"chain_last,omitempty"`
+	// PaidMicro and PaidUntilMs are what the latest voucher covers.
+	PaidMicro   uint64 `json:"paid_micro,omitempty"`
+	PaidUntilMs int64  `json:"paid_until_ms,omitempty"`
+	// Receipt is the provider's sealed receipt once the lease ended.
+	Receipt []byte `json:"receipt,omitempty"`
 }
 
 // JobEvent is one step of a job's history.

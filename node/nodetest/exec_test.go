@@ -178,7 +178,9 @@ func TestCancelRunningJob(t *testing.T) {
 	followed := make(chan string, 1)
 	go func() {
 		var b bytes.Buffer
-		_ = renter.JobLogs(ctx, j.ID, "", true, &b)
+		if err := renter.JobLogs(ctx, j.ID, "", true, &b); err != nil {
+			b.WriteString("error: " + err.Error())
+		}
 		followed <- b.String()
 	}()
 	cj, err := renter.CancelJob(ctx, j.ID)
@@ -198,7 +200,7 @@ func TestCancelRunningJob(t *testing.T) {
 	}
 	select {
 	case logs := <-followed:
-		if !strings.Contains(logs, "working") {
+		if !strings.HasPrefix(logs, "working") {
 			t.Errorf("followed log %q", logs)
 		}
 	case <-ctx.Done():

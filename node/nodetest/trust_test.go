@@ -1,0 +1,177 @@
+package nodetest_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"testing"
+	"time"
+
+	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/node"
+	"github.com/idlegrid/idlegrid/node/nodetest"
+	"github.com/idlegrid/idlegrid/p2p"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	pb "github.com/libp2p/go-libp2p-pubsub/pb"
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+// forkedEntries signs two different chain entries with the same seq under
+// key: what a provider that forks its chain shows two audiences.
+func forkedEntries(t *testing.T, key crypto.PrivKey) (a, b []byte) {
+	t.Helper()
+	at := time.Now().UnixMilli()
+	fp := func(driver string) *attest.Fingerprint {
+		return &attest.Fingerprint{Driver: driver, CUDA: "12.4", GPUs: []attest.GPUFact{{
+			UUID: "GPU-11111111-2222-3333-4444-555555555555", Name: "NVIDIA A10", PCIDeviceID: 0x223610de,
+			MemoryMiB: 24564, ComputeCap: "8.6", PowerLimitMW: 150_000,
+		}}}
+	}
+	var out [2][]byte
+	for i, driver := range []string{"550.54.15", "550.54.14"} {
+		c, err := attest.NewChain(key, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out[i], _, err = c.Append(at, fp(driver)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out[0], out[1]
+}
+
+// TestForkedChainBlockedByEveryNode: a provider gossips two different
+// signed entries for one seq of its chain. Every node of a 20-node cluster
+// catches it or verifies a peer's proof, blocks the provider and zeroes
+// its reputation.
+func TestForkedChainBlockedByEveryNode(t *testing.T) {
+	c := nodetest.New(t, 20, nodetest.Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cheat := c.Members[1]
+	id := cheat.Node.ID()
+	if err := nodetest.WaitFor(ctx, "attest topic meshes", func() bool {
+		return len(cheat.Node.P2P().ListTopicPeers(p2p.TopicAttest)) >= 2
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a, b := forkedEntries(t, cheat.Key)
+	for _, raw := range [][]byte{a, b} {
+		if err := cheat.Node.P2P().Publish(ctx, p2p.TopicAttest, raw, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range c.Members {
+		if m == cheat {
+			continue
+		}
+		if err := nodetest.WaitFor(ctx, "member blocks the forking provider", func() bool {
+			return m.Node.P2P().Blocked(id)
+		}); err != nil {
+			t.Fatalf("member %d (%s): %v", m.Index, m.Role, err)
+		}
+		if r := m.Node.Reputation(id.String()); r.Score != 0 || !r.Fraud {
+			t.Fatalf("member %d: reputation of the forking provider %+v, want 0 with fraud", m.Index, r)
+		}
+	}
+	// Blocked means disconnected too.
+	renter := c.ByRole(node.RoleRenter)[0].Node
+	if err := nodetest.WaitFor(ctx, "no connection to the blocked provider", func() bool {
+		return len(renter.P2P().Host().Network().ConnsToPeer(id)) == 0
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFalseFraudProofChangesOnlyTheSendersScore: a hostile client (plain
+// gossipsub, no validators) gossips a "proof" that proves nothing: the
+// same entry twice. Every node checks it itself and rejects it: the
+// accused stays unblocked with its reputation intact, the proof goes no
+// further, and the sender's gossip score drops where it was received.
+func TestFalseFraudProofChangesOnlyTheSendersScore(t *testing.T) {
+	c := nodetest.New(t, 8, nodetest.Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	accused := c.Members[1]
+
+	// The hostile client: a bare gossipsub on the same mocknet.
+	h, err := c.Net.GenPeer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Net.LinkAll(); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := pubsub.NewGossipSub(ctx, h,
+		pubsub.WithGossipSubProtocols([]protocol.ID{p2p.GossipProtocol}, func(f pubsub.GossipSubFeature, p protocol.ID) bool {
+			return p == p2p.GossipProtocol && f == pubsub.GossipSubFeatureMesh
+		}),
+		pubsub.WithMessageSignaturePolicy(pubsub.StrictSign),
+		pubsub.WithMessageIdFn(func(m *pb.Message) string { s := sha256.Sum256(m.Data); return string(s[:]) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic, err := ps.Join(p2p.TopicFraud)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer topic.Close()
+	var targets []*nodetest.Member
+	for _, m := range c.Members[2:5] {
+		if err := h.Connect(ctx, peer.AddrInfo{ID: m.Node.ID(), Addrs: []ma.Multiaddr{m.Addr}}); err != nil {
+			t.Fatal(err)
+		}
+		targets = append(targets, m)
+	}
+	if err := nodetest.WaitFor(ctx, "hostile client in the fraud topic", func() bool { return len(topic.ListPeers()) >= 2 }); err != nil {
+		t.Fatal(err)
+	}
+
+	entry, _ := forkedEntries(t, accused.Key)
+	proof, err := attest.Seal(&attest.FraudProof{
+		V: attest.RecordsVersion, Reporter: h.ID().String(), Kind: attest.FraudEquivocation,
+		Offender: accused.Node.ID().String(), Entries: [][]byte{entry, entry}, AtMs: time.Now().UnixMilli(),
+	}, h.Peerstore().PrivKey(h.ID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := attest.VerifyFraudProof(proof); err == nil {
+		t.Fatal("the test's proof must be false")
+	}
+	if err := topic.Publish(ctx, proof); err != nil {
+		t.Fatal(err)
+	}
+	if err := nodetest.WaitFor(ctx, "the liar's gossip score drops where the proof landed", func() bool {
+		for _, m := range targets {
+			if m.Node.P2P().GossipScore(h.ID()) < 0 {
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range c.Members {
+		if m.Node.P2P().Blocked(accused.Node.ID()) {
+			t.Fatalf("member %d blocked the falsely accused provider", m.Index)
+		}
+		if r := m.Node.Reputation(accused.Node.ID().String()); r.Fraud || r.Score == 0 {
+			t.Fatalf("member %d: the falsely accused provider's reputation %+v", m.Index, r)
+		}
+		for _, msg := range m.Node.RecentGossip(p2p.TopicFraud) {
+			t.Fatalf("member %d delivered the false proof (%d bytes)", m.Index, len(msg.Data))
+		}
+	}
+	// A node will not publish a proof it cannot verify either.
+	if err := accused.Node.P2P().Publish(ctx, p2p.TopicFraud, proof, 0); err == nil {
+		t.Fatal("a node must refuse to publish a proof its own validator rejects")
+	}
+}

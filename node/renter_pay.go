@@ -1,0 +1,284 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"time"
+
+	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/node/jobproto"
+	"github.com/idlegrid/idlegrid/store"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// payer pays for one running lease: it follows the provider's chain from
+// the lease's start, verifies it (package attest's checks, scoped to the
+// lease) whenever a telemetry window arrives, and signs a cumulative
+// voucher covering up to the end of the last verified window. Telemetry
+// that fails a check, or that stops coming, stops the payments: the
+// provider then stops the work after its grace, so neither side risks more
+// than about one interval.
+type payer struct {
+	a        *auctioneer
+	l        *store.Lease
+	provider peer.ID
+
+	fingerprints [][]byte
+	entries      [][]byte
+	next         uint64 // chain seq to ask for after a reconnect
+	seq          uint64 // vouchers sent
+	lastWindow   time.Time
+	stopped      string // why payments stopped ("" while paying)
+}
+
+// payLease runs until ctx ends (the lease ended or the job stopped).
+func (a *auctioneer) payLease(ctx context.Context, l *store.Lease) {
+	p, err := peer.Decode(l.Provider)
+	if err != nil {
+		return
+	}
+	py := &payer{a: a, l: l, provider: p, lastWindow: time.Now()}
+	if v, err := a.n.db.Voucher(l.ID); err == nil {
+		if pv, err := attest.OpenVoucher(v); err == nil {
+			py.seq = pv.Seq // continue after a restart
+		}
+	}
+	cfg := a.n.cfg.Attest
+	if cfg.PrepayIntervals > 0 && py.seq == 0 {
+		start := time.UnixMilli(l.StartsAtMs)
+		py.pay(ctx, start.Add(time.Duration(cfg.PrepayIntervals)*cfg.VoucherInterval), "")
+	}
+	late := max(cfg.VoucherInterval, cfg.Window) + cfg.VoucherGrace
+	backoff := 500 * time.Millisecond
+	for ctx.Err() == nil && !py.ended() {
+		err := py.follow(ctx, late)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			a.log.Debug("attestation stream ended", "lease", short(l.ID), "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+// follow reads the provider's attestation stream until it ends, checking
+// for late telemetry as it waits.
+func (py *payer) follow(ctx context.Context, late time.Duration) error {
+	a := py.a
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	_, fr, err := a.n.jobCall(sctx, py.provider, &jobproto.Request{Op: jobproto.OpAttest, Lease: py.l.ID, After: py.next, Follow: true})
+	if err != nil {
+		py.checkLate(late)
+		return err
+	}
+	defer fr.Close()
+	frames := make(chan []byte)
+	errc := make(chan error, 1)
+	go func() {
+		for {
+			b, err := fr.Next()
+			if err != nil {
+				errc <- err
+				return
+			}
+			select {
+			case frames <- append([]byte(nil), b...):
+			case <-sctx.Done():
+				errc <- sctx.Err()
+				return
+			}
+		}
+	}()
+	tick := time.NewTicker(max(late/4, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-errc:
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		case <-tick.C:
+			py.checkLate(late)
+		case raw := <-frames:
+			py.entry(ctx, raw)
+		}
+	}
+}
+
+// ended reports whether the lease ended (as the renter last heard).
+func (py *payer) ended() bool {
+	l, err := py.a.n.db.GetLease(py.l.ID)
+	return err != nil || terminalLease(l.State)
+}
+
+// checkLate stops the payments once telemetry is late beyond the grace.
+func (py *payer) checkLate(late time.Duration) {
+	if py.stopped == "" && time.Since(py.lastWindow) > late && !py.ended() {
+		py.stop(fmt.Sprintf("no telemetry from the provider for %s", time.Since(py.lastWindow).Round(time.Second)))
+	}
+}
+
+func (py *payer) stop(why string) {
+	py.stopped = why
+	py.a.jobs.event(py.l.JobCID, "payment-stopped", "lease %s: payments stopped: %s", short(py.l.ID), why)
+	py.a.log.Warn("payments stopped", "lease", short(py.l.ID), "reason", why)
+}
+
+// entry takes one chain entry from the stream; a telemetry window is
+// verified with everything before it and, if it passes, paid for.
+func (py *payer) entry(ctx context.Context, raw []byte) {
+	e, err := attest.OpenEntry(raw)
+	if err != nil {
+		py.stop("the provider sent an invalid chain entry: " + err.Error())
+		return
+	}
+	if e.Fingerprint != nil && !py.hasFingerprint(raw) {
+		py.fingerprints = append(py.fingerprints, raw)
+	}
+	switch {
+	case len(py.entries) == 0 && e.Fingerprint != nil:
+		return // the fingerprint in force, sent ahead of the lease's segment
+	case len(py.entries) > 0 && e.Seq < py.next:
+		return // already verified (a reconnect repeats it)
+	}
+	py.entries = append(py.entries, raw)
+	py.next = e.Seq + 1
+	if e.Telemetry == nil {
+		return
+	}
+	py.lastWindow = time.Now()
+	if py.stopped != "" {
+		return
+	}
+	rep := attest.Verify(py.entries, py.verifyOptions())
+	if !rep.OK() {
+		fs := rep.Failures()
+		py.stop(fmt.Sprintf("telemetry failed the %q check: %s", fs[0].Check, fs[0].Message))
+		return
+	}
+	py.pay(ctx, time.UnixMilli(e.Telemetry.EndMs), attest.RecordID(raw).String())
+}
+
+func (py *payer) hasFingerprint(raw []byte) bool {
+	for _, f := range py.fingerprints {
+		if string(f) == string(raw) {
+			return true
+		}
+	}
+	return false
+}
+
+func (py *payer) verifyOptions() attest.VerifyOptions {
+	cfg := py.a.n.cfg.Attest
+	l := py.l
+	start := l.StartsAtMs
+	if cur, err := py.a.n.db.GetLease(l.ID); err == nil && cur.WorkStartedMs != 0 {
+		start = cur.WorkStartedMs
+	}
+	return attest.VerifyOptions{
+		Provider: l.Provider, NowMs: time.Now().UnixMilli(), MaxSkewMs: cfg.MaxSkew.Milliseconds(),
+		Fingerprints:       py.fingerprints,
+		EnergyTolerancePct: uint32(cfg.EnergyTolerance * 100),
+		Lease:              &attest.LeaseScope{ID: l.ID, Renter: l.Renter, StartMs: start, GPUs: l.GPUs},
+		MaxGapMs:           (max(cfg.Window, cfg.VoucherInterval) + cfg.VoucherGrace).Milliseconds(),
+	}
+}
+
+// pay signs and sends a cumulative voucher covering the lease up to until.
+func (py *payer) pay(ctx context.Context, until time.Time, telemetry string) {
+	a, l := py.a, py.l
+	start := time.UnixMilli(l.StartsAtMs)
+	if until.Before(start) {
+		return
+	}
+	py.seq++
+	v := &attest.Voucher{
+		V: attest.RecordsVersion, Lease: l.ID, Renter: l.Renter, Provider: l.Provider, Seq: py.seq,
+		AmountMicro: owed(l.PriceMicro, len(l.GPUs), until.Sub(start)), CoveredUntilMs: until.UnixMilli(),
+		Telemetry: telemetry, IssuedMs: time.Now().UnixMilli(),
+	}
+	raw, err := attest.SealVoucher(v, a.n.key)
+	if err != nil {
+		a.log.Warn("seal voucher", "lease", short(l.ID), "err", err)
+		return
+	}
+	// Stored before it is sent: the renter owes what it signed.
+	if err := a.n.db.PutVoucher(l.ID, raw); err != nil {
+		a.log.Warn("store voucher", "lease", short(l.ID), "err", err)
+		return
+	}
+	if _, err := a.n.leases.update(l.ID, func(s *store.Lease) bool {
+		s.PaidMicro, s.PaidUntilMs = v.AmountMicro, v.CoveredUntilMs
+		return true
+	}); err != nil {
+		a.log.Warn("store lease", "lease", short(l.ID), "err", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, fr, err := a.n.jobCall(cctx, py.provider, &jobproto.Request{Op: jobproto.OpVoucher, Lease: l.ID, Voucher: raw})
+	if err != nil {
+		a.log.Info("voucher not delivered (the next one covers it)", "lease", short(l.ID), "err", err)
+		return
+	}
+	_ = fr.Close()
+}
+
+// owed is the cumulative amount for gpus GPUs over d at price uUSD per
+// GPU-hour, rounded down to the micro-dollar.
+func owed(priceMicro uint64, gpus int, d time.Duration) uint64 {
+	x := new(big.Int).SetUint64(priceMicro)
+	x.Mul(x, big.NewInt(int64(gpus)))
+	x.Mul(x, big.NewInt(d.Milliseconds()))
+	x.Quo(x, big.NewInt(int64(time.Hour/time.Millisecond)))
+	return x.Uint64()
+}
+
+// fetchReceipt asks the provider of an ended lease for its receipt, checks
+// it (both signatures, this lease and parties) and stores it.
+func (a *auctioneer) fetchReceipt(ctx context.Context, l *store.Lease) {
+	p, err := peer.Decode(l.Provider)
+	if err != nil {
+		return
+	}
+	for attempt := range 5 {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		h, fr, err := a.n.jobCall(cctx, p, &jobproto.Request{Op: jobproto.OpReceipt, Lease: l.ID})
+		cancel()
+		if err == nil {
+			_ = fr.Close()
+			rc, v, err := attest.OpenReceipt(h.Receipt)
+			if err != nil || rc.Lease != l.ID || rc.Provider != l.Provider || v.Renter != a.n.ID().String() {
+				a.log.Warn("bad receipt", "lease", short(l.ID), "err", err)
+				return
+			}
+			if err := a.n.db.PutReceipt(attest.RecordID(h.Receipt).String(), h.Receipt); err != nil {
+				a.log.Warn("store receipt", "lease", short(l.ID), "err", err)
+				return
+			}
+			_, _ = a.n.leases.update(l.ID, func(s *store.Lease) bool { s.Receipt = h.Receipt; return true })
+			return
+		}
+		var re *jobproto.RemoteError
+		if errors.As(err, &re) && re.Code != jobproto.CodeNotReady {
+			return // never paid: no receipt
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Duration(attempt+1) * 500 * time.Millisecond):
+		}
+	}
+}
