@@ -284,30 +284,6 @@ func (a *attestor) heartbeat(ctx context.Context, raw []byte) {
 	}
 }
 
-// leaseEntries returns our stored entries from seq after on that concern
-// the lease, and the head seq they were read up to.
-func (a *attestor) leaseEntries(leaseID string, after uint64) ([][]byte, uint64, error) {
-	h := a.chain.Head()
-	if h == nil || h.Seq < after {
-		return nil, after, nil
-	}
-	raws, err := a.n.db.ChainEntries(a.chain.Provider(), after, h.Seq)
-	if err != nil {
-		return nil, after, err
-	}
-	var out [][]byte
-	for _, raw := range raws {
-		e, err := attest.OpenEntry(raw)
-		if err != nil {
-			return nil, after, err
-		}
-		if slices.Contains(e.Leases(), leaseID) {
-			out = append(out, raw)
-		}
-	}
-	return out, h.Seq + 1, nil
-}
-
 // changed returns a channel closed at the next append.
 func (a *attestor) changed() <-chan struct{} {
 	a.mu.Lock()

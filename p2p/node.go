@@ -42,11 +42,11 @@ type Node struct {
 	// scores are the peers' gossipsub scores, refreshed every second.
 	scoresMu sync.Mutex
 	scores   map[peer.ID]float64
-	dht       *dht.IpfsDHT
-	ps        *pubsub.PubSub
-	book      PeerBook
-	metrics   *metrics
-	started   time.Time
+	dht      *dht.IpfsDHT
+	ps       *pubsub.PubSub
+	book     PeerBook
+	metrics  *metrics
+	started  time.Time
 
 	routing  *drouting.RoutingDiscovery
 	psCancel context.CancelFunc
