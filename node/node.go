@@ -54,6 +54,10 @@ type Deps struct {
 	WorkDir string
 	// AdmitAward is the provider's award admission policy; nil admits all.
 	AdmitAward AdmitAward
+	// WithholdPayment is the renter's payment policy: returning true for a
+	// lease withholds its next voucher (a dispute, a budget cap). nil pays
+	// whatever verified telemetry covers.
+	WithholdPayment func(leaseID string) bool
 }
 
 // Node is one running idlegrid node.
@@ -73,6 +77,8 @@ type Node struct {
 	jobs    *jobTracker
 	leases  *leaseBook
 	rep     *reputationBook
+	// withhold is the renter's payment policy (Deps.WithholdPayment).
+	withhold func(leaseID string) bool
 	// artifacts hold WASM modules: a renter serves them to its providers,
 	// a provider keeps the ones it fetched.
 	artifacts *executor.DirArtifacts
@@ -149,6 +155,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	n.jobs = newJobTracker(n.db)
 	n.leases = newLeaseBook(n.db)
 	n.rep = newReputationBook(n)
+	n.withhold = deps.WithholdPayment
 	dir, cleanup, err := workDir(cfg, deps)
 	if err != nil {
 		return nil, fmt.Errorf("node.New: work dir: %w", err)

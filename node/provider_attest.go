@@ -31,8 +31,11 @@ type attestor struct {
 	mu     sync.Mutex // serialises appends and the window
 	chain  *attest.Chain
 	window *attest.TelemetryWindow
-	// assigned is the lease (and renter) each GPU serves in the window.
+	// assigned is the lease (and renter) each GPU serves; inWindow marks
+	// the GPUs assigned in the open window (at their first sample, so a
+	// GPU that stops reporting does not void the others' window).
 	assigned map[string][2]string
+	inWindow map[string]bool
 	// appended is closed and replaced after every append (followers).
 	appended chan struct{}
 }
@@ -189,15 +192,10 @@ func (a *attestor) append(body attest.Body) ([]byte, error) {
 	return raw, nil
 }
 
-// openWindow starts a telemetry window with the GPUs' current leases.
-// Callers hold a.mu.
+// openWindow starts a telemetry window. Callers hold a.mu.
 func (a *attestor) openWindow(at time.Time) {
 	a.window = attest.NewTelemetryWindow(at.UnixMilli(), "")
-	for uuid, lr := range a.assigned {
-		if err := a.window.Assign(uuid, lr[0], lr[1]); err != nil {
-			a.log.Warn("assign GPU in telemetry window", "gpu", uuid, "err", err)
-		}
-	}
+	a.inWindow = map[string]bool{}
 }
 
 // closeWindow appends the window's telemetry entry (nil when it saw no
@@ -228,6 +226,12 @@ func (a *attestor) sample(ctx context.Context) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, s := range samples {
+		if lr, ok := a.assigned[s.UUID]; ok && !a.inWindow[s.UUID] {
+			if err := a.window.Assign(s.UUID, lr[0], lr[1]); err != nil {
+				a.log.Warn("assign GPU in telemetry window", "gpu", s.UUID, "err", err)
+			}
+			a.inWindow[s.UUID] = true
+		}
 		if err := a.window.Add(toAttestSample(s)); err != nil {
 			a.log.Debug("telemetry sample", "gpu", s.UUID, "err", err)
 		}

@@ -133,6 +133,7 @@ func (r *leaseRunner) startWorkload(ctx context.Context, id string, ex executor.
 	if err != nil {
 		return err
 	}
+	r.simulateLoad(l, true)
 	// The chain records the start; the lease's attestations begin there.
 	seq := r.n.attest.jobEvent(l, attest.JobStarted)
 	_, err = r.book.update(id, func(l *store.Lease) bool { l.ChainSeq = seq; return true })
@@ -444,4 +445,36 @@ func outcome(res executor.Result, stopCause error) (state, reason string) {
 		return LeaseFailed, "stopped: the provider shut down while it ran"
 	}
 	return LeaseFailed, with(res.Reason)
+}
+
+// loadSimulator is implemented by simulated GPU backends: a workload on a
+// simulated GPU has no real kernels, so the node tells the simulation that
+// a job loads it (utilization, power, energy and temperature follow).
+type loadSimulator interface {
+	SetLoad(uuid, jobID string, utilPct float64, memMiB uint64) error
+	ClearLoad(uuid string) error
+}
+
+// simLoadPct and simLoadMiB are the load a leased simulated GPU shows.
+const (
+	simLoadPct = 85
+	simLoadMiB = 2048
+)
+
+func (r *leaseRunner) simulateLoad(l *store.Lease, on bool) {
+	sim, ok := r.n.gpus.(loadSimulator)
+	if !ok {
+		return
+	}
+	for _, g := range l.GPUs {
+		var err error
+		if on {
+			err = sim.SetLoad(g, l.JobCID, simLoadPct, simLoadMiB)
+		} else {
+			err = sim.ClearLoad(g)
+		}
+		if err != nil {
+			r.log.Debug("simulated load", "gpu", g, "on", on, "err", err)
+		}
+	}
 }

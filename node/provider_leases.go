@@ -244,6 +244,9 @@ func (r *leaseRunner) finish(id, state, reason string, more func(l *store.Lease)
 		r.log.Warn("store lease", "lease", short(id), "err", err)
 		return
 	}
+	if done && l.WorkStartedMs != 0 {
+		r.simulateLoad(l, false)
+	}
 	if done && l.ChainSeq != 0 {
 		// The chain records the end before the GPUs are free again: a GPU
 		// must never appear to serve two leases at once.

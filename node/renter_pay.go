@@ -200,6 +200,9 @@ func (py *payer) verifyOptions() attest.VerifyOptions {
 // pay signs and sends a cumulative voucher covering the lease up to until.
 func (py *payer) pay(ctx context.Context, until time.Time, telemetry string) {
 	a, l := py.a, py.l
+	if a.n.withhold != nil && a.n.withhold(l.ID) {
+		return
+	}
 	start := time.UnixMilli(l.StartsAtMs)
 	if until.Before(start) {
 		return

@@ -51,6 +51,11 @@ type Options struct {
 	// command is its script, e.g. ["sleep:2s"]); a func returning nil: the
 	// node's built-in runtimes.
 	Executors func(i int, dir string) []executor.Executor
+	// GPU gives provider i its GPU backend (nil: the simulated GPUs its
+	// config names). The node owns it.
+	GPU func(i int) gpu.Backend
+	// WithholdPayment gives member i a renter payment policy.
+	WithholdPayment func(i int) func(leaseID string) bool
 }
 
 // Token is the API token of every cluster member when Options.API is set.
@@ -73,6 +78,8 @@ type Member struct {
 
 	admit     node.AdmitAward
 	executors func(i int, dir string) []executor.Executor
+	gpu       func(i int) gpu.Backend
+	withhold  func(i int) func(string) bool
 	cancel    context.CancelFunc
 	done      chan struct{}
 }
@@ -199,6 +206,8 @@ func Start(n int, o Options) (_ *Cluster, err error) {
 			m.admit = o.AdmitAward(i)
 		}
 		m.executors = o.Executors
+		m.gpu = o.GPU
+		m.withhold = o.WithholdPayment
 		if err := newNode(mn, m); err != nil {
 			return nil, fmt.Errorf("member %d: %w", i, err)
 		}
@@ -247,6 +256,12 @@ func newNode(mn mocknet.Mocknet, m *Member) error {
 	}
 	m.Registry = prometheus.NewRegistry()
 	deps := node.Deps{Host: h, Store: db, Identity: m.Key, Token: Token, Registry: m.Registry, AdmitAward: m.admit}
+	if m.withhold != nil {
+		deps.WithholdPayment = m.withhold(m.Index)
+	}
+	if m.Role == node.RoleProvider && m.gpu != nil {
+		deps.GPU = m.gpu(m.Index)
+	}
 	if m.Role == node.RoleProvider {
 		dir, err := os.MkdirTemp("", "idlegrid-nodetest-")
 		if err != nil {
