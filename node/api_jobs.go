@@ -3,6 +3,7 @@ package node
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -228,4 +229,19 @@ func toAPIReputation(r reputation.Result) api.Reputation {
 		GossipSuccesses: r.GossipSuccesses, GossipFailures: r.GossipFailures, GossipIgnored: r.GossipIgnored,
 		UptimeWindows: r.UptimeWindows, UptimeRatio: r.UptimeRatio, GPUHours: r.EffectiveGPUHours,
 	}
+}
+
+func (b apiBackend) Earnings(since time.Time) (api.Earnings, error) { return b.n.Earnings(since) }
+
+func (b apiBackend) Spend(since time.Time) (api.Spend, error) { return b.n.Spend(since) }
+
+func (b apiBackend) Attestations(ctx context.Context, lease string) ([]byte, error) {
+	x, err := b.n.ExportAttestations(ctx, lease)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, api.Errorf(http.StatusNotFound, api.CodeNotFound, "no lease %s", lease)
+	}
+	if err != nil {
+		return nil, api.Errorf(http.StatusBadGateway, "attestations", "%v", err)
+	}
+	return json.MarshalIndent(x, "", "  ")
 }

@@ -98,6 +98,11 @@ func StartDevnet(ctx context.Context, o DevnetOptions) (_ *Devnet, err error) {
 			cfg.Provider.RecordTTL = 5 * time.Minute
 		}
 		cfg.Market.Refresh = 2 * time.Second
+		// Short attestation windows, so the demo's lease is attested and
+		// paid for while you watch.
+		cfg.Attest.Sample = 250 * time.Millisecond
+		cfg.Attest.Window = 2 * time.Second
+		cfg.Attest.VoucherInterval = 2 * time.Second
 		if _, err := Init(home, m.role, InitOptions{Force: true, Config: &cfg}); err != nil {
 			return nil, fmt.Errorf("devnet: %s: %w", m.name, err)
 		}

@@ -114,10 +114,16 @@ func (r *leaseRunner) acceptVoucher(from peer.ID, l *store.Lease, raw []byte) (*
 	if err := r.n.db.PutVoucher(l.ID, raw); err != nil {
 		return nil, err
 	}
-	return r.book.update(l.ID, func(l *store.Lease) bool {
+	cur, err := r.book.update(l.ID, func(l *store.Lease) bool {
 		l.PaidMicro, l.PaidUntilMs = v.AmountMicro, v.CoveredUntilMs
 		return true
 	})
+	if err == nil && terminalLease(cur.State) {
+		// The renter paid for the last window after the work ended: the
+		// receipt carries that final voucher.
+		r.background(func(ctx context.Context) { r.issueReceipt(ctx, cur) })
+	}
+	return cur, err
 }
 
 // payWatch stops a running lease whose renter stopped paying: when the

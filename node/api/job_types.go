@@ -120,3 +120,44 @@ type Reputation struct {
 	UptimeRatio     float64 `json:"uptime_ratio"`
 	GPUHours        float64 `json:"effective_gpu_hours"`
 }
+
+// Earnings is a provider's income and fill rate (GET /v1/earnings).
+type Earnings struct {
+	Since    time.Time     `json:"since"`
+	TotalUSD float64       `json:"total_usd"`
+	FillRate float64       `json:"fill_rate"` // leased GPU-hours / offered GPU-hours
+	Days     []EarningsDay `json:"days"`
+	GPUs     []EarningsGPU `json:"gpus"`
+}
+
+// EarningsDay is one UTC day of a provider's earnings.
+type EarningsDay struct {
+	Day             string  `json:"day"` // YYYY-MM-DD, UTC
+	Leases          int     `json:"leases"`
+	EarnedUSD       float64 `json:"earned_usd"`
+	LeasedGPUHours  float64 `json:"leased_gpu_hours"`
+	OfferedGPUHours float64 `json:"offered_gpu_hours"`
+	FillRate        float64 `json:"fill_rate"`
+}
+
+// EarningsGPU is one GPU's share.
+type EarningsGPU struct {
+	UUID           string  `json:"uuid"`
+	EarnedUSD      float64 `json:"earned_usd"`
+	LeasedGPUHours float64 `json:"leased_gpu_hours"`
+}
+
+// Spend is a renter's spending (GET /v1/spend).
+type Spend struct {
+	Since    time.Time  `json:"since"`
+	TotalUSD float64    `json:"total_usd"`
+	Days     []SpendDay `json:"days"`
+}
+
+// SpendDay is one UTC day of a renter's spending.
+type SpendDay struct {
+	Day      string  `json:"day"`
+	Leases   int     `json:"leases"`
+	SpentUSD float64 `json:"spent_usd"`
+	GPUHours float64 `json:"gpu_hours"`
+}

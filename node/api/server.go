@@ -62,6 +62,12 @@ type Backend interface {
 	// Reputation scores one (the prior when there is none).
 	Reputations() ([]Reputation, error)
 	Reputation(peer string) (Reputation, error)
+	// Earnings (providers) and Spend (renters) sum paid vouchers since a
+	// time.
+	Earnings(since time.Time) (Earnings, error)
+	Spend(since time.Time) (Spend, error)
+	// Attestations exports the signed chain entries attesting a lease.
+	Attestations(ctx context.Context, lease string) ([]byte, error)
 }
 
 // Options configure the server.
@@ -170,21 +176,24 @@ func (s *Server) Handler() http.Handler {
 		"GET /metrics":   s.getMetrics,
 		// Market search: q is the query, sort a field (-field descending),
 		// limit a count, explain=true adds per-clause counts.
-		"GET /v1/market/search":           s.getSearch,
-		"GET /v1/market/providers/{peer}": s.getProvider,
-		"GET /v1/capacity":                s.getCapacity,
-		"POST /v1/jobs":                   s.postJob,
-		"GET /v1/jobs":                    s.getJobs,
-		"GET /v1/jobs/{id}":               s.getJob,
-		"GET /v1/jobs/{id}/events":        s.getJobEvents,
-		"GET /v1/leases":                  s.getLeases,
-		"GET /v1/market/prices":           s.getPrices,
-		"GET /v1/jobs/{id}/logs":          s.getJobLogs,
-		"GET /v1/jobs/{id}/result":        s.getJobResult,
-		"POST /v1/jobs/{id}/cancel":       s.postJobCancel,
-		"POST /v1/artifacts":              s.postArtifact,
-		"GET /v1/reputation":              s.getReputations,
-		"GET /v1/reputation/{peer}":       s.getReputation,
+		"GET /v1/market/search":            s.getSearch,
+		"GET /v1/market/providers/{peer}":  s.getProvider,
+		"GET /v1/capacity":                 s.getCapacity,
+		"POST /v1/jobs":                    s.postJob,
+		"GET /v1/jobs":                     s.getJobs,
+		"GET /v1/jobs/{id}":                s.getJob,
+		"GET /v1/jobs/{id}/events":         s.getJobEvents,
+		"GET /v1/leases":                   s.getLeases,
+		"GET /v1/market/prices":            s.getPrices,
+		"GET /v1/jobs/{id}/logs":           s.getJobLogs,
+		"GET /v1/jobs/{id}/result":         s.getJobResult,
+		"POST /v1/jobs/{id}/cancel":        s.postJobCancel,
+		"POST /v1/artifacts":               s.postArtifact,
+		"GET /v1/reputation":               s.getReputations,
+		"GET /v1/reputation/{peer}":        s.getReputation,
+		"GET /v1/earnings":                 s.getEarnings,
+		"GET /v1/spend":                    s.getSpend,
+		"GET /v1/leases/{id}/attestations": s.getAttestations,
 	}
 	if s.opts.Debug {
 		routes["POST /v1/debug/gossip"] = s.postGossip

@@ -112,3 +112,50 @@ func (s *Server) getReputation(w http.ResponseWriter, r *http.Request) error {
 	}
 	return writeJSON(w, rep)
 }
+
+// sinceParam reads ?days=N (default 7) as a start time.
+func sinceParam(r *http.Request) (time.Time, error) {
+	days := 7
+	if v := r.URL.Query().Get("days"); v != "" {
+		d, err := strconv.Atoi(v)
+		if err != nil || d < 1 || d > 3660 {
+			return time.Time{}, Errorf(http.StatusBadRequest, CodeBadRequest, "days=%q: want a whole number of days, 1..3660", v)
+		}
+		days = d
+	}
+	return time.Now().AddDate(0, 0, -days), nil
+}
+
+func (s *Server) getEarnings(w http.ResponseWriter, r *http.Request) error {
+	since, err := sinceParam(r)
+	if err != nil {
+		return err
+	}
+	e, err := s.b.Earnings(since)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, e)
+}
+
+func (s *Server) getSpend(w http.ResponseWriter, r *http.Request) error {
+	since, err := sinceParam(r)
+	if err != nil {
+		return err
+	}
+	sp, err := s.b.Spend(since)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, sp)
+}
+
+func (s *Server) getAttestations(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.b.Attestations(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, err = w.Write(b)
+	return err
+}

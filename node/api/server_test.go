@@ -95,6 +95,18 @@ func (f *fakeBackend) Reputation(p string) (api.Reputation, error) {
 	return api.Reputation{Provider: p, Score: 0.8, Badge: "none"}, nil
 }
 
+func (f *fakeBackend) Earnings(since time.Time) (api.Earnings, error) {
+	return api.Earnings{Since: since, TotalUSD: 1.5}, nil
+}
+
+func (f *fakeBackend) Spend(since time.Time) (api.Spend, error) {
+	return api.Spend{Since: since, TotalUSD: 2.5}, nil
+}
+
+func (f *fakeBackend) Attestations(_ context.Context, lease string) ([]byte, error) {
+	return []byte(`{"version":1,"lease":{"id":"` + lease + `"}}`), nil
+}
+
 func (f *fakeBackend) AddArtifact(r io.Reader) (string, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -183,6 +195,16 @@ func TestClientRoundTrip(t *testing.T) {
 	}
 	if rep, err := c.Reputation(ctx, "12D3KooWq"); err != nil || rep.Provider != "12D3KooWq" {
 		t.Fatalf("reputation: %+v %v", rep, err)
+	}
+	if e, err := c.Earnings(ctx, 3); err != nil || e.TotalUSD != 1.5 || time.Since(e.Since) < 71*time.Hour {
+		t.Fatalf("earnings: %+v %v", e, err)
+	}
+	if sp, err := c.Spend(ctx, 1); err != nil || sp.TotalUSD != 2.5 {
+		t.Fatalf("spend: %+v %v", sp, err)
+	}
+	var ax strings.Builder
+	if err := c.Attestations(ctx, "l1", &ax); err != nil || !strings.Contains(ax.String(), `"l1"`) {
+		t.Fatalf("attestations: %q %v", ax.String(), err)
 	}
 	if id, err := c.AddArtifact(ctx, strings.NewReader("module")); err != nil || id != "len-6" {
 		t.Fatalf("add artifact: %q %v", id, err)

@@ -84,6 +84,9 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 		newLeasesCmd(g),
 		newArtifactCmd(g),
 		newRepCmd(g),
+		newEarningsCmd(g),
+		newSpendCmd(g),
+		newAttestCmd(g),
 	)
 	return root
 }

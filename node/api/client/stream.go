@@ -140,3 +140,28 @@ func (c *Client) Reputation(ctx context.Context, peerID string) (Reputation, err
 
 // Reputation is api.Reputation.
 type Reputation = api.Reputation
+
+// Earnings is a provider's income over the last days.
+func (c *Client) Earnings(ctx context.Context, days int) (api.Earnings, error) {
+	var out api.Earnings
+	err := c.do(ctx, http.MethodGet, "/v1/earnings", url.Values{"days": {fmt.Sprint(days)}}, nil, &out)
+	return out, err
+}
+
+// Spend is a renter's spending over the last days.
+func (c *Client) Spend(ctx context.Context, days int) (api.Spend, error) {
+	var out api.Spend
+	err := c.do(ctx, http.MethodGet, "/v1/spend", url.Values{"days": {fmt.Sprint(days)}}, nil, &out)
+	return out, err
+}
+
+// Attestations writes the export of a lease's attestations to w.
+func (c *Client) Attestations(ctx context.Context, lease string, w io.Writer) error {
+	resp, err := c.stream(ctx, http.MethodGet, "/v1/leases/"+url.PathEscape(lease)+"/attestations", nil, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(w, resp.Body)
+	return err
+}

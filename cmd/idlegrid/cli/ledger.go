@@ -1,0 +1,166 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/idlegrid/idlegrid/node"
+	"github.com/spf13/cobra"
+)
+
+func newEarningsCmd(g *globals) *cobra.Command {
+	var days int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "earnings",
+		Short: "Provider: income from renters' vouchers per day and per GPU, and the fill rate",
+		Long: `Show what renters paid (their latest cumulative vouchers) per UTC day and per
+GPU, and the fill rate: GPU-hours the provider's own signed telemetry
+attributes to leases over the GPU-hours it attests. A lease counts on the day
+it started.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			e, err := c.Earnings(cmd.Context(), days)
+			if err != nil {
+				return explain(err, g.home)
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), e)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "since %s: earned $%.4f, fill rate %.1f%%\n\n", e.Since.Local().Format(time.DateTime), e.TotalUSD, 100*e.FillRate)
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "DAY\tLEASES\tEARNED\tLEASED GPU-H\tOFFERED GPU-H\tFILL")
+			for _, d := range e.Days {
+				fmt.Fprintf(tw, "%s\t%d\t$%.4f\t%.2f\t%.2f\t%.1f%%\n", d.Day, d.Leases, d.EarnedUSD, d.LeasedGPUHours, d.OfferedGPUHours, 100*d.FillRate)
+			}
+			fmt.Fprintln(tw, "\nGPU\t\tEARNED\tLEASED GPU-H")
+			for _, gp := range e.GPUs {
+				fmt.Fprintf(tw, "%s\t\t$%.4f\t%.2f\n", gp.UUID, gp.EarnedUSD, gp.LeasedGPUHours)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().IntVar(&days, "days", 7, "how many days back")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newSpendCmd(g *globals) *cobra.Command {
+	var days int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "spend",
+		Short: "Renter: what this renter's signed vouchers owe, per day",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			s, err := c.Spend(cmd.Context(), days)
+			if err != nil {
+				return explain(err, g.home)
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), s)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "since %s: spent $%.4f\n\n", s.Since.Local().Format(time.DateTime), s.TotalUSD)
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "DAY\tLEASES\tSPENT\tGPU-H")
+			for _, d := range s.Days {
+				fmt.Fprintf(tw, "%s\t%d\t$%.4f\t%.2f\n", d.Day, d.Leases, d.SpentUSD, d.GPUHours)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().IntVar(&days, "days", 7, "how many days back")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newAttestCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "attest", Short: "Export and verify the signed telemetry that attests a lease"}
+	var out string
+	export := &cobra.Command{
+		Use:   "export LEASE",
+		Short: "Write a lease's signed chain entries (its provider's telemetry and job events) to a file",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			var f *os.File
+			if out != "" && out != "-" {
+				if f, err = os.Create(out); err != nil {
+					return err
+				}
+				w = f
+			}
+			err = c.Attestations(cmd.Context(), args[0], w)
+			if f != nil {
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+				if err == nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", out)
+				}
+			}
+			return explain(err, g.home)
+		},
+	}
+	export.Flags().StringVarP(&out, "output", "o", "", "file to write (default stdout)")
+	var asJSON bool
+	verify := &cobra.Command{
+		Use:   "verify FILE",
+		Short: "Check an exported lease attestation offline: every verifier check, named",
+		Long: `Check a file written by 'idlegrid attest export' without any network: envelope
+signatures and domains, chain continuity, time, fingerprint stability, GPU UUID
+clashes, value ranges, energy against power x time, hardware health and the
+lease's coverage. Exits 1 when a check fails.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := os.ReadFile(args[0])
+			if err != nil {
+				return err
+			}
+			cfg := node.DefaultConfig(node.RoleRenter).Attest
+			findings, ok, err := node.VerifyAttestations(data, cfg, time.Now())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if err := printJSON(cmd.OutOrStdout(), findings); err != nil {
+					return err
+				}
+			} else {
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "CHECK\tRESULT\tDETAIL")
+				for _, f := range findings {
+					res := "ok"
+					if !f.OK {
+						res = "FAIL"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Check, res, f.Message)
+				}
+				_ = tw.Flush()
+			}
+			if !ok {
+				return fmt.Errorf("%s: attestation verification failed", args[0])
+			}
+			return nil
+		},
+	}
+	verify.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.AddCommand(export, verify)
+	return cmd
+}
