@@ -87,6 +87,19 @@ func openAttestor(n *Node) (*attestor, error) {
 	if a.chain, err = attest.NewChain(n.key, head); err != nil {
 		return nil, fmt.Errorf("open chain: %w", err)
 	}
+	// Work that outlived a restart (reattached containers) keeps its GPUs
+	// attributed in the telemetry.
+	leases, err := n.db.Leases()
+	if err != nil {
+		return nil, fmt.Errorf("open chain: %w", err)
+	}
+	for _, l := range leases {
+		if l.Side == "provider" && l.ChainSeq != 0 && !terminalLease(l.State) {
+			for _, g := range l.GPUs {
+				a.assigned[g] = [2]string{l.ID, l.Renter}
+			}
+		}
+	}
 	return a, nil
 }
 
