@@ -26,6 +26,26 @@ type reputationBook struct {
 	mu      sync.Mutex
 	at      time.Time
 	results map[string]reputation.Result
+	// receipts caches verified receipts by record ID: each is checked
+	// (two signatures) once, not at every fold.
+	receiptsMu sync.Mutex
+	receipts   map[string]reputation.Receipt
+}
+
+func (r *reputationBook) parsed(id string) (reputation.Receipt, bool) {
+	r.receiptsMu.Lock()
+	defer r.receiptsMu.Unlock()
+	rc, ok := r.receipts[id]
+	return rc, ok
+}
+
+func (r *reputationBook) remember(id string, rc reputation.Receipt) {
+	r.receiptsMu.Lock()
+	defer r.receiptsMu.Unlock()
+	if r.receipts == nil {
+		r.receipts = map[string]reputation.Receipt{}
+	}
+	r.receipts[id] = rc
 }
 
 func newReputationBook(n *Node) *reputationBook {

@@ -18,6 +18,10 @@ import (
 // seq (equivocation) is caught when it comes.
 const peerEntryRetention = time.Hour
 
+// gossipedReceiptRetention is how long other renters' receipts count: by
+// then reputation decay (7-day half-life) has made them negligible.
+const gossipedReceiptRetention = 30 * 24 * time.Hour
+
 // heartbeatEvery is how often a provider sends its heartbeat (one signed
 // telemetry entry per window).
 func heartbeatEvery(c Config) time.Duration { return c.Attest.Window }
@@ -83,7 +87,7 @@ func (n *Node) onAttest(ctx context.Context, raw []byte) {
 	case attestEntry:
 		n.observeEntry(ctx, raw, rec.(*attest.Entry))
 	case attestReceipt:
-		if err := n.db.PutReceipt(attest.RecordID(raw).String(), raw); err != nil {
+		if err := n.db.PutReceiptTTL(attest.RecordID(raw).String(), raw, gossipedReceiptRetention); err != nil {
 			n.log.Warn("store receipt", "err", err)
 		}
 		n.rep.invalidate()
@@ -165,15 +169,22 @@ func (n *Node) receiptEvidence() []reputation.Receipt {
 	}
 	var out []reputation.Receipt
 	for _, raw := range raws {
+		id := attest.RecordID(raw).String()
+		if r, ok := n.rep.parsed(id); ok {
+			out = append(out, r)
+			continue
+		}
 		rc, v, err := attest.OpenReceipt(raw)
 		if err != nil {
 			continue
 		}
-		out = append(out, reputation.Receipt{
+		r := reputation.Receipt{
 			Lease: rc.Lease, Provider: rc.Provider, Renter: v.Renter, At: time.UnixMilli(rc.AtMs),
 			State:    outcomeState(&store.Lease{State: rc.Outcome}),
 			GPUHours: float64(rc.GPUMs) / float64(time.Hour/time.Millisecond),
-		})
+		}
+		n.rep.remember(id, r)
+		out = append(out, r)
 	}
 	return out
 }

@@ -133,6 +133,17 @@ func (d *DB) PutReceipt(id string, raw []byte) error {
 	return d.putRaw("store.PutReceipt", receiptPrefix+id, raw, true)
 }
 
+// PutReceiptTTL stores a receipt for ttl (others' gossiped receipts).
+func (d *DB) PutReceiptTTL(id string, raw []byte, ttl time.Duration) error {
+	err := d.update(func(txn *badger.Txn) error {
+		return txn.SetEntry(badger.NewEntry([]byte(receiptPrefix+id), raw).WithTTL(ttl))
+	})
+	if err != nil {
+		return fmt.Errorf("store.PutReceiptTTL: %w", err)
+	}
+	return nil
+}
+
 // Receipts returns every stored receipt.
 func (d *DB) Receipts() ([][]byte, error) { return d.scanRaw("store.Receipts", receiptPrefix) }
 
