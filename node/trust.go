@@ -87,6 +87,9 @@ func (n *Node) onAttest(ctx context.Context, raw []byte) {
 	case attestEntry:
 		n.observeEntry(ctx, raw, rec.(*attest.Entry))
 	case attestReceipt:
+		if rc := rec.(*attest.Receipt); rc.Renter == n.ID().String() || rc.Provider == n.ID().String() {
+			return // our own: stored for good when it was issued or fetched
+		}
 		if err := n.db.PutReceiptTTL(attest.RecordID(raw).String(), raw, gossipedReceiptRetention); err != nil {
 			n.log.Warn("store receipt", "err", err)
 		}
