@@ -36,6 +36,11 @@ type attestor struct {
 	// GPU that stops reporting does not void the others' window).
 	assigned map[string][2]string
 	inWindow map[string]bool
+	// sampled marks the GPUs with a sample in the open window; an XID for
+	// a GPU without one waits in pending (a window may only mention GPUs
+	// it has samples of, and one lost GPU must not void the others').
+	sampled map[string]bool
+	pending []gpu.Event
 	// appended is closed and replaced after every append (followers).
 	appended chan struct{}
 }
@@ -130,7 +135,7 @@ func (a *attestor) run(ctx context.Context) {
 				continue
 			}
 			a.mu.Lock()
-			a.window.AddXID(ev.UUID, ev.Time.UnixMilli(), ev.XID)
+			a.addXID(ev)
 			a.mu.Unlock()
 		case <-sample.C:
 			a.sample(ctx)
@@ -209,6 +214,22 @@ func (a *attestor) append(body attest.Body) ([]byte, error) {
 func (a *attestor) openWindow(at time.Time) {
 	a.window = attest.NewTelemetryWindow(at.UnixMilli(), "")
 	a.inWindow = map[string]bool{}
+	a.sampled = map[string]bool{}
+}
+
+// maxPendingXIDs bounds the XIDs kept for GPUs that stopped reporting.
+const maxPendingXIDs = 64
+
+// addXID records an XID in the window if its GPU reported in it, else
+// keeps it for the GPU's next reporting window. Callers hold a.mu.
+func (a *attestor) addXID(ev gpu.Event) {
+	if !a.sampled[ev.UUID] {
+		if len(a.pending) < maxPendingXIDs {
+			a.pending = append(a.pending, ev)
+		}
+		return
+	}
+	a.window.AddXID(ev.UUID, ev.Time.UnixMilli(), ev.XID)
 }
 
 // closeWindow appends the window's telemetry entry (nil when it saw no
@@ -247,6 +268,24 @@ func (a *attestor) sample(ctx context.Context) {
 		}
 		if err := a.window.Add(toAttestSample(s)); err != nil {
 			a.log.Debug("telemetry sample", "gpu", s.UUID, "err", err)
+			continue
+		}
+		if !a.sampled[s.UUID] {
+			a.sampled[s.UUID] = true
+			// XIDs that waited for this GPU's next window are stamped at
+			// its first sample there (when they were attested).
+			kept := a.pending[:0]
+			for _, ev := range a.pending {
+				if ev.UUID != s.UUID {
+					kept = append(kept, ev)
+					continue
+				}
+				if start := time.UnixMilli(s.Time.UnixMilli()); ev.Time.Before(start) {
+					ev.Time = start
+				}
+				a.window.AddXID(ev.UUID, ev.Time.UnixMilli(), ev.XID)
+			}
+			a.pending = kept
 		}
 	}
 }

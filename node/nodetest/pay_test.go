@@ -175,7 +175,9 @@ func TestProviderStopsTelemetryRenterStopsPaying(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A GPU that falls off the bus is a hardware XID: the health check.
+	// A GPU that falls off the bus is a hardware XID: the health check
+	// catches it when the XID lands in a window the GPU still reported in;
+	// otherwise the GPU's telemetry just stops. Either way payment stops.
 	{
 		var sims2 []*gpu.Sim
 		_, r2 := auctionCluster(t, []provOpts{{gpus: 1, bronze: 0.5}}, nodetest.Options{Configure: fastAttest, GPU: simProvider(&sims2)})
@@ -189,9 +191,9 @@ func TestProviderStopsTelemetryRenterStopsPaying(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := fmt.Sprintf("failed the %q check", attest.CheckHealth)
-		if err := nodetest.WaitFor(ctx, "payments stopped by the health check", func() bool {
+		if err := nodetest.WaitFor(ctx, "payments stopped by the health check or silence", func() bool {
 			cur, _ := r2.Job(j.ID)
-			return cur != nil && hasEvent(cur, "payment-stopped", want)
+			return cur != nil && (hasEvent(cur, "payment-stopped", want) || hasEvent(cur, "payment-stopped", "no telemetry"))
 		}); err != nil {
 			t.Fatal(err)
 		}
