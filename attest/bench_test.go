@@ -1,8 +1,15 @@
 package attest
 
 import (
+	"bytes"
+	"encoding/binary"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/record"
 )
 
@@ -114,4 +121,103 @@ func BenchmarkVerifySegment(b *testing.B) {
 	for b.Loop() {
 		Verify(raws, opts)
 	}
+}
+
+// BenchmarkVerifyVsEd25519 measures OpenEntry on one 8-GPU telemetry
+// entry and the raw ed25519 check of the same signed message (what
+// BenchmarkEd25519Verify does), interleaved in blocks of 16 so that load
+// from other processes falls on both alike, and timed in process CPU time
+// (cpuNow) so that time spent descheduled counts for neither. It reports
+// both per-operation times and ratio = raw time / verify time: the
+// verifier's throughput as a fraction of raw ed25519 verification.
+func BenchmarkVerifyVsEd25519(b *testing.B) {
+	compareVerify(b, func(n int, fn func()) {
+		for range n {
+			fn()
+		}
+	})
+}
+
+// BenchmarkVerifyVsEd25519Parallel is BenchmarkVerifyVsEd25519 with each
+// block spread over GOMAXPROCS goroutines, for raw verification as for
+// OpenEntry: the per-entry CPU cost in parallel, and the wall-clock
+// throughput of both.
+func BenchmarkVerifyVsEd25519Parallel(b *testing.B) {
+	compareVerify(b, parallel)
+}
+
+func compareVerify(b *testing.B, run func(n int, fn func())) {
+	raw, _, _ := telemetry8(b)
+	msg, sig, pub := signedMessage(b, raw)
+	const block = 16
+	var cpuVerify, cpuRaw, wallVerify, wallRaw time.Duration
+	n := 0
+	rawVerify := func() {
+		if ok, err := pub.Verify(msg, sig); !ok || err != nil {
+			panic("raw verify failed")
+		}
+	}
+	openEntry := func() {
+		if _, err := OpenEntry(raw); err != nil {
+			panic(err)
+		}
+	}
+	for b.Loop() {
+		c0, w0 := cpuNow(), time.Now()
+		run(block, rawVerify)
+		c1, w1 := cpuNow(), time.Now()
+		run(block, openEntry)
+		c2, w2 := cpuNow(), time.Now()
+		cpuRaw += c1 - c0
+		cpuVerify += c2 - c1
+		wallRaw += w1.Sub(w0)
+		wallVerify += w2.Sub(w1)
+		n += block
+	}
+	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(n) }
+	b.ReportMetric(per(cpuVerify), "verify-cpu-ns/entry")
+	b.ReportMetric(per(cpuRaw), "ed25519-cpu-ns/sig")
+	b.ReportMetric(float64(cpuRaw)/float64(cpuVerify), "ratio")
+	b.ReportMetric(float64(n)/wallVerify.Seconds(), "verify-entries/s")
+	b.ReportMetric(float64(n)/wallRaw.Seconds(), "ed25519-sigs/s")
+	b.ReportMetric(float64(wallRaw)/float64(wallVerify), "wall-ratio")
+	b.ReportMetric(0, "ns/op")
+}
+
+// parallel runs fn n times over GOMAXPROCS goroutines.
+func parallel(n int, fn func()) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				fn()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// signedMessage rebuilds what raw's signature covers (domain, payload
+// type, payload, each behind its uvarint length) and returns it with its
+// signature (ed25519 is deterministic: the envelope's) and the public key.
+func signedMessage(b *testing.B, raw []byte) ([]byte, []byte, crypto.PubKey) {
+	env, err := record.UnmarshalEnvelope(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var msg []byte
+	for _, f := range [][]byte{[]byte(ChainEntryKind.Domain), env.PayloadType, env.RawPayload} {
+		msg = binary.AppendUvarint(msg, uint64(len(f)))
+		msg = append(msg, f...)
+	}
+	key := testKey(b, providerSeed)
+	sig, err := key.Sign(msg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !bytes.Contains(raw, sig) {
+		b.Fatal("rebuilt message is not what the envelope signs")
+	}
+	return msg, sig, key.GetPublic()
 }

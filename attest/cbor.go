@@ -1,7 +1,9 @@
 package attest
 
 import (
+	"bytes"
 	"fmt"
+	"sync"
 
 	"github.com/fxamacker/cbor/v2"
 )
@@ -15,7 +17,7 @@ const (
 )
 
 var (
-	encMode    cbor.EncMode
+	encMode    cbor.UserBufferEncMode
 	strictDec  cbor.DecMode // rejects unknown fields: the real decode
 	versionDec cbor.DecMode // ignores unknown fields: only reads "v"
 )
@@ -25,7 +27,7 @@ func init() {
 	// Core deterministic encoding: shortest integers, sorted map keys,
 	// definite lengths. Together with the canonical-bytes check in Open it
 	// makes a payload's bytes a function of its value.
-	if encMode, err = cbor.CoreDetEncOptions().EncMode(); err != nil {
+	if encMode, err = cbor.CoreDetEncOptions().UserBufferEncMode(); err != nil {
 		panic(fmt.Sprintf("attest: cbor encoder options: %v", err))
 	}
 	opts := decOptions()
@@ -85,4 +87,19 @@ func payloadVersion(data []byte) (uint, error) {
 		return 0, err
 	}
 	return probe.V, nil
+}
+
+var canonBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// isCanonical reports whether v, encoded canonically, is exactly data. It
+// encodes into a pooled buffer: the bytes are only compared.
+func isCanonical(v any, data []byte) bool {
+	buf := canonBufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	err := encMode.MarshalToBuffer(v, buf)
+	ok := err == nil && bytes.Equal(buf.Bytes(), data)
+	if buf.Cap() <= 256<<10 {
+		canonBufs.Put(buf)
+	}
+	return ok
 }

@@ -27,6 +27,9 @@ type Kind struct {
 	// MaxSize is the default size limit in bytes for Open when the caller
 	// passes 0; 0 here means DefaultMaxSize.
 	MaxSize int
+
+	// prefix is signedPrefix's value, set by Register.
+	prefix []byte
 }
 
 // Payload is implemented by every record payload type. RecordKind must work
@@ -65,6 +68,7 @@ func Register(k Kind) *Kind {
 	kc := k
 	kc.PayloadType = slices.Clone(k.PayloadType)
 	kc.Versions = slices.Clone(k.Versions)
+	kc.prefix = makeSignedPrefix(kc.Domain, kc.PayloadType)
 	registry.byDomain[kc.Domain] = &kc
 	registry.byType[string(kc.PayloadType)] = &kc
 	return &kc

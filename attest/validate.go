@@ -3,6 +3,7 @@ package attest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ipfs/go-cid"
@@ -62,6 +63,9 @@ func checkPeer(p *problems, path, s string) {
 		p.addf(path, "missing peer ID")
 		return
 	}
+	if _, ok := canonicalPeer(s); ok {
+		return
+	}
 	id, err := peer.Decode(s)
 	switch {
 	case err != nil:
@@ -84,6 +88,9 @@ func checkRecordID(p *problems, path, s string) {
 }
 
 func isRecordID(s string) bool {
+	if isRecordIDFast(s) {
+		return true
+	}
 	c, err := cid.Decode(s)
 	if err != nil || c.Version() != 1 || c.Type() != cid.Raw {
 		return false
@@ -132,13 +139,17 @@ func checkUUIDs(p *problems, path string, ids []string, min int) {
 		p.addf(path, "%d entries, want %d..%d", len(ids), min, MaxGPUs)
 		return
 	}
-	seen := make(map[string]bool, len(ids))
 	for i, id := range ids {
+		// ids[:i] are the ones seen so far; at most MaxGPUs, so a scan
+		// beats a map.
+		dup := slices.Contains(ids[:i], id)
+		if id != "" && printable(id, MaxTextLen) && !dup {
+			continue // nothing to report: spare building the path
+		}
 		checkText(p, fmt.Sprintf("%s[%d]", path, i), id, true)
-		if seen[id] {
+		if dup {
 			p.addf(fmt.Sprintf("%s[%d]", path, i), "duplicate %q", id)
 		}
-		seen[id] = true
 	}
 }
 

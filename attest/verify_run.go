@@ -3,6 +3,9 @@ package attest
 import (
 	"bytes"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 )
 
 // opened is one entry that passed the signature check.
@@ -34,8 +37,12 @@ type verifier struct {
 func newVerifier(raws [][]byte, opts VerifyOptions) *verifier {
 	v := &verifier{opts: opts, provider: opts.Provider, fps: map[string]*opened{}}
 	v.cur = CheckSignature
+	// Signatures and decoding dominate Verify and each entry's are
+	// independent: open them all concurrently, then record the outcomes in
+	// input order, exactly as opening them one by one would.
+	res := openAll(raws)
 	for i, raw := range raws {
-		if o, ok := v.open(i, raw, fmt.Sprintf("entry %d", i)); ok {
+		if o, ok := v.open(i, raw, res[i], func() string { return fmt.Sprintf("entry %d", i) }); ok {
 			v.entries = append(v.entries, o)
 		}
 	}
@@ -44,8 +51,9 @@ func newVerifier(raws [][]byte, opts VerifyOptions) *verifier {
 			v.fps[v.entries[i].id] = &v.entries[i]
 		}
 	}
+	fpRes := openAll(opts.Fingerprints)
 	for i, raw := range opts.Fingerprints {
-		o, ok := v.open(-1, raw, fmt.Sprintf("opts.Fingerprints[%d]", i))
+		o, ok := v.open(-1, raw, fpRes[i], func() string { return fmt.Sprintf("opts.Fingerprints[%d]", i) })
 		switch {
 		case !ok:
 		case o.e.Kind != KindFingerprint:
@@ -59,21 +67,63 @@ func newVerifier(raws [][]byte, opts VerifyOptions) *verifier {
 	return v
 }
 
-// open runs the signature check on one raw entry.
-func (v *verifier) open(index int, raw []byte, what string) (opened, bool) {
-	e, err := OpenEntry(raw)
+// openResult is OpenEntry's outcome for one raw entry, with its record ID.
+type openResult struct {
+	e   *Entry
+	err error
+	id  string
+}
+
+// minParallelOpen is the segment length from which openAll spreads the
+// work over goroutines; below it the hand-off costs more than it saves.
+const minParallelOpen = 4
+
+// openAll runs OpenEntry (and RecordID) on every raw entry, over up to
+// GOMAXPROCS goroutines. Each result depends on its own input only.
+func openAll(raws [][]byte) []openResult {
+	res := make([]openResult, len(raws))
+	one := func(i int) {
+		r := &res[i]
+		if r.e, r.err = OpenEntry(raws[i]); r.err == nil {
+			r.id = RecordID(raws[i]).String()
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(raws))
+	if len(raws) < minParallelOpen || workers < 2 {
+		for i := range raws {
+			one(i)
+		}
+		return res
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(raws); i = int(next.Add(1) - 1) {
+				one(i)
+			}
+		})
+	}
+	wg.Wait()
+	return res
+}
+
+// open runs the signature check on one raw entry, given what OpenEntry
+// made of it. what names the entry in failures.
+func (v *verifier) open(index int, raw []byte, r openResult, what func() string) (opened, bool) {
+	e, err := r.e, r.err
 	if err != nil {
-		v.failf(index, 0, "%s: %v", what, err)
+		v.failf(index, 0, "%s: %v", what(), err)
 		return opened{}, false
 	}
 	if v.provider == "" {
 		v.provider = e.Provider
 	}
 	if e.Provider != v.provider {
-		v.failf(index, e.Seq, "%s is provider %s's entry, the segment is %s's", what, e.Provider, v.provider)
+		v.failf(index, e.Seq, "%s is provider %s's entry, the segment is %s's", what(), e.Provider, v.provider)
 		return opened{}, false
 	}
-	return opened{index: index, raw: raw, id: RecordID(raw).String(), e: e}, true
+	return opened{index: index, raw: raw, id: r.id, e: e}, true
 }
 
 // run runs one check and records its findings: its failures, or one OK.
