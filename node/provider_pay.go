@@ -47,10 +47,10 @@ func (r *leaseRunner) serveAttest(ctx context.Context, l *store.Lease, req *jobp
 		changed := a.changed()
 		wctx, stopWait := context.WithCancel(ctx)
 		leaseChanged := make(chan struct{})
-		go func(version uint64) {
+		go func(id string, version uint64) { // not l: the loop reassigns it
 			defer close(leaseChanged)
-			_, _ = r.book.wait(wctx, l.ID, version)
-		}(l.Version)
+			_, _ = r.book.wait(wctx, id, version)
+		}(l.ID, l.Version)
 		cur, err := r.n.db.GetLease(l.ID)
 		if err != nil {
 			stopWait()
