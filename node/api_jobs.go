@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/attest/reputation"
 	"github.com/idlegrid/idlegrid/node/jobproto"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -145,6 +146,13 @@ func toAPILease(l *store.Lease) api.Lease {
 	}
 	if l.WorkFinishedMs != 0 {
 		out.FinishedAt = time.UnixMilli(l.WorkFinishedMs).UTC()
+	}
+	out.PaidUSD = float64(l.PaidMicro) / 1e6
+	if l.PaidUntilMs != 0 {
+		out.PaidUntil = time.UnixMilli(l.PaidUntilMs).UTC()
+	}
+	if len(l.Receipt) > 0 {
+		out.ReceiptCID = attest.RecordID(l.Receipt).String()
 	}
 	return out
 }

@@ -31,6 +31,8 @@ type payer struct {
 	entries      [][]byte
 	next         uint64 // chain seq to ask for after a reconnect
 	seq          uint64 // vouchers sent
+	coveredMs    int64  // what the last voucher covers
+	undelivered  []byte // the last voucher, until the provider acknowledged it
 	lastWindow   time.Time
 	stopped      string // why payments stopped ("" while paying)
 }
@@ -44,7 +46,10 @@ func (a *auctioneer) payLease(ctx context.Context, l *store.Lease) {
 	py := &payer{a: a, l: l, provider: p, lastWindow: time.Now()}
 	if v, err := a.n.db.Voucher(l.ID); err == nil {
 		if pv, err := attest.OpenVoucher(v); err == nil {
-			py.seq = pv.Seq // continue after a restart
+			// Continue after a restart: the provider accepts only the next
+			// seq and never less coverage, and may not have received the
+			// stored voucher before the renter stopped.
+			py.seq, py.coveredMs, py.undelivered = pv.Seq, pv.CoveredUntilMs, v
 		}
 	}
 	cfg := a.n.cfg.Attest
@@ -206,8 +211,13 @@ func (py *payer) pay(ctx context.Context, until time.Time, telemetry string) {
 		return
 	}
 	start := time.UnixMilli(l.StartsAtMs)
-	if until.Before(start) {
-		return
+	if until.Before(start) || until.UnixMilli() <= py.coveredMs {
+		return // already paid (a reconnect or restart replays the chain)
+	}
+	if py.undelivered != nil {
+		// The provider needs it to accept the next seq; if it already
+		// holds it, it refuses this copy and no harm is done.
+		py.send(ctx, py.undelivered)
 	}
 	py.seq++
 	v := &attest.Voucher{
@@ -225,20 +235,35 @@ func (py *payer) pay(ctx context.Context, until time.Time, telemetry string) {
 		a.log.Warn("store voucher", "lease", short(l.ID), "err", err)
 		return
 	}
+	py.coveredMs, py.undelivered = v.CoveredUntilMs, raw
 	if _, err := a.n.leases.update(l.ID, func(s *store.Lease) bool {
 		s.PaidMicro, s.PaidUntilMs = v.AmountMicro, v.CoveredUntilMs
 		return true
 	}); err != nil {
 		a.log.Warn("store lease", "lease", short(l.ID), "err", err)
 	}
+	py.send(ctx, raw)
+}
+
+// send delivers a voucher to the provider; once the provider answered
+// (acknowledged or refused it) it is not sent again.
+func (py *payer) send(ctx context.Context, raw []byte) {
+	a, l := py.a, py.l
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_, fr, err := a.n.jobCall(cctx, py.provider, &jobproto.Request{Op: jobproto.OpVoucher, Lease: l.ID, Voucher: raw})
+	var re *jobproto.RemoteError
+	if errors.As(err, &re) {
+		a.log.Debug("voucher refused", "lease", short(l.ID), "err", err)
+		py.undelivered = nil
+		return
+	}
 	if err != nil {
-		a.log.Info("voucher not delivered (the next one covers it)", "lease", short(l.ID), "err", err)
+		a.log.Info("voucher not delivered (sent again before the next one)", "lease", short(l.ID), "err", err)
 		return
 	}
 	_ = fr.Close()
+	py.undelivered = nil
 }
 
 // owed is the cumulative amount for gpus GPUs over d at price uUSD per

@@ -59,6 +59,11 @@ type Lease struct {
 	OutputCID  string    `json:"output_cid,omitempty"`
 	OutputSize int64     `json:"output_size,omitempty"`
 	LogBytes   int64     `json:"log_bytes,omitempty"`
+	// Payment: what this side's latest voucher for the lease covers, and
+	// the CID of the provider's sealed receipt once this side holds it.
+	PaidUSD    float64   `json:"paid_usd,omitempty"`
+	PaidUntil  time.Time `json:"paid_until,omitzero"`
+	ReceiptCID string    `json:"receipt_cid,omitempty"`
 }
 
 // Result is a job's downloaded output: a tar file addressed by CID.
