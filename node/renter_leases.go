@@ -79,8 +79,15 @@ func (a *auctioneer) handlePreempt(_ context.Context, from peer.ID, req []byte) 
 	if l.Provider != notice.Provider || l.Side != "renter" {
 		return nil, errors.New("preempt notice from a provider that does not hold this lease")
 	}
-	if terminalLease(l.State) || l.PreemptAtMs != 0 {
+	if l.PreemptAtMs != 0 {
 		return bidAck, nil // a retried notice
+	}
+	if terminalLease(l.State) {
+		// The work already stopped (it exited on the notice's SIGTERM and
+		// the renter heard of it first): keep the notice on record.
+		_, _ = a.n.leases.update(l.ID, func(l *store.Lease) bool { l.PreemptAtMs = notice.EffectiveAtMs; return true })
+		a.jobs.event(l.JobCID, "preempt-notice", "provider %s preempted lease %s with %ds notice: %s", short(l.Provider), short(l.ID), notice.NoticeSec, notice.Reason)
+		return bidAck, nil
 	}
 	if notice.NoticeSec < l.NoticeSec {
 		a.log.Warn("provider broke its promised preemption notice", "provider", notice.Provider, "promised_s", l.NoticeSec, "given_s", notice.NoticeSec)
