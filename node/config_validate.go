@@ -1,0 +1,87 @@
+package node
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"time"
+
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+// Validate checks every value and returns the first problem, naming its key.
+func (c *Config) Validate() error {
+	bad := func(key, format string, a ...any) error {
+		return &ConfigError{Key: key, Msg: fmt.Sprintf(format, a...)}
+	}
+	if !slices.Contains(Roles, c.Role) {
+		return bad("role", "%q is not a role; want one of %v", c.Role, Roles)
+	}
+	for _, s := range c.P2P.Listen {
+		if _, err := ma.NewMultiaddr(s); err != nil {
+			return bad("p2p.listen", "%q: %v", s, err)
+		}
+	}
+	if len(c.P2P.Listen) == 0 {
+		return bad("p2p.listen", "at least one listen address is required")
+	}
+	for _, s := range c.P2P.Announce {
+		if _, err := ma.NewMultiaddr(s); err != nil {
+			return bad("p2p.announce", "%q: %v", s, err)
+		}
+	}
+	if _, err := c.BootstrapPeers(); err != nil {
+		return bad("p2p.bootstrap", "%v", err)
+	}
+	switch {
+	case c.P2P.ConnLow <= 0 || c.P2P.ConnHigh < c.P2P.ConnLow:
+		return bad("p2p.conn_high", "need 0 < conn_low (%d) <= conn_high (%d)", c.P2P.ConnLow, c.P2P.ConnHigh)
+	case c.P2P.ResourceMemoryMiB < 64:
+		return bad("p2p.resource_memory_mib", "%d MiB is too little; at least 64", c.P2P.ResourceMemoryMiB)
+	case c.P2P.ResourceFDs < 64:
+		return bad("p2p.resource_fds", "%d is too few; at least 64", c.P2P.ResourceFDs)
+	case c.P2P.ReconnectMin <= 0 || c.P2P.ReconnectMax < c.P2P.ReconnectMin:
+		return bad("p2p.reconnect_max", "need 0 < reconnect_min (%s) <= reconnect_max (%s)", c.P2P.ReconnectMin, c.P2P.ReconnectMax)
+	case c.P2P.GossipMaxMessageKiB < 1 || c.P2P.GossipMaxMessageKiB > 4096:
+		return bad("p2p.gossip_max_message_kib", "%d: must be 1..4096", c.P2P.GossipMaxMessageKiB)
+	case c.P2P.GossipHeartbeat < 10*time.Millisecond:
+		return bad("p2p.gossip_heartbeat", "%s is too short", c.P2P.GossipHeartbeat)
+	case c.P2P.MinPeers < 0:
+		return bad("p2p.min_peers", "must not be negative")
+	}
+	if c.API.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.API.Listen); err != nil {
+			return bad("api.listen", "%q: want host:port, for example 127.0.0.1:%d", c.API.Listen, DefaultAPIPort)
+		}
+	}
+	if err := c.validateMarket(); err != nil {
+		return err
+	}
+	switch a := c.Attest; {
+	case a.Sample < 10*time.Millisecond || a.Window < a.Sample:
+		return bad("attest.window", "need 10ms <= sample (%s) <= window (%s)", a.Sample, a.Window)
+	case a.VoucherInterval < 10*time.Millisecond || a.VoucherGrace < 0:
+		return bad("attest.voucher_interval", "%s: too short (grace %s)", a.VoucherInterval, a.VoucherGrace)
+	case a.PrepayIntervals < 0 || a.PrepayIntervals > 100:
+		return bad("attest.prepay_intervals", "%d: must be 0..100", a.PrepayIntervals)
+	case a.EnergyTolerance <= 0 || a.EnergyTolerance > 1:
+		return bad("attest.energy_tolerance", "%v: must be in (0, 1]", a.EnergyTolerance)
+	case a.MaxSkew < 0:
+		return bad("attest.max_skew", "must not be negative")
+	}
+	switch e := c.Executor; {
+	case e.StopGrace < 0 || e.StopGrace > 10*time.Minute:
+		return bad("executor.stop_grace", "%s: must be 0..10m", e.StopGrace)
+	case e.KeepResults < time.Minute:
+		return bad("executor.keep_results", "%s is too short; at least 1m so renters can fetch results", e.KeepResults)
+	case e.MaxLogMiB < 1 || e.MaxLogMiB > 1024:
+		return bad("executor.max_log_mib", "%d: must be 1..1024", e.MaxLogMiB)
+	}
+	if _, err := parseLevel(c.Log.Level); err != nil {
+		return bad("log.level", "%v", err)
+	}
+	if c.Log.Format != "text" && c.Log.Format != "json" {
+		return bad("log.format", "%q: want text or json", c.Log.Format)
+	}
+	return nil
+}
