@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -208,22 +207,8 @@ func startDockerNet(t *testing.T, cli *client.Client, n int, gpus int) *dockerNe
 	t.Helper()
 	d := &dockerNet{bin: buildBinary(t), cli: cli}
 	root := t.TempDir()
-	peerRE := regexp.MustCompile(`peer ID: (\S+)`)
 	add := func(name, role string) *proc {
-		p := &proc{name: name, home: filepath.Join(root, name), p2pPort: freePort(t), apiPort: freePort(t)}
-		args := []string{"init", "--role", role, "--home", p.home}
-		if role == "provider" {
-			args = append(args, "--region", "de")
-		}
-		out, err := run(t, d.bin, args...)
-		if err != nil {
-			t.Fatalf("init %s: %v\n%s", name, err, out)
-		}
-		m := peerRE.FindStringSubmatch(out)
-		if m == nil {
-			t.Fatalf("init output has no peer ID:\n%s", out)
-		}
-		p.peerID = m[1]
+		p := initProc(t, d.bin, root, name, role)
 		d.all = append(d.all, p)
 		return p
 	}

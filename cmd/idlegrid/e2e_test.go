@@ -121,6 +121,30 @@ func (p *proc) stop() {
 	}
 }
 
+// initProc runs `idlegrid init` for one member of a test network (providers
+// in region de) and returns its process, not started, with its peer ID and
+// free ports.
+func initProc(t *testing.T, bin, root, name, role string) *proc {
+	t.Helper()
+	p := &proc{name: name, home: filepath.Join(root, name), p2pPort: freePort(t), apiPort: freePort(t)}
+	args := []string{"init", "--role", role, "--home", p.home}
+	if role == "provider" {
+		args = append(args, "--region", "de")
+	}
+	out, err := run(t, bin, args...)
+	if err != nil {
+		t.Fatalf("init %s: %v\n%s", name, err, out)
+	}
+	m := peerIDLine.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("init output has no peer ID:\n%s", out)
+	}
+	p.peerID = m[1]
+	return p
+}
+
+var peerIDLine = regexp.MustCompile(`peer ID: (\S+)`)
+
 func run(t *testing.T, bin string, args ...string) (string, error) {
 	t.Helper()
 	out, err := exec.Command(bin, args...).CombinedOutput()
@@ -167,24 +191,9 @@ func TestNetworkHealsAfterKill9(t *testing.T) {
 	roles := []struct{ name, role string }{
 		{"bootstrap", "bootstrap"}, {"provider-1", "provider"}, {"provider-2", "provider"}, {"provider-3", "provider"}, {"renter", "renter"},
 	}
-	peerRE := regexp.MustCompile(`peer ID: (\S+)`)
 	var procs []*proc
 	for _, r := range roles {
-		p := &proc{name: r.name, home: filepath.Join(root, r.name), p2pPort: freePort(t), apiPort: freePort(t)}
-		args := []string{"init", "--role", r.role, "--home", p.home}
-		if r.role == "provider" {
-			args = append(args, "--region", "de")
-		}
-		out, err := run(t, bin, args...)
-		if err != nil {
-			t.Fatalf("init %s: %v\n%s", r.name, err, out)
-		}
-		m := peerRE.FindStringSubmatch(out)
-		if m == nil {
-			t.Fatalf("init output has no peer ID:\n%s", out)
-		}
-		p.peerID = m[1]
-		procs = append(procs, p)
+		procs = append(procs, initProc(t, bin, root, r.name, r.role))
 	}
 	// init refuses to clobber an existing home.
 	if out, err := run(t, bin, "init", "--role", "renter", "--home", procs[1].home); err == nil || !strings.Contains(out, "already initialised") {
