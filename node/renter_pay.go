@@ -249,7 +249,9 @@ func (py *payer) pay(ctx context.Context, until time.Time, telemetry string) {
 // (acknowledged or refused it) it is not sent again.
 func (py *payer) send(ctx context.Context, raw []byte) {
 	a, l := py.a, py.l
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	// A voucher on its way is delivered even if the lease just ended and
+	// its following stops: it pays for the last window.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	_, fr, err := a.n.jobCall(cctx, py.provider, &jobproto.Request{Op: jobproto.OpVoucher, Lease: l.ID, Voucher: raw})
 	var re *jobproto.RemoteError
@@ -276,14 +278,25 @@ func owed(priceMicro uint64, gpus int, d time.Duration) uint64 {
 	return x.Uint64()
 }
 
-// fetchReceipt asks the provider of an ended lease for its receipt, checks
-// it (both signatures, this lease and parties) and stores it.
+// fetchReceipt settles an ended lease: it delivers the renter's latest
+// voucher (again: if the provider holds it already it refuses the copy,
+// harmlessly), then asks for the receipt, checks it (both signatures, this
+// lease and parties, over the renter's latest voucher) and stores it.
 func (a *auctioneer) fetchReceipt(ctx context.Context, l *store.Lease) {
 	p, err := peer.Decode(l.Provider)
 	if err != nil {
 		return
 	}
-	for attempt := range 5 {
+	var latest *attest.Voucher
+	if raw, err := a.n.db.Voucher(l.ID); err == nil {
+		latest, _ = attest.OpenVoucher(raw)
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if _, fr, err := a.n.jobCall(cctx, p, &jobproto.Request{Op: jobproto.OpVoucher, Lease: l.ID, Voucher: raw}); err == nil {
+			_ = fr.Close()
+		}
+		cancel()
+	}
+	for attempt := range 8 {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		h, fr, err := a.n.jobCall(cctx, p, &jobproto.Request{Op: jobproto.OpReceipt, Lease: l.ID})
 		cancel()
@@ -294,25 +307,29 @@ func (a *auctioneer) fetchReceipt(ctx context.Context, l *store.Lease) {
 				a.log.Warn("bad receipt", "lease", short(l.ID), "err", err)
 				return
 			}
-			if err := a.n.db.PutReceipt(attest.RecordID(h.Receipt).String(), h.Receipt); err != nil {
-				a.log.Warn("store receipt", "lease", short(l.ID), "err", err)
+			// The provider re-issues the receipt when the last voucher
+			// reaches it; wait for the one over ours.
+			if latest == nil || v.Seq >= latest.Seq || attempt == 7 {
+				if err := a.n.db.PutReceipt(attest.RecordID(h.Receipt).String(), h.Receipt); err != nil {
+					a.log.Warn("store receipt", "lease", short(l.ID), "err", err)
+					return
+				}
+				_, _ = a.n.leases.update(l.ID, func(s *store.Lease) bool { s.Receipt = h.Receipt; return true })
 				return
 			}
-			_, _ = a.n.leases.update(l.ID, func(s *store.Lease) bool { s.Receipt = h.Receipt; return true })
-			return
-		}
-		var re *jobproto.RemoteError
-		if errors.As(err, &re) && re.Code != jobproto.CodeNotReady {
-			return // never paid: no receipt
+		} else {
+			var re *jobproto.RemoteError
+			if errors.As(err, &re) && re.Code != jobproto.CodeNotReady {
+				return // never paid: no receipt
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(time.Duration(attempt+1) * 500 * time.Millisecond):
+		case <-time.After(time.Duration(attempt+1) * 300 * time.Millisecond):
 		}
 	}
 }
-
 // maxProofEntries bounds a double-lease proof's segment (attest's limit).
 const maxProofEntries = 256
 
