@@ -330,6 +330,7 @@ func (a *auctioneer) fetchReceipt(ctx context.Context, l *store.Lease) {
 		}
 	}
 }
+
 // maxProofEntries bounds a double-lease proof's segment (attest's limit).
 const maxProofEntries = 256
 
