@@ -41,6 +41,8 @@ type leaseRunner struct {
 	// of the notice promised in its bid.
 	graceUntil map[string]time.Time
 	wg         sync.WaitGroup
+	// receiptMu serialises receipt issuing (provider_pay.go).
+	receiptMu sync.Mutex
 }
 
 func newLeaseRunner(n *Node, ex *executors, ended func(*store.Lease)) *leaseRunner {

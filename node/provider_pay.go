@@ -158,9 +158,22 @@ func (r *leaseRunner) payWatch(ctx context.Context, id string) {
 // never paid for has none. The receipt is stored with the lease and
 // gossiped, so other renters can weigh this provider by it.
 func (r *leaseRunner) issueReceipt(ctx context.Context, l *store.Lease) {
+	// One receipt per last voucher: issues for the same lease (at the end,
+	// and when a late voucher arrives) run one at a time, and a receipt
+	// over the voucher already receipted is not issued again.
+	r.receiptMu.Lock()
+	defer r.receiptMu.Unlock()
 	vraw, err := r.n.db.Voucher(l.ID)
 	if err != nil {
 		return
+	}
+	if cur, err := r.n.db.GetLease(l.ID); err == nil {
+		l = cur
+		if _, v, err := attest.OpenReceipt(l.Receipt); err == nil {
+			if pv, err := attest.OpenVoucher(vraw); err == nil && v.Seq >= pv.Seq {
+				return
+			}
+		}
 	}
 	rc := &attest.Receipt{
 		V: attest.RecordsVersion, Lease: l.ID, Provider: r.n.ID().String(), Renter: l.Renter,
