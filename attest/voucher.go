@@ -64,13 +64,15 @@ func (v *Voucher) Validate() error {
 }
 
 // Supersedes reports why next cannot follow v for the same lease: it must
-// name the same lease and parties, have the next seq, and neither the
-// amount nor the coverage may go down. nil means it supersedes v.
+// name the same lease and parties, have a later seq, and neither the
+// amount nor the coverage may go down. Vouchers are cumulative, so a later
+// one may skip seqs: a voucher lost in transit costs nothing once the next
+// arrives. nil means it supersedes v.
 func (v *Voucher) Supersedes(next *Voucher) error {
 	switch {
 	case next.Lease != v.Lease || next.Renter != v.Renter || next.Provider != v.Provider:
 		return errors.New("attest.Voucher.Supersedes: different lease or parties")
-	case next.Seq != v.Seq+1:
+	case next.Seq <= v.Seq:
 		return fmt.Errorf("attest.Voucher.Supersedes: seq %d does not follow %d", next.Seq, v.Seq)
 	case next.AmountMicro < v.AmountMicro:
 		return fmt.Errorf("attest.Voucher.Supersedes: amount went down from %d to %d", v.AmountMicro, next.AmountMicro)

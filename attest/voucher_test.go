@@ -52,8 +52,14 @@ func TestVoucherSupersedes(t *testing.T) {
 	if err := a.Supersedes(&b); err != nil {
 		t.Errorf("next voucher: %v", err)
 	}
+	skip := b
+	skip.Seq = a.Seq + 5 // cumulative: a lost voucher in between costs nothing
+	if err := a.Supersedes(&skip); err != nil {
+		t.Errorf("a later voucher after a lost one: %v", err)
+	}
 	for name, mut := range map[string]func(v *Voucher){
-		"seq_skip":      func(v *Voucher) { v.Seq = 5 },
+		"seq_same":      func(v *Voucher) { v.Seq = a.Seq },
+		"seq_back":      func(v *Voucher) { v.Seq = a.Seq - 1 },
 		"amount_down":   func(v *Voucher) { v.AmountMicro = 1 },
 		"coverage_back": func(v *Voucher) { v.CoveredUntilMs = 1 },
 		"other_lease":   func(v *Voucher) { v.Lease = leaseL2 },

@@ -178,7 +178,7 @@ func (r *leaseRunner) issueReceipt(ctx context.Context, l *store.Lease) {
 	rc := &attest.Receipt{
 		V: attest.RecordsVersion, Lease: l.ID, Provider: r.n.ID().String(), Renter: l.Renter,
 		Outcome: l.State, Output: l.OutputCID, FirstSeq: l.ChainSeq, LastSeq: max(l.ChainLast, l.ChainSeq),
-		AtMs: r.now().UnixMilli(), Voucher: vraw,
+		AtMs: receiptTime(l, r.now()), Voucher: vraw,
 	}
 	if l.ExitCode != nil {
 		rc.ExitCode = int32(*l.ExitCode)
@@ -228,4 +228,17 @@ func (r *leaseRunner) leaseEnergy(l *store.Lease) uint64 {
 		}
 	}
 	return total
+}
+
+// receiptTime dates a receipt by the lease, not by when it was sealed, so
+// sealing it again over the same voucher gives the same bytes (Ed25519
+// signatures are deterministic) and both parties hold one receipt.
+func receiptTime(l *store.Lease, now time.Time) int64 {
+	switch {
+	case l.WorkFinishedMs != 0:
+		return l.WorkFinishedMs
+	case l.PaidUntilMs != 0:
+		return l.PaidUntilMs
+	}
+	return now.UnixMilli()
 }
