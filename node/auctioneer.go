@@ -46,8 +46,10 @@ type auctioneer struct {
 	// cancels stop a job's auction or lease following (job cancel).
 	cancels   map[string]*jobRun
 	downloads *downloads
-	wg        sync.WaitGroup
-	ctx       context.Context // set by run; background auctions live on it
+	// payers: per lease, closed when its payer returned (renter_pay.go).
+	payers map[string]chan struct{}
+	wg     sync.WaitGroup
+	ctx    context.Context // set by run; background auctions live on it
 }
 
 // pendingAuction collects the bids of one open RFQ.

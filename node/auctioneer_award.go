@@ -288,7 +288,10 @@ func (a *auctioneer) watchCompletion(ctx context.Context, jobID string, spec *au
 	ended := make(chan *store.Lease, len(leases))
 	for _, l := range leases {
 		a.wg.Go(func() { ended <- a.followLease(fctx, l) })
-		a.wg.Go(func() { a.payLease(fctx, l) })
+		// The payer outlives the job's following: it pays for the last
+		// window even when the lease's end is heard first, and stops by
+		// itself once the lease ended and its chain is read.
+		_ = a.background(func(ctx context.Context) { a.payLease(ctx, l) })
 	}
 	preempted := a.preemptions(jobID)
 	live := map[string]*store.Lease{}

@@ -39,6 +39,8 @@ type payer struct {
 
 // payLease runs until ctx ends (the lease ended or the job stopped).
 func (a *auctioneer) payLease(ctx context.Context, l *store.Lease) {
+	done := a.payerStarted(l.ID)
+	defer close(done)
 	p, err := peer.Decode(l.Provider)
 	if err != nil {
 		return
@@ -59,7 +61,9 @@ func (a *auctioneer) payLease(ctx context.Context, l *store.Lease) {
 	}
 	late := max(cfg.VoucherInterval, cfg.Window) + cfg.VoucherGrace
 	backoff := 500 * time.Millisecond
-	for ctx.Err() == nil && !py.ended() {
+	// At least one pass, even for a lease that ended before the payer
+	// started: the chain still holds the windows to pay for.
+	for first := true; ctx.Err() == nil && (first || !py.ended()); first = false {
 		err := py.follow(ctx, late)
 		if ctx.Err() != nil {
 			return
@@ -278,6 +282,40 @@ func owed(priceMicro uint64, gpus int, d time.Duration) uint64 {
 	return x.Uint64()
 }
 
+// payerStarted registers a lease's payer; the returned channel is closed
+// when it returns.
+func (a *auctioneer) payerStarted(id string) chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.payers == nil {
+		a.payers = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	a.payers[id] = ch
+	return ch
+}
+
+// payerDone waits (bounded) for a lease's payer to have paid for the last
+// window it saw, so the lease is settled over the renter's final voucher.
+func (a *auctioneer) payerDone(ctx context.Context, id string) {
+	a.mu.Lock()
+	ch := a.payers[id]
+	a.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	case <-time.After(30 * time.Second):
+	}
+	a.mu.Lock()
+	if a.payers[id] == ch {
+		delete(a.payers, id)
+	}
+	a.mu.Unlock()
+}
+
 // fetchReceipt settles an ended lease: it delivers the renter's latest
 // voucher (again: if the provider holds it already it refuses the copy,
 // harmlessly), then asks for the receipt, checks it (both signatures, this
@@ -287,6 +325,7 @@ func (a *auctioneer) fetchReceipt(ctx context.Context, l *store.Lease) {
 	if err != nil {
 		return
 	}
+	a.payerDone(ctx, l.ID)
 	var latest *attest.Voucher
 	if raw, err := a.n.db.Voucher(l.ID); err == nil {
 		latest, _ = attest.OpenVoucher(raw)
