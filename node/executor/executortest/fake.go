@@ -134,6 +134,9 @@ func (f *Fake) Start(ctx context.Context, h executor.Handle) error {
 		return fmt.Errorf("fake.Start: %w: already started", executor.ErrState)
 	}
 	r.started = true
+	// The start time is taken before the deadline is armed, so a run cut
+	// off at MaxDuration never reports less than it.
+	startedAt := time.Now()
 	rctx, cancel := context.WithCancelCause(context.Background())
 	if d := r.spec.Limits.MaxDuration; d > 0 {
 		var c2 context.CancelFunc
@@ -142,12 +145,12 @@ func (f *Fake) Start(ctx context.Context, h executor.Handle) error {
 		cancel = func(err error) { prev(err); c2() }
 	}
 	r.cancel = cancel
-	go r.run(rctx)
+	go r.run(rctx, startedAt)
 	return nil
 }
 
-func (r *fakeRun) run(ctx context.Context) {
-	res := executor.Result{StartedAt: time.Now(), ExitCode: 0, Reason: executor.ReasonCompleted}
+func (r *fakeRun) run(ctx context.Context, startedAt time.Time) {
+	res := executor.Result{StartedAt: startedAt, ExitCode: 0, Reason: executor.ReasonCompleted}
 	defer func() {
 		res.FinishedAt = time.Now()
 		r.res = res
