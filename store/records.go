@@ -178,25 +178,7 @@ func (d *DB) PutSummary(id string, raw []byte, expires time.Time) error {
 }
 
 // Summaries returns every stored award summary envelope.
-func (d *DB) Summaries() ([][]byte, error) {
-	var out [][]byte
-	err := d.view(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte(summaryPrefix)})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			v, err := it.Item().ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			out = append(out, v)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store.Summaries: %w", err)
-	}
-	return out, nil
-}
+func (d *DB) Summaries() ([][]byte, error) { return d.scanRaw("store.Summaries", summaryPrefix) }
 
 func (d *DB) putJSON(op, key string, v any, sync bool) error {
 	val, err := json.Marshal(v)
