@@ -1,7 +1,8 @@
 // Tests that keep the repository's shape: every package documented, and
 // imports flowing one way (DESIGN section 3):
 //
-//	cmd -> node -> {p2p, store, auction, attest, node/*}, auction -> attest
+//	cmd -> node -> {node/provider, node/renter, node/trust} -> node/lease
+//	node/* -> {p2p, store, auction, attest}, auction -> attest
 //
 // and nothing flows back up.
 package idlegrid_test
@@ -105,7 +106,14 @@ func TestImportDirection(t *testing.T) {
 		{from: "node", forbidden: []string{"cmd"}},
 		// Subpackages of node serve node; they never reach back up into it.
 		// nodetest exists to build whole nodes, so it may.
-		{from: "node/", forbidden: []string{"node"}, except: []string{"node/nodetest"}},
+		{from: "node/", forbidden: []string{"node"}, except: []string{"node/nodetest", "node/devnet"}},
+		// The rooms (issue 10): the provider and the renter meet only
+		// through node/lease and the callbacks node wires; neither knows
+		// trust; trust knows neither; the lease contract knows no room.
+		{from: "node/provider", forbidden: []string{"node/renter", "node/trust"}},
+		{from: "node/renter", forbidden: []string{"node/provider", "node/trust"}},
+		{from: "node/trust", forbidden: []string{"node/provider", "node/renter"}},
+		{from: "node/lease", forbidden: []string{"node/provider", "node/renter", "node/trust"}},
 		// The CLI talks to daemons through the API client and its types;
 		// only init, daemon and devnet build nodes, via package node.
 		{from: "cmd", forbidden: []string{"p2p", "store", "auction", "attest", "node/gpu", "node/nodetest"}},

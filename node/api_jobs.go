@@ -10,22 +10,24 @@ import (
 	"slices"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/attest/reputation"
 	"github.com/idlegrid/idlegrid/node/jobproto"
-	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/idlegrid/idlegrid/node/renter"
 
 	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/store"
 )
 
 func (b apiBackend) SubmitJob(_ context.Context, spec []byte) (api.Job, error) {
-	if b.n.auct == nil {
+	if b.n.renter == nil {
 		return api.Job{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "this node is a %s; post jobs from a renter node", b.n.cfg.Role)
 	}
-	j, err := b.n.auct.Submit(spec)
+	j, err := b.n.renter.Submit(spec)
 	switch {
-	case errors.Is(err, ErrJobActive):
+	case errors.Is(err, renter.ErrJobActive):
 		return api.Job{}, api.Errorf(http.StatusConflict, "conflict", "%v", err)
 	case err != nil:
 		return api.Job{}, api.Errorf(http.StatusBadRequest, api.CodeBadSpec, "%v", err)
@@ -57,7 +59,10 @@ func (b apiBackend) Job(id string) (api.Job, error) {
 }
 
 func (b apiBackend) WatchJob(ctx context.Context, id string) (<-chan api.JobEvent, error) {
-	events, err := b.n.jobs.watch(ctx, id)
+	if b.n.renter == nil {
+		return nil, b.renterOnly()
+	}
+	events, err := b.n.renter.Watch(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, api.Errorf(http.StatusNotFound, api.CodeNotFound, "no job %s", id)
 	}
@@ -93,7 +98,7 @@ func (b apiBackend) Leases() ([]api.Lease, error) {
 func (b apiBackend) Prices(window time.Duration) (api.Prices, error) {
 	until := time.Now()
 	since := until.Add(-window)
-	stats, err := b.n.PriceIndex(since, until)
+	stats, err := b.n.trust.PriceIndex(since, until)
 	if err != nil {
 		return api.Prices{}, err
 	}
@@ -166,9 +171,9 @@ func (b apiBackend) renterOnly() error {
 func jobError(err error) error {
 	var re *jobproto.RemoteError
 	switch {
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, ErrNoLease):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, renter.ErrNoLease):
 		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "%v", err)
-	case errors.Is(err, ErrJobEnded):
+	case errors.Is(err, renter.ErrJobEnded):
 		return api.Errorf(http.StatusConflict, "conflict", "%v", err)
 	case errors.As(err, &re) && re.Code == jobproto.CodeNotReady:
 		return api.Errorf(http.StatusConflict, "not_ready", "%v", err)
@@ -181,17 +186,17 @@ func jobError(err error) error {
 }
 
 func (b apiBackend) JobLogs(ctx context.Context, id, lease string, follow bool, w io.Writer) error {
-	if b.n.auct == nil {
+	if b.n.renter == nil {
 		return b.renterOnly()
 	}
-	return jobError(b.n.auct.Logs(ctx, id, lease, follow, w))
+	return jobError(b.n.renter.Logs(ctx, id, lease, follow, w))
 }
 
 func (b apiBackend) JobResult(ctx context.Context, id, lease string) (api.Result, error) {
-	if b.n.auct == nil {
+	if b.n.renter == nil {
 		return api.Result{}, b.renterOnly()
 	}
-	l, path, err := b.n.auct.Result(ctx, id, lease)
+	l, path, err := b.n.renter.Result(ctx, id, lease)
 	if err != nil {
 		return api.Result{}, jobError(err)
 	}
@@ -199,10 +204,10 @@ func (b apiBackend) JobResult(ctx context.Context, id, lease string) (api.Result
 }
 
 func (b apiBackend) CancelJob(ctx context.Context, id string) (api.Job, error) {
-	if b.n.auct == nil {
+	if b.n.renter == nil {
 		return api.Job{}, b.renterOnly()
 	}
-	j, err := b.n.auct.Cancel(ctx, id)
+	j, err := b.n.renter.Cancel(ctx, id)
 	if err != nil {
 		return api.Job{}, jobError(err)
 	}
@@ -210,11 +215,14 @@ func (b apiBackend) CancelJob(ctx context.Context, id string) (api.Job, error) {
 }
 
 func (b apiBackend) AddArtifact(r io.Reader) (string, error) {
-	return b.n.AddArtifact(r)
+	if b.n.renter == nil {
+		return "", b.renterOnly()
+	}
+	return b.n.renter.AddArtifact(r)
 }
 
 func (b apiBackend) Reputations() ([]api.Reputation, error) {
-	all := b.n.rep.all()
+	all := b.n.trust.Reputation().All()
 	out := make([]api.Reputation, 0, len(all))
 	for _, r := range all {
 		out = append(out, toAPIReputation(r))
@@ -227,7 +235,7 @@ func (b apiBackend) Reputation(p string) (api.Reputation, error) {
 	if _, err := peer.Decode(p); err != nil {
 		return api.Reputation{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "%q is not a peer ID: %v", p, err)
 	}
-	return toAPIReputation(b.n.rep.of(p)), nil
+	return toAPIReputation(b.n.trust.Reputation().Of(p)), nil
 }
 
 func toAPIReputation(r reputation.Result) api.Reputation {
@@ -239,12 +247,22 @@ func toAPIReputation(r reputation.Result) api.Reputation {
 	}
 }
 
-func (b apiBackend) Earnings(since time.Time) (api.Earnings, error) { return b.n.Earnings(since) }
+func (b apiBackend) Earnings(since time.Time) (api.Earnings, error) {
+	if b.n.provider == nil {
+		return api.Earnings{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "this node is a %s; earnings are a provider's", b.n.cfg.Role)
+	}
+	return b.n.provider.Earnings(since)
+}
 
-func (b apiBackend) Spend(since time.Time) (api.Spend, error) { return b.n.Spend(since) }
+func (b apiBackend) Spend(since time.Time) (api.Spend, error) {
+	if b.n.renter == nil {
+		return api.Spend{}, b.renterOnly()
+	}
+	return b.n.renter.Spend(since)
+}
 
 func (b apiBackend) Attestations(ctx context.Context, lease string) ([]byte, error) {
-	x, err := b.n.ExportAttestations(ctx, lease)
+	x, err := b.n.trust.ExportAttestations(ctx, lease)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, api.Errorf(http.StatusNotFound, api.CodeNotFound, "no lease %s", lease)
 	}

@@ -7,14 +7,17 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/auction/query"
 	"github.com/idlegrid/idlegrid/node/api"
-	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/idlegrid/idlegrid/node/provider"
+	"github.com/idlegrid/idlegrid/node/trust"
 )
 
 func (b apiBackend) Search(ctx context.Context, q, sortBy string, limit int, explain bool) (api.SearchResult, error) {
-	res, err := b.n.Search(ctx, q, sortBy, limit, explain)
+	res, err := b.n.trust.Search(ctx, q, sortBy, limit, explain)
 	if err != nil {
 		var qe *query.Error
 		if errors.As(err, &qe) {
@@ -37,25 +40,25 @@ func (b apiBackend) Provider(ctx context.Context, id string) (api.Offer, error) 
 	if err != nil {
 		return api.Offer{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "%q is not a peer ID: %v", id, err)
 	}
-	rec, err := b.n.ProviderRecord(ctx, p)
+	rec, err := b.n.trust.ProviderRecord(ctx, p)
 	if err != nil {
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, trust.ErrNotFound) {
 			return api.Offer{}, api.Errorf(http.StatusNotFound, api.CodeNotFound, "%v", err)
 		}
 		return api.Offer{}, api.Errorf(http.StatusServiceUnavailable, api.CodeUnavailable, "%v", err)
 	}
-	return toAPIOffer(rec, b.n.ReliabilityPrior(), true), nil
+	return toAPIOffer(rec, b.n.cfg.Market.ReliabilityPrior, true), nil
 }
 
 func (b apiBackend) Capacity() (api.Offer, error) {
-	if b.n.adv == nil {
+	if b.n.provider == nil {
 		return api.Offer{}, api.Errorf(http.StatusNotFound, api.CodeNotFound, "this node is a %s, not a provider", b.n.cfg.Role)
 	}
-	rec := b.n.Capacity()
+	rec := b.n.provider.Capacity()
 	if rec == nil {
 		return api.Offer{}, api.Errorf(http.StatusServiceUnavailable, api.CodeUnavailable, "capacity not published yet (waiting for a non-empty routing table)")
 	}
-	return toAPIOffer(rec, b.n.ReliabilityPrior(), true), nil
+	return toAPIOffer(rec, b.n.cfg.Market.ReliabilityPrior, true), nil
 }
 
 func toAPIOffer(c *auction.Capacity, reliability float64, detail bool) api.Offer {
@@ -99,7 +102,7 @@ func toAPIOffer(c *auction.Capacity, reliability float64, detail bool) api.Offer
 	}
 	for _, w := range c.Calendar {
 		o.Calendar = append(o.Calendar, api.OfferSlot{
-			Day:    dayNames[w.Day],
+			Day:    provider.DayNames[w.Day],
 			Start:  fmt.Sprintf("%02d:%02d", w.StartMin/60, w.StartMin%60),
 			End:    fmt.Sprintf("%02d:%02d", w.EndMin/60, w.EndMin%60),
 			Factor: float64(w.FactorPermille) / 1000,

@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idlegrid/idlegrid/attest"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/idlegrid/idlegrid/attest"
 )
 
 // exportFixture builds an honest export: a fingerprint, a lease started on
@@ -29,7 +30,7 @@ func exportFixture(t testing.TB) []byte {
 	rsk, _, _ := crypto.GenerateEd25519Key(nil)
 	rid, _ := peer.IDFromPrivateKey(rsk)
 	start := time.Now().Add(-time.Minute).UnixMilli()
-	x := AttestationExport{Version: 1, Provider: prov.String()}
+	x := attest.Export{Version: 1, Provider: prov.String()}
 	x.Lease.ID, x.Lease.Renter, x.Lease.GPUs, x.Lease.StartMs = lease, rid.String(), []string{gpu}, start
 	fp, _, err := c.Append(start-10, &attest.Fingerprint{Driver: "550.54.15", CUDA: "12.4", GPUs: []attest.GPUFact{{
 		UUID: gpu, Name: "NVIDIA A10", PCIDeviceID: 0x223610de, MemoryMiB: 24564, ComputeCap: "8.6", PowerLimitMW: 150_000,
@@ -87,7 +88,7 @@ func TestVerifyAttestationsHonestAndTampered(t *testing.T) {
 		t.Fatalf("every check should report: %+v", findings)
 	}
 	// Drop an entry from the middle: continuity fails, by name.
-	var x AttestationExport
+	var x attest.Export
 	if err := json.Unmarshal(data, &x); err != nil {
 		t.Fatal(err)
 	}

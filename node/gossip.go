@@ -7,15 +7,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/node/trust"
 	"github.com/idlegrid/idlegrid/p2p"
-	"github.com/libp2p/go-libp2p/core/peer"
 )
-
-// maxClockSkew is how far in the future a signed message may be dated.
-const maxClockSkew = time.Minute
 
 // topicValidators are the edge checks per topic: typed decoding, size
 // limits (inside the decoders), signatures, expiry and replay, before
@@ -25,8 +24,8 @@ const maxClockSkew = time.Minute
 func (n *Node) topicValidators() map[string]p2p.Validator {
 	return map[string]p2p.Validator{
 		p2p.TopicRFQ:    n.validateRFQ,
-		p2p.TopicAttest: n.validateAttest,
-		p2p.TopicFraud:  n.validateFraud,
+		p2p.TopicAttest: n.trust.ValidateAttest,
+		p2p.TopicFraud:  n.trust.ValidateFraud,
 	}
 }
 
@@ -36,7 +35,7 @@ func (n *Node) validateRFQ(_ context.Context, _, signer peer.ID, data []byte) p2
 		return p2p.Reject
 	}
 	now := time.Now()
-	if rfq.Expired(now) || time.UnixMilli(rfq.IssuedAtMs).After(now.Add(maxClockSkew)) {
+	if rfq.Expired(now) || time.UnixMilli(rfq.IssuedAtMs).After(now.Add(trust.MaxClockSkew)) {
 		return p2p.Ignore
 	}
 	if n.rfqSeen.Seen(attest.RecordID(data).String(), rfq.ExpiresAtMs, now) {
@@ -142,6 +141,16 @@ func addrStrings[T fmt.Stringer](xs []T) []string {
 	out := make([]string, len(xs))
 	for i, x := range xs {
 		out[i] = x.String()
+	}
+	return out
+}
+
+// RecentGossip returns the last messages this node received on a topic
+// (the debug API's view, for tests and operators).
+func (n *Node) RecentGossip(topic string) []p2p.Message {
+	var out []p2p.Message
+	for _, m := range n.gossip.recent(topic) {
+		out = append(out, p2p.Message{Topic: m.Topic, Data: m.Data})
 	}
 	return out
 }

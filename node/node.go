@@ -13,12 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idlegrid/idlegrid/auction"
-	"github.com/idlegrid/idlegrid/node/api"
-	"github.com/idlegrid/idlegrid/node/executor"
-	"github.com/idlegrid/idlegrid/node/gpu"
-	"github.com/idlegrid/idlegrid/p2p"
-	"github.com/idlegrid/idlegrid/store"
 	dht "github.com/libp2p/go-libp2p-kad-dht"
 	"github.com/libp2p/go-libp2p-kad-dht/records"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -26,6 +20,17 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/node/executor"
+	"github.com/idlegrid/idlegrid/node/gpu"
+	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/node/provider"
+	"github.com/idlegrid/idlegrid/node/renter"
+	"github.com/idlegrid/idlegrid/node/trust"
+	"github.com/idlegrid/idlegrid/p2p"
+	"github.com/idlegrid/idlegrid/store"
 )
 
 // Deps are a node's collaborators. All are optional: the zero value builds
@@ -53,14 +58,16 @@ type Deps struct {
 	// home, or a temporary directory when there is no home.
 	WorkDir string
 	// AdmitAward is the provider's award admission policy; nil admits all.
-	AdmitAward AdmitAward
+	AdmitAward provider.AdmitAward
 	// WithholdPayment is the renter's payment policy: returning true for a
 	// lease withholds its next voucher (a dispute, a budget cap). nil pays
 	// whatever verified telemetry covers.
 	WithholdPayment func(leaseID string) bool
 }
 
-// Node is one running idlegrid node.
+// Node is one running idlegrid node: the wiring of its rooms. A provider
+// node has a provider room, a renter node a renter room; every node has
+// trust.
 type Node struct {
 	cfg     Config
 	log     *slog.Logger
@@ -71,26 +78,17 @@ type Node struct {
 	started time.Time
 	gossip  *gossipLog
 	key     crypto.PrivKey
-	gpus    gpu.Backend
-	adv     *advertiser // providers only
-	market  *market
-	jobs    *jobTracker
-	leases  *leaseBook
-	rep     *reputationBook
-	// withhold is the renter's payment policy (Deps.WithholdPayment).
-	withhold func(leaseID string) bool
-	// artifacts hold WASM modules: a renter serves them to its providers,
-	// a provider keeps the ones it fetched.
-	artifacts *executor.DirArtifacts
-	ex        *executors // providers only
-	attest    *attestor  // providers only
+	gpus    gpu.Backend // providers only; the node owns it
+	leases  *lease.Book
+	rfqSeen *auction.SeenCache
 	// workDir holds executor state, artifacts, results and downloads;
 	// cleanupWork removes it when it is temporary.
 	workDir     string
 	cleanupWork func() error
-	bidder      *bidder     // providers only
-	auct        *auctioneer // renters only
-	rfqSeen     *auction.SeenCache
+
+	trust    *trust.Trust
+	provider *provider.Provider // providers only
+	renter   *renter.Renter     // renters only
 
 	closeOnce sync.Once
 	closeErr  error
@@ -146,16 +144,8 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	}
 	undo = append(undo, n.p2p.Close)
 
-	if err := n.registerValidators(); err != nil {
-		return nil, fmt.Errorf("node.New: %w", err)
-	}
-
-	n.market = newMarket(n)
 	n.rfqSeen = auction.NewSeenCache(100_000)
-	n.jobs = newJobTracker(n.db)
-	n.leases = newLeaseBook(n.db)
-	n.rep = newReputationBook(n)
-	n.withhold = deps.WithholdPayment
+	n.leases = lease.NewBook(n.db, time.Now)
 	dir, cleanup, err := workDir(cfg, deps)
 	if err != nil {
 		return nil, fmt.Errorf("node.New: work dir: %w", err)
@@ -163,42 +153,16 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	undo = append(undo, cleanup)
 	n.cleanupWork = cleanup
 	n.workDir = dir
-	if n.artifacts, err = openArtifacts(dir); err != nil {
+	artifacts, err := openArtifacts(dir)
+	if err != nil {
 		return nil, fmt.Errorf("node.New: %w", err)
 	}
-	if cfg.Role == RoleProvider {
-		n.gpus = deps.GPU
-		if n.gpus == nil {
-			if n.gpus, err = gpu.Open(cfg.GPU, n.log.With("component", "gpu")); err != nil {
-				return nil, fmt.Errorf("node.New: %w", err)
-			}
-		}
-		undo = append(undo, n.gpus.Close)
-		var offered []string
-		if n.ex, offered, err = openExecutors(cfg, dir, n.artifacts, deps.Executors, n.p2p.ID().String(), n.log.With("component", "executor")); err != nil {
-			return nil, fmt.Errorf("node.New: %w", err)
-		}
-		undo = append(undo, n.ex.Close)
-		// Advertise only the runtimes that can run here.
-		n.cfg.Provider.Runtimes = offered
-		if n.attest, err = openAttestor(n); err != nil {
-			return nil, fmt.Errorf("node.New: %w", err)
-		}
-		if n.adv, err = newAdvertiser(n, n.key, n.gpus); err != nil {
-			return nil, fmt.Errorf("node.New: %w", err)
-		}
-		n.bidder = newBidder(n, deps.AdmitAward)
-		if err := n.bidder.restore(); err != nil {
-			return nil, fmt.Errorf("node.New: %w", err)
-		}
-		n.p2p.HandleRequests(LeaseProto, "idlegrid.lease", leaseLimits, n.bidder.handleAward)
-		n.p2p.HandleFrames(JobProto, "idlegrid.job", jobLimits, n.handleJob)
+	if err := n.buildRooms(deps, artifacts, &undo); err != nil {
+		return nil, fmt.Errorf("node.New: %w", err)
 	}
-	if cfg.Role == RoleRenter {
-		n.auct = newAuctioneer(n, n.jobs)
-		n.p2p.HandleRequests(BidProto, "idlegrid.bid", bidLimits, n.auct.handleBid)
-		n.p2p.HandleRequests(PreemptProto, "idlegrid.preempt", preemptLimits, n.auct.handlePreempt)
-		n.p2p.HandleFrames(JobProto, "idlegrid.job", jobLimits, n.handleJob)
+	n.route()
+	if err := n.registerValidators(); err != nil {
+		return nil, fmt.Errorf("node.New: %w", err)
 	}
 
 	if cfg.API.Listen != "" {
@@ -312,22 +276,16 @@ func (n *Node) Run(ctx context.Context) error {
 			return fmt.Errorf("node.Run: record API address: %w", err)
 		}
 	}
-	n.blockProven()
-	errc := make(chan error, 2)
+	n.trust.BlockProven()
+	errc := make(chan error, 4)
 	var wg sync.WaitGroup
 	wg.Go(func() { errc <- n.p2p.Run(ctx) })
 	wg.Go(func() { n.pruneKnownPeers(ctx) })
-	if n.adv != nil {
-		wg.Go(func() { n.adv.run(ctx) })
+	if n.provider != nil {
+		wg.Go(func() { errc <- n.provider.Run(ctx) })
 	}
-	if n.bidder != nil {
-		wg.Go(func() { n.bidder.runner.run(ctx) })
-	}
-	if n.attest != nil {
-		wg.Go(func() { n.attest.run(ctx) })
-	}
-	if n.auct != nil {
-		wg.Go(func() { n.auct.run(ctx) })
+	if n.renter != nil {
+		wg.Go(func() { errc <- n.renter.Run(ctx) })
 	}
 	if n.api != nil {
 		wg.Go(func() { errc <- n.api.Serve(ctx) })
@@ -356,10 +314,10 @@ func (n *Node) Close() error {
 				}
 			}
 		}
-		errs = append(errs, n.p2p.Close())
-		if n.ex != nil {
-			errs = append(errs, n.ex.Close())
+		if n.provider != nil {
+			errs = append(errs, n.provider.Close())
 		}
+		errs = append(errs, n.p2p.Close())
 		if n.gpus != nil {
 			errs = append(errs, n.gpus.Close())
 		}
@@ -395,17 +353,19 @@ func (n *Node) APIURL() string {
 
 // P2PAddrs are the node's dialable addresses, each ending in /p2p/<id>:
 // what another node puts in p2p.bootstrap.
-func (n *Node) P2PAddrs() []string {
-	infos, err := peer.AddrInfoToP2pAddrs(&peer.AddrInfo{ID: n.p2p.ID(), Addrs: n.p2p.AdvertisedAddrs()})
-	if err != nil {
-		return nil
-	}
-	out := make([]string, len(infos))
-	for i, a := range infos {
-		out[i] = a.String()
-	}
-	return out
-}
+func (n *Node) P2PAddrs() []string { return n.p2p.P2PAddrs() }
+
+// Provider is the provider room (nil on other roles).
+func (n *Node) Provider() *provider.Provider { return n.provider }
+
+// Renter is the renter room (nil on other roles).
+func (n *Node) Renter() *renter.Renter { return n.renter }
+
+// Trust is what this node believes about other peers.
+func (n *Node) Trust() *trust.Trust { return n.trust }
+
+// Store is the node's store (tests read leases and jobs from it).
+func (n *Node) Store() *store.DB { return n.db }
 
 // knownPeersKept bounds the peer book: enough to rejoin a network whose
 // bootstrap peers are all gone, small enough to read on every redial pass.

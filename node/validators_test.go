@@ -5,10 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idlegrid/idlegrid/auction"
-	"github.com/idlegrid/idlegrid/p2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/p2p"
 )
 
 func sealTestRFQ(t *testing.T, sk crypto.PrivKey, now time.Time) []byte {

@@ -11,12 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node"
+	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/node/nodetest"
+	"github.com/idlegrid/idlegrid/node/provider"
 	"github.com/idlegrid/idlegrid/p2p"
 	"github.com/idlegrid/idlegrid/store"
-	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // testModule is the WASM module CID test jobs name (only the auction runs
@@ -113,7 +116,7 @@ func waitJob(t *testing.T, ctx context.Context, r *node.Node, id string, states 
 	var j *store.Job
 	err := nodetest.WaitFor(ctx, "job "+id+" to reach "+strings.Join(states, "/"), func() bool {
 		var err error
-		j, err = r.Job(id)
+		j, err = r.Store().GetJob(id)
 		return err == nil && slices.Contains(states, j.State)
 	})
 	if err != nil {
@@ -132,7 +135,7 @@ func jobLeases(t *testing.T, r *node.Node, j *store.Job) []*store.Lease {
 	t.Helper()
 	var out []*store.Lease
 	for _, id := range j.Leases {
-		l, err := r.Leases()
+		l, err := r.Store().Leases()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,11 +171,11 @@ func TestCheapestFeasibleBidWins(t *testing.T) {
 			cheapest = m.Node.ID()
 		}
 	}
-	j, err := renter.SubmitJob(jobYAML(jobOpts{name: "cheapest", gpus: 1}))
+	j, err := renter.Renter().Submit(jobYAML(jobOpts{name: "cheapest", gpus: 1}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	j = waitJob(t, ctx, renter, j.ID, node.JobRunning, node.JobCompleted)
+	j = waitJob(t, ctx, renter, j.ID, lease.JobRunning, lease.JobCompleted)
 	leases := jobLeases(t, renter, j)
 	if len(leases) != 1 || leases[0].Provider != cheapest.String() {
 		t.Fatalf("lease went to %v, want the cheapest feasible provider %s", leases, cheapest)
@@ -183,13 +186,13 @@ func TestCheapestFeasibleBidWins(t *testing.T) {
 	// The renter's signed award summary reaches other nodes' price index.
 	observer := c.ByRole(node.RoleProvider)[5].Node
 	if err := nodetest.WaitFor(ctx, "the award in another node's price index", func() bool {
-		stats, err := observer.PriceIndex(time.Now().Add(-time.Hour), time.Now().Add(time.Minute))
+		stats, err := observer.Trust().PriceIndex(time.Now().Add(-time.Hour), time.Now().Add(time.Minute))
 		return err == nil && len(stats) == 1 && stats[0].Model == "a10-24gb" && stats[0].Tier == auction.TierBronze &&
 			stats[0].Awards == 1 && stats[0].MedianMicro == leases[0].PriceMicro
 	}); err != nil {
 		t.Fatal(err)
 	}
-	waitJob(t, ctx, renter, j.ID, node.JobCompleted)
+	waitJob(t, ctx, renter, j.ID, lease.JobCompleted)
 }
 
 // TestConcurrentRFQsNeverOvercommit: 50 jobs posted at once against 5
@@ -212,14 +215,14 @@ func TestConcurrentRFQsNeverOvercommit(t *testing.T) {
 		defer close(sampled)
 		for {
 			for _, m := range c.ByRole(node.RoleProvider) {
-				leases, err := m.Node.Leases()
+				leases, err := m.Node.Store().Leases()
 				if err != nil {
 					continue
 				}
 				inUse := map[string]string{}
 				for _, l := range leases {
-					if l.Side != "provider" || l.State == node.LeaseCompleted || l.State == node.LeasePreempted ||
-						l.State == node.LeaseCancelled || l.State == node.LeaseFailed || l.State == node.LeaseExpired {
+					if l.Side != "provider" || l.State == lease.Completed || l.State == lease.Preempted ||
+						l.State == lease.Cancelled || l.State == lease.Failed || l.State == lease.Expired {
 						continue
 					}
 					for _, g := range l.GPUs {
@@ -249,7 +252,7 @@ func TestConcurrentRFQsNeverOvercommit(t *testing.T) {
 	var mu sync.Mutex
 	for i := range 50 {
 		wg.Go(func() {
-			j, err := renter.SubmitJob(jobYAML(jobOpts{name: fmt.Sprintf("burst-%02d", i), gpus: 1, duration: "2s"}))
+			j, err := renter.Renter().Submit(jobYAML(jobOpts{name: fmt.Sprintf("burst-%02d", i), gpus: 1, duration: "2s"}))
 			if err != nil {
 				t.Errorf("submit %d: %v", i, err)
 				return
@@ -262,8 +265,8 @@ func TestConcurrentRFQsNeverOvercommit(t *testing.T) {
 	wg.Wait()
 	leased := 0
 	for _, id := range ids {
-		j := waitJob(t, ctx, renter, id, node.JobCompleted, node.JobUnfilled)
-		if j.State == node.JobCompleted {
+		j := waitJob(t, ctx, renter, id, lease.JobCompleted, lease.JobUnfilled)
+		if j.State == lease.JobCompleted {
 			leased++
 		}
 	}
@@ -285,7 +288,7 @@ func TestConcurrentRFQsNeverOvercommit(t *testing.T) {
 // award; the next-best bid gets the lease.
 func TestDeclinedAwardPassesToNextBest(t *testing.T) {
 	provs := []provOpts{{gpus: 1, bronze: 0.5}, {gpus: 1, bronze: 0.6}, {gpus: 1, bronze: 0.7}}
-	c, renter := auctionCluster(t, provs, nodetest.Options{AdmitAward: func(i int) node.AdmitAward {
+	c, renter := auctionCluster(t, provs, nodetest.Options{AdmitAward: func(i int) provider.AdmitAward {
 		if i == 1 {
 			return func(*auction.Award) error { return errors.New("operator refuses new work") }
 		}
@@ -294,11 +297,11 @@ func TestDeclinedAwardPassesToNextBest(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	second := c.ByRole(node.RoleProvider)[1].Node.ID()
-	j, err := renter.SubmitJob(jobYAML(jobOpts{name: "decline", gpus: 1}))
+	j, err := renter.Renter().Submit(jobYAML(jobOpts{name: "decline", gpus: 1}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	j = waitJob(t, ctx, renter, j.ID, node.JobRunning, node.JobCompleted)
+	j = waitJob(t, ctx, renter, j.ID, lease.JobRunning, lease.JobCompleted)
 	leases := jobLeases(t, renter, j)
 	if len(leases) != 1 || leases[0].Provider != second.String() {
 		t.Fatalf("lease went to %v, want the next-best provider %s", leases, second)
@@ -324,53 +327,53 @@ func TestGoldPreemptsBronzeWhichIsReauctioned(t *testing.T) {
 	defer cancel()
 	host, other := c.ByRole(node.RoleProvider)[0].Node, c.ByRole(node.RoleProvider)[1].Node
 
-	bronze, err := renter.SubmitJob(jobYAML(jobOpts{name: "bronze", gpus: 2, tier: "bronze", duration: "8s", minNotice: "1s"}))
+	bronze, err := renter.Renter().Submit(jobYAML(jobOpts{name: "bronze", gpus: 2, tier: "bronze", duration: "8s", minNotice: "1s"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	bj := waitJob(t, ctx, renter, bronze.ID, node.JobRunning)
+	bj := waitJob(t, ctx, renter, bronze.ID, lease.JobRunning)
 	if l := jobLeases(t, renter, bj); len(l) != 1 || l[0].Provider != host.ID().String() {
 		t.Fatalf("bronze job should start on the cheap host: %+v", l)
 	}
 	// The host's capacity record must show its GPUs leased before the
 	// gold auction, or the gold bid would not be a preemption.
 	if err := nodetest.WaitFor(ctx, "bronze lease active on the host", func() bool {
-		c := host.Capacity()
+		c := host.Provider().Capacity()
 		return c != nil && c.FreeGPUs() == 0
 	}); err != nil {
 		t.Fatal(err)
 	}
 	// The gold job outlasts the test, so the host stays busy and the bronze
 	// work must move elsewhere.
-	gold, err := renter.SubmitJob(jobYAML(jobOpts{name: "gold", gpus: 2, tier: "gold", maxPrice: 10, duration: "10m"}))
+	gold, err := renter.Renter().Submit(jobYAML(jobOpts{name: "gold", gpus: 2, tier: "gold", maxPrice: 10, duration: "10m"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	gj := waitJob(t, ctx, renter, gold.ID, node.JobRunning, node.JobCompleted)
+	gj := waitJob(t, ctx, renter, gold.ID, lease.JobRunning, lease.JobCompleted)
 	gl := jobLeases(t, renter, gj)
 	if len(gl) != 1 || gl[0].Provider != host.ID().String() {
 		t.Fatalf("gold job should land on the host (the only gold provider): %+v", gl)
 	}
-	if gl[0].State != node.LeaseAwarded {
+	if gl[0].State != lease.Awarded {
 		t.Fatalf("the gold lease should wait for the bronze notice: state %s", gl[0].State)
 	}
-	bj = waitJob(t, ctx, renter, bronze.ID, node.JobCompleted)
+	bj = waitJob(t, ctx, renter, bronze.ID, lease.JobCompleted)
 	leases := jobLeases(t, renter, bj)
 	if len(leases) != 2 {
 		for _, ev := range bj.Events {
 			t.Logf("bronze: %s %s", ev.Kind, ev.Message)
 		}
-		gj2, _ := renter.Job(gold.ID)
+		gj2, _ := renter.Store().GetJob(gold.ID)
 		for _, ev := range gj2.Events {
 			t.Logf("gold: %s %s", ev.Kind, ev.Message)
 		}
-		pl, _ := host.Leases()
+		pl, _ := host.Store().Leases()
 		for _, l := range pl {
 			t.Logf("host lease %s tier %s state %s start %d preempt %d gpus %v", l.ID[len(l.ID)-6:], l.Tier, l.State, l.StartsAtMs, l.PreemptAtMs, l.GPUs)
 		}
 		t.Fatalf("bronze job should have 2 leases (preempted, then re-auctioned): %+v", leases)
 	}
-	if leases[0].Provider != host.ID().String() || leases[0].State != node.LeasePreempted {
+	if leases[0].Provider != host.ID().String() || leases[0].State != lease.Preempted {
 		t.Fatalf("first bronze lease: %+v, want preempted on the host", leases[0])
 	}
 	if leases[1].Provider != other.ID().String() {
@@ -380,10 +383,10 @@ func TestGoldPreemptsBronzeWhichIsReauctioned(t *testing.T) {
 	if notice < 900 {
 		t.Fatalf("preemption notice %dms, promised 1s", notice)
 	}
-	if gj, _ := renter.Job(gold.ID); gj.State != node.JobRunning {
+	if gj, _ := renter.Store().GetJob(gold.ID); gj.State != lease.JobRunning {
 		t.Fatalf("gold job %s, want running", gj.State)
 	}
-	if l := jobLeases(t, renter, gj); l[0].State != node.LeaseRunning {
+	if l := jobLeases(t, renter, gj); l[0].State != lease.Running {
 		t.Fatalf("gold lease %s after the notice ran out, want active", l[0].State)
 	}
 	kinds := []string{}
@@ -416,27 +419,27 @@ func TestReplayedAwardIsIgnored(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	prov := c.ByRole(node.RoleProvider)[0].Node
-	j, err := renter.SubmitJob(jobYAML(jobOpts{name: "replay", gpus: 1, duration: "30s"}))
+	j, err := renter.Renter().Submit(jobYAML(jobOpts{name: "replay", gpus: 1, duration: "30s"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	j = waitJob(t, ctx, renter, j.ID, node.JobRunning)
-	lease := jobLeases(t, renter, j)[0]
+	j = waitJob(t, ctx, renter, j.ID, lease.JobRunning)
+	l := jobLeases(t, renter, j)[0]
 	lim := p2p.StreamLimits{MaxRequest: 8 << 10, MaxResponse: 8 << 10, Timeout: 5 * time.Second}
 	for range 3 {
-		resp, err := renter.P2P().Request(ctx, prov.ID(), node.LeaseProto, lease.Award, lim)
+		resp, err := renter.P2P().Request(ctx, prov.ID(), lease.LeaseProto, l.Award, lim)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if string(resp[1:]) != string(lease.Acceptance) {
+		if string(resp[1:]) != string(l.Acceptance) {
 			t.Fatal("a replayed award must get the original acceptance back")
 		}
 	}
-	leases, _ := prov.Leases()
+	leases, _ := prov.Store().Leases()
 	if len(leases) != 1 {
 		t.Fatalf("provider has %d leases after replays, want 1", len(leases))
 	}
-	if free := prov.Capacity(); free == nil {
+	if free := prov.Provider().Capacity(); free == nil {
 		t.Fatal("no capacity")
 	}
 }
@@ -452,12 +455,12 @@ func TestBadJobSpecPostsNothing(t *testing.T) {
 		{"module: " + testModule + "\ngpus: 1\nduration: 1h\n", "max_price"},
 	}
 	for _, b := range bad {
-		_, err := renter.SubmitJob([]byte(b.spec))
+		_, err := renter.Renter().Submit([]byte(b.spec))
 		if err == nil || !strings.Contains(err.Error(), b.want) {
 			t.Errorf("spec %q: error %v should name %q", b.spec, err, b.want)
 		}
 	}
-	if jobs, _ := renter.Leases(); len(jobs) != 0 {
+	if jobs, _ := renter.Store().Leases(); len(jobs) != 0 {
 		t.Fatal("a bad spec must not lead to a lease")
 	}
 	for _, m := range c.Members {
@@ -474,11 +477,11 @@ func TestMicroPoolAcrossProviders(t *testing.T) {
 	_, renter := auctionCluster(t, provs, nodetest.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	j, err := renter.SubmitJob(jobYAML(jobOpts{name: "pool", gpus: 3}))
+	j, err := renter.Renter().Submit(jobYAML(jobOpts{name: "pool", gpus: 3}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	j = waitJob(t, ctx, renter, j.ID, node.JobRunning, node.JobCompleted)
+	j = waitJob(t, ctx, renter, j.ID, lease.JobRunning, lease.JobCompleted)
 	leases := jobLeases(t, renter, j)
 	total, hosts := 0, map[string]bool{}
 	for _, l := range leases {
@@ -499,27 +502,27 @@ func TestLosingBidsReleaseTheirGPUs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	cheap, dear := c.ByRole(node.RoleProvider)[0].Node, c.ByRole(node.RoleProvider)[1].Node
-	first, err := renter.SubmitJob(jobYAML(jobOpts{name: "first", gpus: 1, duration: "1m"}))
+	first, err := renter.Renter().Submit(jobYAML(jobOpts{name: "first", gpus: 1, duration: "1m"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	fj := waitJob(t, ctx, renter, first.ID, node.JobRunning)
+	fj := waitJob(t, ctx, renter, first.ID, lease.JobRunning)
 	if l := jobLeases(t, renter, fj); l[0].Provider != cheap.ID().String() {
 		t.Fatalf("first job should go to the cheap provider")
 	}
 	// The losing provider has the summary once its price index shows it.
 	if err := nodetest.WaitFor(ctx, "the award summary at the losing provider", func() bool {
-		s, err := dear.PriceIndex(time.Time{}, time.Time{})
+		s, err := dear.Trust().PriceIndex(time.Time{}, time.Time{})
 		return err == nil && len(s) == 1
 	}); err != nil {
 		t.Fatal(err)
 	}
-	second, err := renter.SubmitJob(jobYAML(jobOpts{name: "second", gpus: 1, duration: "1m"}))
+	second, err := renter.Renter().Submit(jobYAML(jobOpts{name: "second", gpus: 1, duration: "1m"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sj := waitJob(t, ctx, renter, second.ID, node.JobRunning, node.JobUnfilled)
-	if sj.State != node.JobRunning || jobLeases(t, renter, sj)[0].Provider != dear.ID().String() {
+	sj := waitJob(t, ctx, renter, second.ID, lease.JobRunning, lease.JobUnfilled)
+	if sj.State != lease.JobRunning || jobLeases(t, renter, sj)[0].Provider != dear.ID().String() {
 		t.Fatalf("second job %s (%s): the losing bidder's GPU should be free again", sj.State, sj.Reason)
 	}
 }

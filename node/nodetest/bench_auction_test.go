@@ -12,6 +12,7 @@ import (
 
 	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/node"
+	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/store"
 )
 
@@ -137,7 +138,7 @@ func benchAuction(b *testing.B, n int) {
 	// Every provider's capacity record must be found before the renter
 	// can expect its bid.
 	if err := WaitFor(ctx, "every provider's record to be searchable", func() bool {
-		res, err := renter.Search(ctx, "", "", 0, false)
+		res, err := renter.Trust().Search(ctx, "", "", 0, false)
 		return err == nil && len(res.Offers) == len(providers)
 	}); err != nil {
 		b.Fatal(err)
@@ -154,14 +155,14 @@ func benchAuction(b *testing.B, n int) {
 			time.Sleep(time.Until(last.Add(*auctionPace)))
 			last = time.Now()
 			k++
-			j, err := renter.SubmitJob(benchJob(k))
+			j, err := renter.Renter().Submit(benchJob(k))
 			if err != nil {
 				b.Fatalf("submit job %d: %v", k, err)
 			}
 			id := j.ID
 			if err := WaitFor(ctx, "job "+j.Name+" leased", func() bool {
-				j, err = renter.Job(id)
-				return err == nil && (j.State != node.JobAuctioning || slices.ContainsFunc(j.Events, func(ev store.JobEvent) bool { return ev.Kind == "lease" }))
+				j, err = renter.Store().GetJob(id)
+				return err == nil && (j.State != lease.JobAuctioning || slices.ContainsFunc(j.Events, func(ev store.JobEvent) bool { return ev.Kind == "lease" }))
 			}); err != nil {
 				b.Fatal(err)
 			}

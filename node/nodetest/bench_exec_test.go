@@ -29,6 +29,7 @@ import (
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/node/executor"
 	"github.com/idlegrid/idlegrid/node/executor/docker"
+	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/store"
 )
 
@@ -106,7 +107,7 @@ func BenchmarkAwardToRunning(b *testing.B) {
 	renter := c.ByRole(node.RoleRenter)[0].Node
 	prov := c.ByRole(node.RoleProvider)[0].Node
 	if err := WaitFor(ctx, "the provider's record", func() bool {
-		res, err := renter.Search(ctx, "", "", 0, false)
+		res, err := renter.Trust().Search(ctx, "", "", 0, false)
 		return err == nil && len(res.Offers) == 1
 	}); err != nil {
 		b.Fatal(err)
@@ -204,25 +205,25 @@ func BenchmarkAwardToRunning(b *testing.B) {
 // provider removed the container and freed the GPU.
 func runLease(ctx context.Context, eng *benchEngine, renter, prov *node.Node, ref string, k int, timings *stageTimings) (time.Duration, *container.InspectResponse, error) {
 	spec := fmt.Sprintf("name: a2r-%03d\nimage: %s\ncommand: [\"/prog\", \"hang\"]\ngpus: 1\ngpu: [a10]\ntier: silver\nmax_price: 5\nduration: 10m\nbid_window: 3s\n", k, ref)
-	j, err := renter.SubmitJob([]byte(spec))
+	j, err := renter.Renter().Submit([]byte(spec))
 	if err != nil {
 		return 0, nil, err
 	}
 	id := j.ID
 	var l *store.Lease
 	err = WaitFor(ctx, "job "+j.Name+" running on the provider", func() bool {
-		if j, err = renter.Job(id); err != nil {
+		if j, err = renter.Store().GetJob(id); err != nil {
 			return false
 		}
-		if j.State != node.JobAuctioning && j.State != node.JobRunning {
+		if j.State != lease.JobAuctioning && j.State != lease.JobRunning {
 			return true // l stays nil: failed
 		}
 		if len(j.Leases) == 0 {
 			return false
 		}
-		ls, _ := prov.Leases()
+		ls, _ := prov.Store().Leases()
 		for _, x := range ls {
-			if x.ID == j.Leases[0] && x.State != node.LeaseAwarded && x.State != node.LeasePreparing {
+			if x.ID == j.Leases[0] && x.State != lease.Awarded && x.State != lease.Preparing {
 				l = x
 				return true
 			}
@@ -235,7 +236,7 @@ func runLease(ctx context.Context, eng *benchEngine, renter, prov *node.Node, re
 	if err != nil {
 		return 0, nil, err
 	}
-	if l.State != node.LeaseRunning {
+	if l.State != lease.Running {
 		return 0, nil, fmt.Errorf("lease %s: %s", l.State, l.Reason)
 	}
 	acc, _, err := auction.OpenLeaseAcceptance(l.Acceptance)
@@ -254,15 +255,15 @@ func runLease(ctx context.Context, eng *benchEngine, renter, prov *node.Node, re
 	if !ins.State.Running {
 		return 0, nil, fmt.Errorf("the lease's container is %s", ins.State.Status)
 	}
-	if _, err := renter.CancelJob(ctx, id); err != nil {
+	if _, err := renter.Renter().Cancel(ctx, id); err != nil {
 		return 0, nil, err
 	}
 	err = WaitFor(ctx, "the lease's end on the provider", func() bool {
-		ls, _ := prov.Leases()
+		ls, _ := prov.Store().Leases()
 		for _, x := range ls {
 			if x.ID == l.ID {
-				cp := prov.Capacity()
-				return x.State == node.LeaseCancelled && cp != nil && cp.FreeGPUs() == 2
+				cp := prov.Provider().Capacity()
+				return x.State == lease.Cancelled && cp != nil && cp.FreeGPUs() == 2
 			}
 		}
 		return false
@@ -541,38 +542,38 @@ func benchResultDownload(b *testing.B, transport string) {
 		b.Fatalf("provider listens on %s", prov.Addr)
 	}
 	if err := WaitFor(ctx, "the provider's record", func() bool {
-		res, err := renter.Search(ctx, "", "", 0, false)
+		res, err := renter.Trust().Search(ctx, "", "", 0, false)
 		return err == nil && len(res.Offers) == 1
 	}); err != nil {
 		b.Fatal(err)
 	}
 	spec := fmt.Sprintf("name: output\nmodule: %s\ncommand: [\"fill:out.bin=%d\"]\ngpus: 1\ngpu: [a10]\nmax_price: 5\nduration: 1m\nbid_window: 3s\n", DemoModule, *dlSize)
-	j, err := renter.SubmitJob([]byte(spec))
+	j, err := renter.Renter().Submit([]byte(spec))
 	if err != nil {
 		b.Fatal(err)
 	}
 	id := j.ID
 	if err := WaitFor(ctx, "the job's end", func() bool {
-		j, err = renter.Job(id)
-		return err == nil && j.State != node.JobAuctioning && j.State != node.JobRunning
+		j, err = renter.Store().GetJob(id)
+		return err == nil && j.State != lease.JobAuctioning && j.State != lease.JobRunning
 	}); err != nil {
 		b.Fatal(err)
 	}
-	if j.State != node.JobCompleted {
+	if j.State != lease.JobCompleted {
 		b.Fatalf("job %s: %s", j.State, j.Reason)
 	}
 	var dl, verify []time.Duration
 	var size int64
 	for b.Loop() {
 		for range *dlReps {
-			before := renter.ResultBytesFetched()
+			before := renter.Renter().ResultBytesFetched()
 			t0 := time.Now()
-			l, path, err := renter.JobResult(ctx, id, "")
+			l, path, err := renter.Renter().Result(ctx, id, "")
 			d := time.Since(t0)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if got := renter.ResultBytesFetched() - before; got != l.OutputSize {
+			if got := renter.Renter().ResultBytesFetched() - before; got != l.OutputSize {
 				b.Fatalf("fetched %d bytes, the output has %d", got, l.OutputSize)
 			}
 			size = l.OutputSize

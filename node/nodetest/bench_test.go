@@ -17,12 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
+
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/p2p"
 	"github.com/idlegrid/idlegrid/store"
-	"github.com/libp2p/go-libp2p/core/peer"
-	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 )
 
 // Network benchmark parameters. The defaults are what docs/benchmarks.md

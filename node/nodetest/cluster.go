@@ -15,12 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idlegrid/idlegrid/node"
-	"github.com/idlegrid/idlegrid/node/executor"
-	"github.com/idlegrid/idlegrid/node/executor/executortest"
-	"github.com/idlegrid/idlegrid/node/executor/wasm/demo"
-	"github.com/idlegrid/idlegrid/node/gpu"
-	"github.com/idlegrid/idlegrid/store"
 	"github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -28,6 +22,14 @@ import (
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/idlegrid/idlegrid/node"
+	"github.com/idlegrid/idlegrid/node/executor"
+	"github.com/idlegrid/idlegrid/node/executor/executortest"
+	"github.com/idlegrid/idlegrid/node/executor/wasm/demo"
+	"github.com/idlegrid/idlegrid/node/gpu"
+	"github.com/idlegrid/idlegrid/node/provider"
+	"github.com/idlegrid/idlegrid/store"
 )
 
 // Options shape a cluster. The zero value is usable.
@@ -45,7 +47,7 @@ type Options struct {
 	// for measuring the real network stack. Link and Restart do not apply.
 	Transport string
 	// AdmitAward gives member i an award admission policy (nil: admit all).
-	AdmitAward func(i int) node.AdmitAward
+	AdmitAward func(i int) provider.AdmitAward
 	// Executors gives provider i its runtimes, with dir for their files.
 	// nil: a scripted fake serving "wasm" (executortest.Fake: a job's
 	// command is its script, e.g. ["sleep:2s"]); a func returning nil: the
@@ -76,7 +78,7 @@ type Member struct {
 	workDir string // the provider's work directory, removed on stop
 	real    bool   // a real libp2p host (Options.Transport), not mocknet
 
-	admit     node.AdmitAward
+	admit     provider.AdmitAward
 	executors func(i int, dir string) []executor.Executor
 	gpu       func(i int) gpu.Backend
 	withhold  func(i int) func(string) bool
@@ -295,7 +297,7 @@ func newNode(mn mocknet.Mocknet, m *Member) error {
 	if m.Role == node.RoleRenter {
 		// Renters serve the demo module, so jobs naming DemoModule run on
 		// any runtime the providers have.
-		if _, err := m.Node.AddArtifact(bytes.NewReader(demo.Module())); err != nil {
+		if _, err := m.Node.Renter().AddArtifact(bytes.NewReader(demo.Module())); err != nil {
 			return err
 		}
 	}

@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/node/nodetest"
 	"github.com/idlegrid/idlegrid/p2p"
-	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // TestClusterRoutingAndGossip is the foundation's network test: 24 nodes

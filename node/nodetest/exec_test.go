@@ -13,6 +13,7 @@ import (
 	"github.com/idlegrid/idlegrid/node/executor"
 	"github.com/idlegrid/idlegrid/node/executor/executortest"
 	"github.com/idlegrid/idlegrid/node/executor/wasm/demo"
+	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/node/nodetest"
 )
 
@@ -34,12 +35,12 @@ func TestWASMJobEndToEnd(t *testing.T) {
 	c, renter := auctionCluster(t, []provOpts{{gpus: 1, bronze: 0.5}, {gpus: 1, bronze: 0.9}}, nodetest.Options{Executors: builtinRuntimes})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	j, err := renter.SubmitJob(demoJob("demo", `"64"`))
+	j, err := renter.Renter().Submit(demoJob("demo", `"64"`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	j = waitJob(t, ctx, renter, j.ID, node.JobCompleted, node.JobFailed)
-	if j.State != node.JobCompleted {
+	j = waitJob(t, ctx, renter, j.ID, lease.JobCompleted, lease.JobFailed)
+	if j.State != lease.JobCompleted {
 		t.Fatalf("job %s: %s", j.State, j.Reason)
 	}
 	leases := jobLeases(t, renter, j)
@@ -47,14 +48,14 @@ func TestWASMJobEndToEnd(t *testing.T) {
 		t.Fatalf("leases %+v", leases)
 	}
 	l := leases[0]
-	if l.State != node.LeaseCompleted || l.ExitCode == nil || *l.ExitCode != 0 || l.OutputCID == "" {
+	if l.State != lease.Completed || l.ExitCode == nil || *l.ExitCode != 0 || l.OutputCID == "" {
 		t.Fatalf("renter's lease copy %+v", l)
 	}
 	if cheap := c.ByRole(node.RoleProvider)[0].Node.ID().String(); l.Provider != cheap {
 		t.Errorf("ran on %s, want the cheaper provider %s", l.Provider, cheap)
 	}
 	var logs bytes.Buffer
-	if err := renter.JobLogs(ctx, j.ID, "", false, &logs); err != nil {
+	if err := renter.Renter().Logs(ctx, j.ID, "", false, &logs); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"start: n=64", "progress 4/4", "done: n=64"} {
@@ -62,7 +63,7 @@ func TestWASMJobEndToEnd(t *testing.T) {
 			t.Errorf("log lacks %q:\n%s", want, logs.String())
 		}
 	}
-	_, path, err := renter.JobResult(ctx, j.ID, "")
+	_, path, err := renter.Renter().Result(ctx, j.ID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,16 +80,16 @@ func TestWASMJobEndToEnd(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	full, before := l.OutputSize, renter.ResultBytesFetched()
+	full, before := l.OutputSize, renter.Renter().ResultBytesFetched()
 	data := readFile(t, executorOutputOf(t, c, l.ID))
 	half := int64(len(data) / 2)
 	if err := os.WriteFile(path+".part", data[:half], 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, path, err = renter.JobResult(ctx, j.ID, ""); err != nil {
+	if _, path, err = renter.Renter().Result(ctx, j.ID, ""); err != nil {
 		t.Fatal(err)
 	}
-	if fetched := renter.ResultBytesFetched() - before; fetched != full-half {
+	if fetched := renter.Renter().ResultBytesFetched() - before; fetched != full-half {
 		t.Errorf("resumed download fetched %d bytes, want the missing %d", fetched, full-half)
 	}
 	if !bytes.Equal(readFile(t, path), data) {
@@ -104,10 +105,10 @@ func TestWASMJobEndToEnd(t *testing.T) {
 	if err := os.WriteFile(path+".part", bad, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := renter.JobResult(ctx, j.ID, ""); err == nil || !strings.Contains(err.Error(), "discarded") {
+	if _, _, err := renter.Renter().Result(ctx, j.ID, ""); err == nil || !strings.Contains(err.Error(), "discarded") {
 		t.Fatalf("corrupt partial download: err %v, want a CID mismatch", err)
 	}
-	if _, path, err = renter.JobResult(ctx, j.ID, ""); err != nil || !bytes.Equal(readFile(t, path), data) {
+	if _, path, err = renter.Renter().Result(ctx, j.ID, ""); err != nil || !bytes.Equal(readFile(t, path), data) {
 		t.Fatalf("download after discarding the corrupt part: %v", err)
 	}
 }
@@ -116,7 +117,7 @@ func TestWASMJobEndToEnd(t *testing.T) {
 func executorOutputOf(t *testing.T, c *nodetest.Cluster, leaseID string) string {
 	t.Helper()
 	for _, m := range c.ByRole(node.RoleProvider) {
-		if p := m.Node.KeptOutputPath(leaseID); p != "" {
+		if p := m.Node.Provider().KeptOutputPath(leaseID); p != "" {
 			if _, err := os.Stat(p); err == nil {
 				return p
 			}
@@ -141,16 +142,16 @@ func TestFailingWASMJob(t *testing.T) {
 	_, renter := auctionCluster(t, []provOpts{{gpus: 1, bronze: 0.5}}, nodetest.Options{Executors: builtinRuntimes})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	j, err := renter.SubmitJob(demoJob("bad-n", `"0"`))
+	j, err := renter.Renter().Submit(demoJob("bad-n", `"0"`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	j = waitJob(t, ctx, renter, j.ID, node.JobFailed, node.JobCompleted)
-	if j.State != node.JobFailed || !strings.Contains(j.Reason, fmt.Sprintf("exited %d", demo.ExitUsage)) {
+	j = waitJob(t, ctx, renter, j.ID, lease.JobFailed, lease.JobCompleted)
+	if j.State != lease.JobFailed || !strings.Contains(j.Reason, fmt.Sprintf("exited %d", demo.ExitUsage)) {
 		t.Fatalf("job %s: %q, want failed with exit %d", j.State, j.Reason, demo.ExitUsage)
 	}
 	var logs bytes.Buffer
-	if err := renter.JobLogs(ctx, j.ID, "", false, &logs); err != nil || !strings.Contains(logs.String(), "usage") {
+	if err := renter.Renter().Logs(ctx, j.ID, "", false, &logs); err != nil || !strings.Contains(logs.String(), "usage") {
 		t.Fatalf("log of the failed job: %q %v", logs.String(), err)
 	}
 }
@@ -163,39 +164,39 @@ func TestCancelRunningJob(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	prov := c.ByRole(node.RoleProvider)[0].Node
-	j, err := renter.SubmitJob([]byte("name: long\nmodule: " + nodetest.DemoModule +
+	j, err := renter.Renter().Submit([]byte("name: long\nmodule: " + nodetest.DemoModule +
 		"\ncommand: [\"print:working\", \"checkpoint:state.txt=saved\", \"hang\"]\ngpus: 1\ngpu: [a10]\nmax_price: 5\nduration: 10m\nbid_window: 3s\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitJob(t, ctx, renter, j.ID, node.JobRunning)
+	waitJob(t, ctx, renter, j.ID, lease.JobRunning)
 	if err := nodetest.WaitFor(ctx, "lease running on the provider", func() bool {
-		ls, _ := prov.Leases()
-		return len(ls) == 1 && ls[0].State == node.LeaseRunning
+		ls, _ := prov.Store().Leases()
+		return len(ls) == 1 && ls[0].State == lease.Running
 	}); err != nil {
 		t.Fatal(err)
 	}
 	followed := make(chan string, 1)
 	go func() {
 		var b bytes.Buffer
-		if err := renter.JobLogs(ctx, j.ID, "", true, &b); err != nil {
+		if err := renter.Renter().Logs(ctx, j.ID, "", true, &b); err != nil {
 			b.WriteString("error: " + err.Error())
 		}
 		followed <- b.String()
 	}()
-	cj, err := renter.CancelJob(ctx, j.ID)
+	cj, err := renter.Renter().Cancel(ctx, j.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cj.State != node.JobCancelled {
+	if cj.State != lease.JobCancelled {
 		t.Fatalf("job after cancel: %s", cj.State)
 	}
-	ls, _ := prov.Leases()
-	if len(ls) != 1 || ls[0].State != node.LeaseCancelled {
+	ls, _ := prov.Store().Leases()
+	if len(ls) != 1 || ls[0].State != lease.Cancelled {
 		t.Fatalf("provider lease after cancel: %+v", ls)
 	}
 	rl := jobLeases(t, renter, cj)
-	if rl[0].State != node.LeaseCancelled || rl[0].OutputCID == "" {
+	if rl[0].State != lease.Cancelled || rl[0].OutputCID == "" {
 		t.Fatalf("renter lease after cancel: %+v", rl[0])
 	}
 	select {
@@ -207,7 +208,7 @@ func TestCancelRunningJob(t *testing.T) {
 		t.Fatal("followed log did not end with the work")
 	}
 	// The stopped workload's checkpoint is its output.
-	_, path, err := renter.JobResult(ctx, j.ID, "")
+	_, path, err := renter.Renter().Result(ctx, j.ID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,12 +216,12 @@ func TestCancelRunningJob(t *testing.T) {
 		t.Errorf("checkpoint = %q", got)
 	}
 	if err := nodetest.WaitFor(ctx, "GPU free again", func() bool {
-		cp := prov.Capacity()
+		cp := prov.Provider().Capacity()
 		return cp != nil && cp.FreeGPUs() == 1
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := renter.CancelJob(ctx, j.ID); err == nil {
+	if _, err := renter.Renter().Cancel(ctx, j.ID); err == nil {
 		t.Error("cancelling an ended job must fail")
 	}
 }

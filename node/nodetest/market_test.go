@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/node/nodetest"
-	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // providerSpec is what one test provider offers; ground truth for queries
@@ -92,7 +93,7 @@ func marketCluster(t *testing.T, specs []providerSpec) (*nodetest.Cluster, *node
 
 func searchIDs(t *testing.T, ctx context.Context, r *node.Node, q string) []peer.ID {
 	t.Helper()
-	res, err := r.Search(ctx, q, "", 0, false)
+	res, err := r.Trust().Search(ctx, q, "", 0, false)
 	if err != nil {
 		t.Fatalf("search %q: %v", q, err)
 	}
@@ -111,10 +112,10 @@ func searchIDs(t *testing.T, ctx context.Context, r *node.Node, q string) []peer
 func waitAllAdvertised(t *testing.T, ctx context.Context, c *nodetest.Cluster, renter *node.Node, want int) {
 	t.Helper()
 	if err := nodetest.WaitFor(ctx, "every provider's record to be searchable", func() bool {
-		res, err := renter.Search(ctx, "", "", 0, false)
+		res, err := renter.Trust().Search(ctx, "", "", 0, false)
 		return err == nil && len(res.Offers) == want
 	}); err != nil {
-		res, _ := renter.Search(ctx, "", "", 0, false)
+		res, _ := renter.Trust().Search(ctx, "", "", 0, false)
 		t.Fatalf("%v: have %d offers of %d, problems %v", err, len(res.Offers), want, res.Problems)
 	}
 }
@@ -175,7 +176,7 @@ func TestMarketSearchMatchesGroundTruth(t *testing.T) {
 		})
 	}
 	// A query error names the closest field and nothing is searched.
-	if _, err := renter.Search(ctx, "regoin=de", "", 0, false); err == nil || !strings.Contains(err.Error(), `did you mean "region"`) {
+	if _, err := renter.Trust().Search(ctx, "regoin=de", "", 0, false); err == nil || !strings.Contains(err.Error(), `did you mean "region"`) {
 		t.Fatalf("misspelt field: %v", err)
 	}
 	// The distinct GPU models announced as capability keys are findable.
@@ -203,7 +204,7 @@ func TestLeasedGPUDisappearsFromSearch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	prov := c.ByRole(node.RoleProvider)[0].Node
-	gpus := prov.Capacity().GPUs
+	gpus := prov.Provider().Capacity().GPUs
 	wantIDs := func(q string, ids ...peer.ID) func() bool {
 		return func() bool {
 			got := searchIDs(t, ctx, renter, q)
@@ -211,32 +212,32 @@ func TestLeasedGPUDisappearsFromSearch(t *testing.T) {
 			return slices.Equal(got, ids)
 		}
 	}
-	if err := prov.LeaseGPU(gpus[0].UUID, "lease-1"); err != nil {
+	if err := prov.Provider().LeaseGPU(gpus[0].UUID, "lease-1"); err != nil {
 		t.Fatal(err)
 	}
 	if err := nodetest.WaitFor(ctx, "one leased GPU to leave gpus>=2", wantIDs("gpu=a10 gpus>=2")); err != nil {
 		t.Fatal(err)
 	}
-	if err := prov.LeaseGPU(gpus[0].UUID, "lease-2"); err == nil {
+	if err := prov.Provider().LeaseGPU(gpus[0].UUID, "lease-2"); err == nil {
 		t.Fatal("leasing a leased GPU must fail")
 	}
-	if err := prov.LeaseGPU(gpus[1].UUID, "lease-1"); err != nil {
+	if err := prov.Provider().LeaseGPU(gpus[1].UUID, "lease-1"); err != nil {
 		t.Fatal(err)
 	}
 	if err := nodetest.WaitFor(ctx, "a fully leased provider to leave gpu=a10", wantIDs("gpu=a10")); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := renter.ProviderRecord(ctx, prov.ID())
+	rec, err := renter.Trust().ProviderRecord(ctx, prov.ID())
 	if err != nil || rec.FreeGPUs() != 0 || rec.GPUs[0].LeaseID != "lease-1" {
 		t.Fatalf("record after leasing: %+v %v", rec, err)
 	}
-	if err := prov.ReleaseGPU(gpus[0].UUID); err != nil {
+	if err := prov.Provider().ReleaseGPU(gpus[0].UUID); err != nil {
 		t.Fatal(err)
 	}
 	if err := nodetest.WaitFor(ctx, "a freed GPU to come back", wantIDs("gpu=a10", prov.ID())); err != nil {
 		t.Fatal(err)
 	}
-	if err := prov.LeaseGPU("GPU-not-mine", "x"); err == nil {
+	if err := prov.Provider().LeaseGPU("GPU-not-mine", "x"); err == nil {
 		t.Fatal("leasing an unknown GPU must fail")
 	}
 }

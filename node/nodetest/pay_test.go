@@ -11,6 +11,7 @@ import (
 	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/node/gpu"
+	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/node/nodetest"
 	"github.com/idlegrid/idlegrid/store"
 )
@@ -61,12 +62,12 @@ func TestHonestTelemetryIsPaid(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	prov := c.ByRole(node.RoleProvider)[0].Node
-	j, err := renter.SubmitJob(payJob("honest", "sleep:2s"))
+	j, err := renter.Renter().Submit(payJob("honest", "sleep:2s"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	j = waitJob(t, ctx, renter, j.ID, node.JobCompleted, node.JobFailed)
-	if j.State != node.JobCompleted || hasEvent(j, "payment-stopped", "") {
+	j = waitJob(t, ctx, renter, j.ID, lease.JobCompleted, lease.JobFailed)
+	if j.State != lease.JobCompleted || hasEvent(j, "payment-stopped", "") {
 		for _, ev := range j.Events {
 			t.Logf("%s: %s", ev.Kind, ev.Message)
 		}
@@ -78,7 +79,7 @@ func TestHonestTelemetryIsPaid(t *testing.T) {
 	var l, pl *store.Lease
 	if err := nodetest.WaitFor(ctx, "both sides hold the same receipt and amount", func() bool {
 		l = jobLeases(t, renter, j)[0]
-		ls, _ := prov.Leases()
+		ls, _ := prov.Store().Leases()
 		if len(ls) != 1 {
 			return false
 		}
@@ -92,7 +93,7 @@ func TestHonestTelemetryIsPaid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rc.Outcome != node.LeaseCompleted || v.Renter != renter.ID().String() || v.AmountMicro != l.PaidMicro || v.Seq < 2 {
+	if rc.Outcome != lease.Completed || v.Renter != renter.ID().String() || v.AmountMicro != l.PaidMicro || v.Seq < 2 {
 		t.Fatalf("receipt %+v over voucher %+v", rc, v)
 	}
 	// 2 s at the lease's price for one GPU, paid per verified window: at
@@ -114,22 +115,22 @@ func TestRenterStopsPayingProviderStopsWork(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	prov := c.ByRole(node.RoleProvider)[0].Node
-	j, err := renter.SubmitJob(payJob("stingy", "sleep:10m"))
+	j, err := renter.Renter().Submit(payJob("stingy", "sleep:10m"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitJob(t, ctx, renter, j.ID, node.JobRunning)
+	waitJob(t, ctx, renter, j.ID, lease.JobRunning)
 	if err := nodetest.WaitFor(ctx, "first vouchers paid", func() bool {
-		ls, _ := prov.Leases()
+		ls, _ := prov.Store().Leases()
 		return len(ls) == 1 && ls[0].PaidMicro > 0
 	}); err != nil {
 		t.Fatal(err)
 	}
 	withhold.Store(true)
 	stoppedAt := time.Now()
-	j = waitJob(t, ctx, renter, j.ID, node.JobFailed, node.JobCompleted)
-	ls, _ := prov.Leases()
-	if ls[0].State != node.LeaseFailed || !strings.Contains(ls[0].Reason, "vouchers stopped") {
+	j = waitJob(t, ctx, renter, j.ID, lease.JobFailed, lease.JobCompleted)
+	ls, _ := prov.Store().Leases()
+	if ls[0].State != lease.Failed || !strings.Contains(ls[0].Reason, "vouchers stopped") {
 		t.Fatalf("provider lease %s: %q, want failed for unpaid work", ls[0].State, ls[0].Reason)
 	}
 	// Not before the grace: paid until at most now, plus interval + grace.
@@ -150,13 +151,13 @@ func TestProviderStopsTelemetryRenterStopsPaying(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	prov := c.ByRole(node.RoleProvider)[0].Node
-	j, err := renter.SubmitJob(payJob("silent", "sleep:10m"))
+	j, err := renter.Renter().Submit(payJob("silent", "sleep:10m"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitJob(t, ctx, renter, j.ID, node.JobRunning)
+	waitJob(t, ctx, renter, j.ID, lease.JobRunning)
 	if err := nodetest.WaitFor(ctx, "first vouchers paid", func() bool {
-		ls, _ := prov.Leases()
+		ls, _ := prov.Store().Leases()
 		return len(ls) == 1 && ls[0].PaidMicro > 0
 	}); err != nil {
 		t.Fatal(err)
@@ -173,7 +174,7 @@ func TestProviderStopsTelemetryRenterStopsPaying(t *testing.T) {
 		}
 	}
 	if err := nodetest.WaitFor(ctx, "payments stopped for lack of telemetry", func() bool {
-		cur, _ := renter.Job(j.ID)
+		cur, _ := renter.Store().GetJob(j.ID)
 		return cur != nil && hasEvent(cur, "payment-stopped", "no telemetry")
 	}); err != nil {
 		t.Fatal(err)
@@ -185,18 +186,18 @@ func TestProviderStopsTelemetryRenterStopsPaying(t *testing.T) {
 	{
 		var sims2 []*gpu.Sim
 		_, r2 := auctionCluster(t, []provOpts{{gpus: 1, bronze: 0.5}}, nodetest.Options{Configure: fastAttest, GPU: simProvider(&sims2)})
-		j, err := r2.SubmitJob(payJob("lost", "sleep:10m"))
+		j, err := r2.Renter().Submit(payJob("lost", "sleep:10m"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitJob(t, ctx, r2, j.ID, node.JobRunning)
+		waitJob(t, ctx, r2, j.ID, lease.JobRunning)
 		devs, _ := sims2[0].Devices()
 		if err := sims2[0].FailGPU(devs[0].UUID); err != nil {
 			t.Fatal(err)
 		}
 		want := fmt.Sprintf("failed the %q check", attest.CheckHealth)
 		if err := nodetest.WaitFor(ctx, "payments stopped by the health check or silence", func() bool {
-			cur, _ := r2.Job(j.ID)
+			cur, _ := r2.Store().GetJob(j.ID)
 			return cur != nil && (hasEvent(cur, "payment-stopped", want) || hasEvent(cur, "payment-stopped", "no telemetry"))
 		}); err != nil {
 			t.Fatal(err)
@@ -233,11 +234,11 @@ func TestCheatingTelemetryIsCaught(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			j, err := renter.SubmitJob(payJob("cheat-"+tc.name, "sleep:10m"))
+			j, err := renter.Renter().Submit(payJob("cheat-"+tc.name, "sleep:10m"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitJob(t, ctx, renter, j.ID, node.JobRunning)
+			waitJob(t, ctx, renter, j.ID, lease.JobRunning)
 			if !tc.before {
 				if err := tc.cheat(sims[0], devs[0].UUID); err != nil {
 					t.Fatal(err)
@@ -245,10 +246,10 @@ func TestCheatingTelemetryIsCaught(t *testing.T) {
 			}
 			want := fmt.Sprintf("failed the %q check", tc.check)
 			if err := nodetest.WaitFor(ctx, "payments stopped by "+tc.check, func() bool {
-				cur, _ := renter.Job(j.ID)
+				cur, _ := renter.Store().GetJob(j.ID)
 				return cur != nil && hasEvent(cur, "payment-stopped", want)
 			}); err != nil {
-				cur, _ := renter.Job(j.ID)
+				cur, _ := renter.Store().GetJob(j.ID)
 				for _, ev := range cur.Events {
 					t.Logf("%s: %s", ev.Kind, ev.Message)
 				}

@@ -5,11 +5,12 @@ import (
 	"testing"
 	"time"
 
+	dhtpb "github.com/libp2p/go-libp2p-kad-dht/pb"
+	record "github.com/libp2p/go-libp2p-record"
+
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/node/nodetest"
-	dhtpb "github.com/libp2p/go-libp2p-kad-dht/pb"
-	record "github.com/libp2p/go-libp2p-record"
 )
 
 // TestBadCapacityRecordsAreRejectedEverywhere sends forged, expired and
@@ -26,7 +27,7 @@ func TestBadCapacityRecordsAreRejectedEverywhere(t *testing.T) {
 
 	providers := c.ByRole(node.RoleProvider)
 	victim, attacker := providers[0], providers[1]
-	genuine := victim.Node.Capacity()
+	genuine := victim.Node.Provider().Capacity()
 	servers := append([]*nodetest.Member{c.Members[0]}, providers...)
 	pm, err := dhtpb.NewProtocolMessenger(attacker.Node.P2P().DHT().MessageSender())
 	if err != nil {
@@ -35,14 +36,14 @@ func TestBadCapacityRecordsAreRejectedEverywhere(t *testing.T) {
 	now := time.Now()
 
 	// Forged: the attacker's own valid record, stored under the victim's key.
-	own := *attacker.Node.Capacity()
+	own := *attacker.Node.Provider().Capacity()
 	forged, err := auction.SealCapacity(&own, attacker.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Expired: a record of the attacker's own, correctly signed, but past
 	// its expiry.
-	expired := *attacker.Node.Capacity()
+	expired := *attacker.Node.Provider().Capacity()
 	expired.Seq++
 	expired.IssuedAtMs = now.Add(-2 * time.Hour).UnixMilli()
 	expired.ExpiresAtMs = now.Add(-time.Hour).UnixMilli()
@@ -82,7 +83,7 @@ func TestBadCapacityRecordsAreRejectedEverywhere(t *testing.T) {
 	}
 	// Control: the same path accepts a valid record (the attacker's own,
 	// newer), so the rejections above are the validator's doing.
-	fresh := *attacker.Node.Capacity()
+	fresh := *attacker.Node.Provider().Capacity()
 	fresh.Seq++
 	fresh.IssuedAtMs, fresh.ExpiresAtMs = now.UnixMilli(), now.Add(10*time.Minute).UnixMilli()
 	freshRaw, err := auction.SealCapacity(&fresh, attacker.Key)
@@ -111,7 +112,7 @@ func TestBadCapacityRecordsAreRejectedEverywhere(t *testing.T) {
 			t.Errorf("member %d stores a bad victim record: seq %v signer %s err %v", s.Index, got, signer, err)
 		}
 	}
-	rec, err := renter.ProviderRecord(ctx, victim.Node.ID())
+	rec, err := renter.Trust().ProviderRecord(ctx, victim.Node.ID())
 	if err != nil || rec.Seq != genuine.Seq || len(rec.GPUs) != 1 {
 		t.Fatalf("renter sees %+v, %v; want the genuine record seq %d", rec, err, genuine.Seq)
 	}
@@ -121,7 +122,7 @@ func TestBadCapacityRecordsAreRejectedEverywhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := nodetest.WaitFor(ctx, "the restarted provider's new record", func() bool {
-		rec, err := renter.ProviderRecord(ctx, victim.Node.ID())
+		rec, err := renter.Trust().ProviderRecord(ctx, victim.Node.ID())
 		return err == nil && rec.Seq > genuine.Seq
 	}); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/node/executor"
 	"github.com/idlegrid/idlegrid/node/executor/executortest"
+	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/node/nodetest"
 )
 
@@ -64,11 +65,11 @@ func TestFlakyProviderLosesToReliable(t *testing.T) {
 
 	var winners []string
 	for i := 0; i < 6; i++ {
-		j, err := renter.SubmitJob(reputationJob(fmt.Sprintf("rep-%d", i), "bronze"))
+		j, err := renter.Renter().Submit(reputationJob(fmt.Sprintf("rep-%d", i), "bronze"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		j = waitJob(t, ctx, renter, j.ID, node.JobCompleted, node.JobFailed)
+		j = waitJob(t, ctx, renter, j.ID, lease.JobCompleted, lease.JobFailed)
 		l := jobLeases(t, renter, j)
 		winners = append(winners, l[0].Provider)
 		if l[0].Provider == reliable {
@@ -81,7 +82,7 @@ func TestFlakyProviderLosesToReliable(t *testing.T) {
 	if winners[len(winners)-1] != reliable {
 		t.Fatalf("the flaky provider kept winning: %v", winners)
 	}
-	fr, rr := renter.Reputation(flaky), renter.Reputation(reliable)
+	fr, rr := renter.Trust().Reputation().Of(flaky), renter.Trust().Reputation().Of(reliable)
 	if fr.OwnFailures == 0 || fr.Score >= rr.Score {
 		t.Fatalf("flaky %+v should score below reliable %+v", fr, rr)
 	}
@@ -97,19 +98,19 @@ func TestGoldNeedsBadge(t *testing.T) {
 	defer cancel()
 	// Bronze first: a gold auction that ends unfilled leaves the bid's GPU
 	// held until the bid expires.
-	b, err := renter.SubmitJob(reputationJob("bronze", "bronze"))
+	b, err := renter.Renter().Submit(reputationJob("bronze", "bronze"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b = waitJob(t, ctx, renter, b.ID, node.JobCompleted, node.JobFailed); b.State != node.JobCompleted {
+	if b = waitJob(t, ctx, renter, b.ID, lease.JobCompleted, lease.JobFailed); b.State != lease.JobCompleted {
 		t.Fatalf("bronze job: %s %s", b.State, b.Reason)
 	}
-	j, err := renter.SubmitJob(reputationJob("gold", "gold"))
+	j, err := renter.Renter().Submit(reputationJob("gold", "gold"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	j = waitJob(t, ctx, renter, j.ID, node.JobUnfilled, node.JobRunning, node.JobCompleted)
-	if j.State != node.JobUnfilled || !strings.Contains(j.Reason, "badge") {
+	j = waitJob(t, ctx, renter, j.ID, lease.JobUnfilled, lease.JobRunning, lease.JobCompleted)
+	if j.State != lease.JobUnfilled || !strings.Contains(j.Reason, "badge") {
 		t.Fatalf("gold job from a new provider: %s %q, want unfilled for lack of a badge", j.State, j.Reason)
 	}
 }

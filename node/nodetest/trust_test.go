@@ -6,16 +6,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idlegrid/idlegrid/attest"
-	"github.com/idlegrid/idlegrid/node"
-	"github.com/idlegrid/idlegrid/node/nodetest"
-	"github.com/idlegrid/idlegrid/p2p"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/node"
+	"github.com/idlegrid/idlegrid/node/nodetest"
+	"github.com/idlegrid/idlegrid/p2p"
 )
 
 // forkedEntries signs two different chain entries with the same seq under
@@ -75,7 +76,7 @@ func TestForkedChainBlockedByEveryNode(t *testing.T) {
 		}); err != nil {
 			t.Fatalf("member %d (%s): %v", m.Index, m.Role, err)
 		}
-		if r := m.Node.Reputation(id.String()); r.Score != 0 || !r.Fraud {
+		if r := m.Node.Trust().Reputation().Of(id.String()); r.Score != 0 || !r.Fraud {
 			t.Fatalf("member %d: reputation of the forking provider %+v, want 0 with fraud", m.Index, r)
 		}
 	}
@@ -163,7 +164,7 @@ func TestFalseFraudProofChangesOnlyTheSendersScore(t *testing.T) {
 		if m.Node.P2P().Blocked(accused.Node.ID()) {
 			t.Fatalf("member %d blocked the falsely accused provider", m.Index)
 		}
-		if r := m.Node.Reputation(accused.Node.ID().String()); r.Fraud || r.Score == 0 {
+		if r := m.Node.Trust().Reputation().Of(accused.Node.ID().String()); r.Fraud || r.Score == 0 {
 			t.Fatalf("member %d: the falsely accused provider's reputation %+v", m.Index, r)
 		}
 		for _, msg := range m.Node.RecentGossip(p2p.TopicFraud) {

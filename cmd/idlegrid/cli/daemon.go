@@ -5,10 +5,11 @@ import (
 	"os"
 	"strings"
 
-	"github.com/idlegrid/idlegrid/node"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+
+	"github.com/idlegrid/idlegrid/node"
 )
 
 func newDaemonCmd(g *globals) *cobra.Command {

@@ -7,8 +7,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/idlegrid/idlegrid/node"
 	"github.com/spf13/cobra"
+
+	"github.com/idlegrid/idlegrid/node"
+	"github.com/idlegrid/idlegrid/node/devnet"
 )
 
 func newDevnetCmd(g *globals) *cobra.Command {
@@ -36,13 +38,13 @@ Talk to a member with any client command and its home, for example:
 				return err
 			}
 			if dir == "" {
-				if dir, err = node.TempDevnetDir(); err != nil {
+				if dir, err = devnet.TempDir(); err != nil {
 					return err
 				}
 				defer os.RemoveAll(dir)
 			}
 			ctx := cmd.Context()
-			dn, err := node.StartDevnet(ctx, node.DevnetOptions{Dir: dir, Providers: providers, Logger: logger})
+			dn, err := devnet.Start(ctx, devnet.Options{Dir: dir, Providers: providers, Logger: logger})
 			if err != nil {
 				return err
 			}
@@ -87,7 +89,7 @@ Talk to a member with any client command and its home, for example:
 				}
 				fmt.Fprintf(w, "\ndevnet ready; press Ctrl-C to stop. In another terminal, try:\n")
 				fmt.Fprintf(w, "  idlegrid market search --home %s 'vram>=40 price<=2'\n", renter)
-				fmt.Fprintf(w, "  idlegrid job submit --home %s --module %s \\\n      --gpus 1 --gpu a100,h100 --tier bronze --max-price 2.5 --duration 30s -- 400\n", renter, node.DevnetDemoModule)
+				fmt.Fprintf(w, "  idlegrid job submit --home %s --module %s \\\n      --gpus 1 --gpu a100,h100 --tier bronze --max-price 2.5 --duration 30s -- 400\n", renter, devnet.DemoModule)
 				fmt.Fprintf(w, "  idlegrid job logs --home %s JOB\n", renter)
 				fmt.Fprintf(w, "  idlegrid job result --home %s JOB -o ./out\n", renter)
 				fmt.Fprintf(w, "  idlegrid market prices --home %s\n", renter)

@@ -13,6 +13,7 @@ import (
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/node/api/client"
+	"github.com/idlegrid/idlegrid/node/devnet"
 )
 
 // runDevnetDemo posts the devnet's demo job from the renter and shows the
@@ -39,8 +40,8 @@ func runDevnetDemo(ctx context.Context, w io.Writer, renterHome, renterURL strin
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	spec := node.DevnetDemoJob()
-	fmt.Fprintf(w, "demo: posting a job (WASM module %s):\n%s", short(node.DevnetDemoModule), indent(string(spec), "    "))
+	spec := devnet.DemoJob()
+	fmt.Fprintf(w, "demo: posting a job (WASM module %s):\n%s", short(devnet.DemoModule), indent(string(spec), "    "))
 	job, err := c.SubmitJob(ctx, spec)
 	if err != nil {
 		return fmt.Errorf("demo: submit: %w", err)
@@ -69,17 +70,17 @@ func runDevnetDemo(ctx context.Context, w io.Writer, renterHome, renterURL strin
 	if err != nil {
 		return fmt.Errorf("demo: result: %w", err)
 	}
-	got, err := tarFile(&tarball, node.DevnetDemoResultFile)
+	got, err := tarFile(&tarball, devnet.DemoResultFile)
 	if err != nil {
 		return fmt.Errorf("demo: result: %w", err)
 	}
 	check := "matches the expected result"
-	if got != node.DevnetDemoResult {
-		check = fmt.Sprintf("DIFFERS from the expected %q", node.DevnetDemoResult)
+	if got != devnet.DemoResult {
+		check = fmt.Sprintf("DIFFERS from the expected %q", devnet.DemoResult)
 	}
-	fmt.Fprintf(w, "demo: output %s (%d bytes, CID verified), %s: %s", res.CID, res.Size, node.DevnetDemoResultFile, got)
+	fmt.Fprintf(w, "demo: output %s (%d bytes, CID verified), %s: %s", res.CID, res.Size, devnet.DemoResultFile, got)
 	fmt.Fprintf(w, "demo: the result %s\n", check)
-	if got != node.DevnetDemoResult {
+	if got != devnet.DemoResult {
 		return errors.New("demo: wrong result")
 	}
 	return nil

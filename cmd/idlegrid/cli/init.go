@@ -3,8 +3,9 @@ package cli
 import (
 	"fmt"
 
-	"github.com/idlegrid/idlegrid/node"
 	"github.com/spf13/cobra"
+
+	"github.com/idlegrid/idlegrid/node"
 )
 
 func newInitCmd(g *globals) *cobra.Command {

@@ -10,10 +10,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/idlegrid/idlegrid/node/api"
 )
 
 func newJobCmd(g *globals) *cobra.Command {

@@ -6,8 +6,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/idlegrid/idlegrid/node"
 	"github.com/spf13/cobra"
+
+	"github.com/idlegrid/idlegrid/node"
 )
 
 func newEarningsCmd(g *globals) *cobra.Command {

@@ -7,9 +7,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/node/api/client"
-	"github.com/spf13/cobra"
 )
 
 func newMarketCmd(g *globals) *cobra.Command {

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"text/tabwriter"
 
-	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/spf13/cobra"
+
+	"github.com/idlegrid/idlegrid/node/api"
 )
 
 func newRepCmd(g *globals) *cobra.Command {

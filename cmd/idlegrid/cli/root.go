@@ -15,10 +15,11 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/node/api/client"
-	"github.com/spf13/cobra"
 )
 
 // globals are the persistent flags.

@@ -1,0 +1,83 @@
+package node
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node/gpu"
+	"github.com/idlegrid/idlegrid/node/provider"
+)
+
+// validateMarket checks the [gpu], [provider] and [market] sections.
+func (c *Config) validateMarket() error {
+	bad := func(key, format string, a ...any) error {
+		return &ConfigError{Key: key, Msg: fmt.Sprintf(format, a...)}
+	}
+	switch c.GPU.Backend {
+	case gpu.BackendAuto, gpu.BackendNVML, gpu.BackendSim, gpu.BackendNone:
+	default:
+		return bad("gpu.backend", "%q: want auto, nvml, sim or none", c.GPU.Backend)
+	}
+	for _, p := range c.GPU.Sim.Profiles {
+		if _, ok := gpu.LookupProfile(p); !ok {
+			return bad("gpu.sim.profiles", "unknown profile %q; known: %v", p, gpu.ProfileKeys())
+		}
+	}
+	if c.GPU.Backend == gpu.BackendSim && len(c.GPU.Sim.Profiles) == 0 {
+		return bad("gpu.sim.profiles", "backend sim needs at least one profile; known: %v", gpu.ProfileKeys())
+	}
+	p := &c.Provider
+	if c.Role == RoleProvider {
+		if !auction.IsCountryCode(p.Region) {
+			hint := ""
+			if s := auction.SuggestCountry(p.Region); s != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			return bad("provider.region", "%q is not an ISO 3166-1 alpha-2 country code in lower case%s", p.Region, hint)
+		}
+	}
+	for _, rt := range p.Runtimes {
+		if !slices.Contains(auction.KnownRuntimes, rt) {
+			return bad("provider.runtimes", "unknown runtime %q; want one of %v", rt, auction.KnownRuntimes)
+		}
+	}
+	if len(p.Tiers) == 0 {
+		return bad("provider.tiers", "accept at least one tier")
+	}
+	for _, t := range p.Tiers {
+		tier, err := auction.ParseTier(t)
+		if err != nil {
+			return bad("provider.tiers", "%v", err)
+		}
+		if usd := p.FloorUSD.For(tier); !(usd > 0) || usd > 1000 {
+			return bad("provider.floor_usd."+t, "%v: a tier you accept needs a floor above 0 and at most 1000 USD per GPU-hour", usd)
+		}
+	}
+	if _, err := provider.ParseCalendar(p.Calendar); err != nil {
+		return bad("provider.calendar", "%v", err)
+	}
+	if p.MaxDuration < 0 {
+		return bad("provider.max_duration", "must not be negative")
+	}
+	if p.PreemptNotice < time.Second || p.PreemptNotice > time.Hour {
+		return bad("provider.preempt_notice", "%s: must be within 1s..1h", p.PreemptNotice)
+	}
+	if p.RecordTTL < 10*time.Second || p.Republish <= 0 || p.Republish >= p.RecordTTL {
+		return bad("provider.republish", "need 0 < republish (%s) < record_ttl (%s), record_ttl at least 10s", p.Republish, p.RecordTTL)
+	}
+	for key, v := range map[string]int{"provider.cpu_cores": p.CPUCores, "provider.ram_mib": p.RAMMiB, "provider.disk_gib": p.DiskGiB, "provider.bandwidth_mbps": p.BandwidthMbps} {
+		if v < 0 {
+			return bad(key, "must not be negative (0 means detect)")
+		}
+	}
+	m := c.Market
+	if !(m.ReliabilityPrior >= 0 && m.ReliabilityPrior <= 1) {
+		return bad("market.reliability_prior", "%v: must be within 0..1", m.ReliabilityPrior)
+	}
+	if m.Refresh < 0 || m.SearchTimeout <= 0 {
+		return bad("market.search_timeout", "refresh must be >= 0 and search_timeout > 0")
+	}
+	return nil
+}

@@ -1,0 +1,43 @@
+package lease
+
+import (
+	"time"
+
+	"github.com/idlegrid/idlegrid/p2p"
+	"github.com/libp2p/go-libp2p/core/protocol"
+)
+
+// Request/response protocols of the auction. Each exchange is one
+// varint-framed request and one framed response on a fresh stream
+// (p2p.HandleRequests), with size limits and deadlines per protocol.
+const (
+	// BidProto carries a sealed Bid from provider to renter; the response
+	// is Ack, and a refused bid resets the stream.
+	BidProto protocol.ID = "/idlegrid/bid/1.0.0"
+	// LeaseProto carries a sealed Award from renter to provider; the
+	// response is a tagged sealed LeaseAcceptance or Decline.
+	LeaseProto protocol.ID = "/idlegrid/lease/1.0.0"
+	// PreemptProto carries a sealed PreemptNotice from provider to renter;
+	// the response is Ack, and a refused notice resets the stream.
+	PreemptProto protocol.ID = "/idlegrid/preempt/1.0.0"
+)
+
+// Response tags of LeaseProto.
+const (
+	TagAccept  byte = 'A'
+	TagDecline byte = 'D'
+)
+
+// Ack is the response to a bid or a preemption notice that was taken.
+var Ack = []byte{0}
+
+// Limits of each request/response protocol.
+var (
+	BidLimits     = p2p.StreamLimits{MaxRequest: 16 << 10, MaxResponse: 1 << 10, Timeout: 5 * time.Second}
+	LeaseLimits   = p2p.StreamLimits{MaxRequest: 16 << 10, MaxResponse: 16 << 10, Timeout: 5 * time.Second}
+	PreemptLimits = p2p.StreamLimits{MaxRequest: 2 << 10, MaxResponse: 1 << 10, Timeout: 5 * time.Second}
+)
+
+// MaxModuleBytes caps a WASM module a renter serves and a provider
+// fetches.
+const MaxModuleBytes = 64 << 20

@@ -1,0 +1,89 @@
+package lease
+
+import "fmt"
+
+// State is a lease's state, on both sides: the provider records it as the
+// work moves, the renter mirrors it over the job protocol. Stored leases
+// keep it as a string (store.Lease.State); the constants are untyped so
+// they compare with either.
+type State string
+
+// Lease states.
+const (
+	// Awarded: countersigned, not started (it may wait for the preemption
+	// notice owed to a bronze lease on the same GPUs).
+	Awarded = "awarded"
+	// Preparing: the provider fetches the spec and artifacts and creates
+	// the workload.
+	Preparing = "preparing"
+	Running   = "running"
+	Completed = "completed"
+	Preempted = "preempted"
+	Cancelled = "cancelled"
+	Failed    = "failed"
+	Expired   = "expired"
+)
+
+// Terminal reports whether a lease in s has ended for good.
+func (s State) Terminal() bool {
+	switch s {
+	case Completed, Preempted, Cancelled, Failed, Expired:
+		return true
+	}
+	return false
+}
+
+// Valid reports whether s is a lease state at all (a peer's status
+// report is checked against it).
+func (s State) Valid() bool {
+	switch s {
+	case Awarded, Preparing, Running:
+		return true
+	}
+	return s.Terminal()
+}
+
+// JobState is a job's state on the renter.
+type JobState string
+
+// Job states.
+const (
+	JobAuctioning = "auctioning"
+	JobRunning    = "running"
+	JobPreempted  = "preempted"
+	JobCompleted  = "completed"
+	JobFailed     = "failed"
+	JobUnfilled   = "unfilled"
+	JobCancelled  = "cancelled"
+	JobExpired    = "expired"
+)
+
+// Terminal reports whether a job in s has ended for good.
+func (s JobState) Terminal() bool {
+	switch s {
+	case JobCompleted, JobFailed, JobUnfilled, JobCancelled, JobExpired:
+		return true
+	}
+	return false
+}
+
+// Side says which party's copy of a lease a stored record is.
+type Side = string
+
+// The two sides of a lease.
+const (
+	SideProvider Side = "provider"
+	SideRenter   Side = "renter"
+)
+
+// Short is the form of a record ID shown in logs and to users: its last
+// eight characters, which are unique enough within one node's records.
+func Short(id string) string {
+	if len(id) > 14 {
+		return id[len(id)-8:]
+	}
+	return id
+}
+
+// USD formats micro-dollars as dollars.
+func USD(micro uint64) string { return fmt.Sprintf("$%.4f", float64(micro)/1e6) }

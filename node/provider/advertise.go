@@ -1,0 +1,354 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
+
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node/gpu"
+	"github.com/idlegrid/idlegrid/p2p"
+	"github.com/idlegrid/idlegrid/store"
+)
+
+// Errors of the GPU lease seam.
+var (
+	ErrUnknownGPU    = errors.New("no such offered GPU")
+	ErrGPULeased     = errors.New("GPU is already leased")
+	ErrNotAdvertiser = errors.New("this node does not advertise capacity")
+)
+
+// inventoryPoll is how often the advertiser re-reads the GPU backend to
+// notice a device that vanished or failed.
+const inventoryPoll = 30 * time.Second
+
+// advertiser keeps this provider's signed capacity record in the DHT and
+// its capability keys announced. It re-puts at once when a GPU is leased or
+// freed or the device list changes, and on a timer shorter than the
+// record's TTL.
+type advertiser struct {
+	cfg      OfferConfig
+	calendar []auction.Window
+	gpus     gpu.Backend
+	key      crypto.PrivKey
+	self     peer.ID
+	db       *store.DB
+	p2p      *p2p.Node
+	log      *slog.Logger
+	host     auction.Host
+	now      func() time.Time
+	version  string
+
+	changed chan struct{}
+
+	mu       sync.Mutex
+	leases   map[string]string // GPU UUID -> lease ID
+	current  *auction.Capacity
+	provided map[cid.Cid]time.Time
+}
+
+func newAdvertiser(p *Provider, key crypto.PrivKey, backend gpu.Backend) (*advertiser, error) {
+	cal, err := ParseCalendar(p.cfg.Offer.Calendar)
+	if err != nil {
+		return nil, fmt.Errorf("provider calendar: %w", err)
+	}
+	a := &advertiser{
+		cfg:      p.cfg.Offer,
+		calendar: cal,
+		gpus:     backend,
+		key:      key,
+		self:     p.p2p.ID(),
+		db:       p.db,
+		p2p:      p.p2p,
+		log:      p.log.With("component", "advertiser"),
+		host:     hostFacts(p.cfg.Offer, p.cfg.Home),
+		now:      p.now,
+		version:  p.cfg.Version,
+		changed:  make(chan struct{}, 1),
+		leases:   map[string]string{},
+		provided: map[cid.Cid]time.Time{},
+	}
+	// Fail at start, not at the first publish, on a record that could
+	// never validate (no GPUs and no runtime, bad dataset CID, ...).
+	if _, err := a.build(1); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Lease marks an offered GPU as leased and re-advertises.
+func (a *advertiser) Lease(uuid, leaseID string) error {
+	if leaseID == "" {
+		return errors.New("lease GPU: empty lease ID")
+	}
+	if err := a.checkOffered(uuid); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	if cur, ok := a.leases[uuid]; ok && cur != leaseID {
+		a.mu.Unlock()
+		return fmt.Errorf("lease GPU %s: %w (lease %s)", uuid, ErrGPULeased, cur)
+	}
+	a.leases[uuid] = leaseID
+	a.mu.Unlock()
+	a.signal()
+	return nil
+}
+
+// Release frees a leased GPU and re-advertises.
+func (a *advertiser) Release(uuid string) error {
+	a.mu.Lock()
+	_, ok := a.leases[uuid]
+	delete(a.leases, uuid)
+	a.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("release GPU %s: %w", uuid, ErrUnknownGPU)
+	}
+	a.signal()
+	return nil
+}
+
+// leaseOf returns the lease holding a GPU ("" when free).
+func (a *advertiser) leaseOf(uuid string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.leases[uuid]
+}
+
+func (a *advertiser) checkOffered(uuid string) error {
+	devs, _ := a.gpus.Devices()
+	for _, d := range a.offered(devs) {
+		if d.UUID == uuid {
+			return nil
+		}
+	}
+	return fmt.Errorf("lease GPU %s: %w", uuid, ErrUnknownGPU)
+}
+
+func (a *advertiser) signal() {
+	select {
+	case a.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Current returns the last published record (nil before the first).
+func (a *advertiser) Current() *auction.Capacity {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.current
+}
+
+// offered filters devices by provider.offer_gpus (UUIDs or indices).
+func (a *advertiser) offered(devs []gpu.Device) []gpu.Device {
+	if len(a.cfg.OfferGPUs) == 0 {
+		return devs
+	}
+	var out []gpu.Device
+	for _, d := range devs {
+		if slices.Contains(a.cfg.OfferGPUs, d.UUID) || slices.Contains(a.cfg.OfferGPUs, strconv.Itoa(d.Index)) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// build assembles the record for seq from the GPU backend, the leases and
+// the config, and validates it.
+func (a *advertiser) build(seq uint64) (*auction.Capacity, error) {
+	devs, err := a.gpus.Devices()
+	if err != nil {
+		// Partial results are usable: a lost GPU must not hide the rest.
+		a.log.Warn("reading GPUs", "err", err)
+	}
+	now := a.now()
+	c := &auction.Capacity{
+		V:            auction.CapacityVersion,
+		Peer:         a.self.String(),
+		Seq:          seq,
+		IssuedAtMs:   now.UnixMilli(),
+		ExpiresAtMs:  now.Add(a.cfg.RecordTTL).UnixMilli(),
+		Host:         a.host,
+		Region:       auction.Region{Country: a.cfg.Region, Zone: a.cfg.Zone},
+		Reachability: a.reachability(),
+		Runtimes:     slices.Clone(a.cfg.Runtimes),
+		Calendar:     a.calendar,
+		Policy: auction.Policy{
+			MaxDurationSec: uint64(a.cfg.MaxDuration / time.Second),
+			AllowedImages:  slices.Clone(a.cfg.AllowedImages),
+			Egress:         a.cfg.Egress,
+		},
+		Datasets: slices.Clone(a.cfg.Datasets),
+		Version:  a.version,
+	}
+	for _, t := range a.cfg.Tiers {
+		tier := auction.Tier(t)
+		c.Policy.Tiers = append(c.Policy.Tiers, tier)
+		micro := USDToMicro(a.cfg.FloorUSD.For(tier))
+		switch tier {
+		case auction.TierGold:
+			c.Floor.Gold = micro
+		case auction.TierSilver:
+			c.Floor.Silver = micro
+		case auction.TierBronze:
+			c.Floor.Bronze = micro
+		}
+	}
+	a.mu.Lock()
+	for _, d := range a.offered(devs) {
+		lease := a.leases[d.UUID]
+		c.GPUs = append(c.GPUs, auction.GPU{
+			Index:      uint32(d.Index),
+			UUID:       d.UUID,
+			Model:      gpu.ModelSlug(d.Name, d.MemoryMiB),
+			Name:       d.Name,
+			VRAMMiB:    d.MemoryMiB,
+			ComputeCap: fmt.Sprintf("%d.%d", d.ComputeMajor, d.ComputeMinor),
+			Free:       lease == "",
+			LeaseID:    lease,
+		})
+	}
+	a.mu.Unlock()
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("build capacity record: %w", err)
+	}
+	return c, nil
+}
+
+// reachability says how renters can dial us, from our own addresses.
+func (a *advertiser) reachability() auction.Reachability {
+	relayed := false
+	for _, addr := range a.p2p.AdvertisedAddrs() {
+		if manet.IsPublicAddr(addr) {
+			return auction.ReachPublic
+		}
+		if _, err := addr.ValueForProtocol(ma.P_CIRCUIT); err == nil {
+			relayed = true
+		}
+	}
+	if relayed {
+		return auction.ReachRelayed
+	}
+	return auction.ReachPrivate
+}
+
+// sameOffer reports whether two records offer the same thing (ignoring
+// sequence number and timestamps).
+func sameOffer(x, y *auction.Capacity) bool {
+	if x == nil || y == nil {
+		return false
+	}
+	a, b := *x, *y
+	a.Seq, a.IssuedAtMs, a.ExpiresAtMs = 0, 0, 0
+	b.Seq, b.IssuedAtMs, b.ExpiresAtMs = 0, 0, 0
+	return reflect.DeepEqual(a, b)
+}
+
+// publish signs and puts a new record with a sequence number above any
+// this node used before (persisted first, so a crash cannot reuse one),
+// then announces capability keys not announced recently.
+func (a *advertiser) publish(ctx context.Context) error {
+	last, err := a.db.CapacitySeq()
+	if err != nil {
+		return err
+	}
+	// The clock keeps sequence numbers rising even if the store was lost.
+	seq := max(last+1, uint64(a.now().UnixMilli()))
+	rec, err := a.build(seq)
+	if err != nil {
+		return err
+	}
+	raw, err := auction.SealCapacity(rec, a.key)
+	if err != nil {
+		return fmt.Errorf("seal capacity record: %w", err)
+	}
+	if err := a.db.SetCapacitySeq(seq); err != nil {
+		return err
+	}
+	if err := a.p2p.DHT().PutValue(ctx, auction.CapacityKey(a.self), raw); err != nil {
+		return fmt.Errorf("put capacity record: %w", err)
+	}
+	a.mu.Lock()
+	a.current = rec
+	a.mu.Unlock()
+	a.log.Info("capacity published", "seq", seq, "gpus", len(rec.GPUs), "free", rec.FreeGPUs())
+	// Keys that fail to announce are retried at the next publish; the
+	// record itself is out, so this is not a publish failure.
+	if err := a.provide(ctx, rec); err != nil {
+		a.log.Warn("announcing capability keys", "err", err)
+	}
+	return nil
+}
+
+// provide announces the record's capability keys, re-announcing each one
+// once per republish interval (the DHT never republishes by itself).
+func (a *advertiser) provide(ctx context.Context, rec *auction.Capacity) error {
+	var errs []error
+	for _, k := range auction.CapabilityKeys(rec) {
+		a.mu.Lock()
+		fresh := a.now().Sub(a.provided[k]) < a.cfg.Republish
+		a.mu.Unlock()
+		if fresh {
+			continue
+		}
+		if err := a.p2p.DHT().Provide(ctx, k, true); err != nil {
+			errs = append(errs, fmt.Errorf("provide %s: %w", k, err))
+			continue
+		}
+		a.mu.Lock()
+		a.provided[k] = a.now()
+		a.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+// run publishes once the routing table is non-empty, then on change, on
+// the republish timer, and after failures with backoff.
+func (a *advertiser) run(ctx context.Context) {
+	if err := a.p2p.WaitReady(ctx); err != nil {
+		return
+	}
+	republish := time.NewTicker(a.cfg.Republish)
+	defer republish.Stop()
+	poll := time.NewTicker(min(inventoryPoll, a.cfg.Republish))
+	defer poll.Stop()
+	retry := time.NewTimer(0) // publish at once
+	defer retry.Stop()
+	backoff := time.Second
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.changed:
+		case <-republish.C:
+		case <-retry.C:
+		case <-poll.C:
+			next, err := a.build(1) // seq is ignored by sameOffer
+			if err != nil || sameOffer(next, a.Current()) {
+				continue
+			}
+		}
+		pctx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := a.publish(pctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			a.log.Warn("publishing capacity failed; retrying", "err", err, "in", backoff)
+			retry.Reset(backoff)
+			backoff = min(2*backoff, 30*time.Second)
+			continue
+		}
+		backoff = time.Second
+	}
+}

@@ -1,0 +1,72 @@
+package provider
+
+import "time"
+
+// OfferConfig is what a provider offers, where, when and at what price
+// ([provider] in config.toml).
+type OfferConfig struct {
+	// Region is the ISO 3166-1 alpha-2 country code, lower case ("de").
+	Region string `toml:"region"`
+	Zone   string `toml:"zone"`
+	// Runtimes offered: docker, wasm.
+	Runtimes []string `toml:"runtimes"`
+	// Tiers accepted: gold, silver, bronze.
+	Tiers []string `toml:"tiers"`
+	// FloorUSD is the lowest price per GPU-hour per tier, in USD.
+	FloorUSD FloorUSD `toml:"floor_usd"`
+	// Calendar lists weekly UTC windows in which work is taken, each
+	// "DAYS HH:MM-HH:MM [xFACTOR]" such as "mon-fri 08:00-20:00 x1.5" (peak
+	// pricing) or "sat,sun 00:00-24:00 x0.8". Empty: always open at 1.0x.
+	Calendar []string `toml:"calendar"`
+	// MaxDuration is the longest job accepted (0: no limit).
+	MaxDuration time.Duration `toml:"max_duration"`
+	// AllowedImages restricts docker images (digest prefixes
+	// "sha256:..." or repository patterns "ghcr.io/acme/*"); empty: any.
+	AllowedImages []string `toml:"allowed_images"`
+	// Egress lets jobs reach the network.
+	Egress bool `toml:"egress"`
+	// PreemptNotice is the notice promised on bronze bids before their
+	// GPUs are taken back for gold or silver work.
+	PreemptNotice time.Duration `toml:"preempt_notice"`
+	// OfferGPUs lists the GPUs offered, by UUID or index; empty: all.
+	OfferGPUs []string `toml:"offer_gpus"`
+	// Datasets are CIDs of datasets cached on this host.
+	Datasets []string `toml:"datasets"`
+	// Host resources offered to jobs; 0 means detect.
+	CPUCores      int `toml:"cpu_cores"`
+	RAMMiB        int `toml:"ram_mib"`
+	DiskGiB       int `toml:"disk_gib"`
+	BandwidthMbps int `toml:"bandwidth_mbps"`
+	// RecordTTL is how long a published capacity record stays valid;
+	// Republish, shorter, is how often it is re-put without changes.
+	RecordTTL time.Duration `toml:"record_ttl"`
+	Republish time.Duration `toml:"republish"`
+}
+
+// ExecutorConfig configures how a provider runs leased work.
+type ExecutorConfig struct {
+	// StopGrace is how long a cancelled workload gets between SIGTERM and
+	// SIGKILL. Preempted work gets the notice promised in its bid instead.
+	StopGrace time.Duration `toml:"stop_grace"`
+	// KeepResults is how long logs and outputs of finished work stay
+	// downloadable.
+	KeepResults time.Duration `toml:"keep_results"`
+	// DockerHost is the Docker engine address; empty: $DOCKER_HOST or the
+	// local socket.
+	DockerHost string `toml:"docker_host"`
+	// DockerPull lets the provider pull an image it does not have (always
+	// by digest).
+	DockerPull bool `toml:"docker_pull"`
+	// DockerAllowRoot runs images that name no user as root; by default
+	// they run as nobody (65534).
+	DockerAllowRoot bool `toml:"docker_allow_root"`
+	// MaxLogMiB caps one workload's log.
+	MaxLogMiB int `toml:"max_log_mib"`
+}
+
+// FloorUSD holds per-tier floor prices in USD per GPU-hour.
+type FloorUSD struct {
+	Gold   float64 `toml:"gold"`
+	Silver float64 `toml:"silver"`
+	Bronze float64 `toml:"bronze"`
+}

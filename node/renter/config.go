@@ -1,0 +1,70 @@
+package renter
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+
+	"github.com/idlegrid/idlegrid/attest/reputation"
+	"github.com/idlegrid/idlegrid/auction/query"
+	"github.com/idlegrid/idlegrid/node/executor"
+	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/p2p"
+	"github.com/idlegrid/idlegrid/store"
+)
+
+// Config is what the renter needs of the node's configuration.
+type Config struct {
+	// ReliabilityPrior is the reliability assumed for a provider with no
+	// history, 0..1 (market.reliability_prior).
+	ReliabilityPrior float64
+	// Reauction re-runs the auction of a job whose lease was preempted
+	// (market.reauction).
+	Reauction bool
+	// GoldNeedsBadge awards gold-tier work only to providers whose
+	// reputation earned the gold badge (market.gold_needs_badge).
+	GoldNeedsBadge bool
+	Attest         lease.Terms // [attest]
+	// CancelWait is how long a cancelled lease's provider gets to stop the
+	// work (its stop grace) before the renter records it cancelled anyway.
+	CancelWait time.Duration
+}
+
+// Reputation is what the renter asks of this node's trust in providers.
+type Reputation interface {
+	// Of is the score and badge of one provider.
+	Of(provider string) reputation.Result
+	// Scores are every known provider's reliability, for the matcher.
+	Scores() map[string]float64
+	// Invalidate says a lease outcome changed the evidence.
+	Invalidate()
+}
+
+// Deps are the renter's collaborators.
+type Deps struct {
+	Logger *slog.Logger
+	// Clock dates RFQs, awards, vouchers and job events; nil: time.Now.
+	Clock  func() time.Time
+	Key    crypto.PrivKey
+	P2P    *p2p.Node
+	Store  *store.DB
+	Leases *lease.Book
+	// Artifacts hold the WASM modules this renter serves its providers.
+	Artifacts *executor.DirArtifacts
+	// WorkDir holds downloaded results.
+	WorkDir string
+	// Offers is the market view: the offers of every known provider, for
+	// the providers an auction expects to bid.
+	Offers func(ctx context.Context) ([]query.Offer, error)
+	// Reputation scores providers for the matcher and the gold badge.
+	Reputation Reputation
+	// ReportFraud hands a sealed fraud proof this renter built (a double
+	// lease it caught) to trust, which applies and gossips it.
+	ReportFraud func(proof []byte)
+	// WithholdPayment is the payment policy: true for a lease withholds
+	// its next voucher (a dispute, a budget cap). nil pays whatever
+	// verified telemetry covers.
+	WithholdPayment func(leaseID string) bool
+}

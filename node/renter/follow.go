@@ -1,0 +1,194 @@
+package renter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node/jobproto"
+	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/store"
+)
+
+// inflightAward is an award sent and not yet countersigned: its provider
+// may already ask for the spec before the renter stored the lease.
+type inflightAward struct {
+	provider string
+	jobCID   string
+}
+
+// serveJob answers a provider preparing one of this renter's leases: the
+// job spec, and the artifacts (WASM modules) the job names. Only the
+// lease's provider is served, and only what its job names.
+func (a *Renter) serveJob(ctx context.Context, from peer.ID, req *jobproto.Request, send func([]byte) error) error {
+	jobCID, ok := a.leaseJob(req.Lease, from)
+	if !ok {
+		return lease.Refuse(send, jobproto.CodeNotFound, "no lease %s with provider %s", req.Lease, from)
+	}
+	j, err := a.db.GetJob(jobCID)
+	if err != nil {
+		return lease.Refuse(send, jobproto.CodeNotFound, "job %s: %v", jobCID, err)
+	}
+	switch req.Op {
+	case jobproto.OpSpec:
+		return lease.SendHeader(send, &jobproto.Header{Spec: j.Spec})
+	case jobproto.OpArtifact:
+		spec, err := auction.ParseJobSpec(j.Spec)
+		if err != nil {
+			return lease.Refuse(send, jobproto.CodeInternal, "stored spec: %v", err)
+		}
+		if spec.Module != req.CID {
+			return lease.Refuse(send, jobproto.CodeForbidden, "job %s does not name artifact %s", jobCID, req.CID)
+		}
+		rc, err := a.artifacts.Get(ctx, req.CID)
+		if err != nil {
+			return lease.Refuse(send, jobproto.CodeNotFound, "artifact %s: %v (add it with `idlegrid artifact add`)", req.CID, err)
+		}
+		defer rc.Close()
+		if err := lease.SendHeader(send, &jobproto.Header{CID: req.CID}); err != nil {
+			return err
+		}
+		return lease.SendData(ctx, send, rc)
+	}
+	return lease.Refuse(send, jobproto.CodeInvalid, "op %q is not served by a renter", req.Op)
+}
+
+// leaseJob returns the job of a lease held with provider p, whether the
+// lease is stored or its award is still in flight.
+func (a *Renter) leaseJob(leaseID string, p peer.ID) (string, bool) {
+	if l, err := a.db.GetLease(leaseID); err == nil {
+		return l.JobCID, l.Side == lease.SideRenter && l.Provider == p.String()
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	in, ok := a.inflight[leaseID]
+	return in.jobCID, ok && in.provider == p.String()
+}
+
+// statusWait is how long one status long-poll waits on the provider.
+const statusWait = 20 * time.Second
+
+// unreachableGrace is how long past a lease's end a renter keeps trying to
+// reach a silent provider before it records the lease failed.
+const unreachableGrace = 2 * time.Minute
+
+// followLease mirrors a lease's state from its provider (long-polling
+// status) until the lease ends, and returns the final lease. Progress is
+// recorded on the lease and in the job's history.
+func (a *Renter) followLease(ctx context.Context, l *store.Lease) *store.Lease {
+	provider, err := peer.Decode(l.Provider)
+	if err != nil {
+		fl, _, _ := a.leases.Finish(l.ID, lease.Failed, "bad provider ID", nil)
+		return fl
+	}
+	var seen uint64
+	backoff := 500 * time.Millisecond
+	var lastErr error
+	for ctx.Err() == nil {
+		h, fr, err := a.jobCall(ctx, provider, &jobproto.Request{Op: jobproto.OpStatus, Lease: l.ID, After: seen, WaitMs: uint32(statusWait / time.Millisecond)})
+		if err == nil {
+			_ = fr.Close()
+			if h.Status == nil {
+				err = errors.New("status response without a status")
+			}
+		}
+		if err != nil {
+			var re *jobproto.RemoteError
+			if errors.As(err, &re) && re.Code == jobproto.CodeNotFound {
+				fl, _, _ := a.leases.Finish(l.ID, lease.Failed, "the provider does not know the lease: "+re.Message, nil)
+				return fl
+			}
+			if lastErr == nil {
+				a.log.Info("provider not answering status; retrying", "lease", lease.Short(l.ID), "err", err)
+			}
+			lastErr = err
+			if a.now().After(time.UnixMilli(l.EndsAtMs).Add(unreachableGrace)) {
+				fl, _, _ := a.leases.Finish(l.ID, lease.Failed, fmt.Sprintf("provider unreachable past the lease's end: %v", err), nil)
+				return fl
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 15*time.Second)
+			continue
+		}
+		lastErr, backoff = nil, 500*time.Millisecond
+		st := h.Status
+		if st.Version <= seen {
+			continue
+		}
+		seen = st.Version
+		cur, changed := a.mirror(l.ID, st)
+		if changed {
+			a.leaseEvent(cur, st)
+		}
+		if lease.State(st.State).Terminal() {
+			a.rep.Invalidate()
+			return cur
+		}
+	}
+	cur, _ := a.db.GetLease(l.ID)
+	return cur
+}
+
+// mirror copies the provider's view of a lease into the renter's copy.
+func (a *Renter) mirror(id string, st *jobproto.Status) (*store.Lease, bool) {
+	changed := false
+	cur, err := a.leases.Update(id, func(l *store.Lease) bool {
+		if lease.State(l.State).Terminal() {
+			return false
+		}
+		changed = l.State != st.State
+		if lease.State(st.State).Valid() {
+			l.State = st.State
+		}
+		l.Reason, l.ExitCode = st.Reason, st.ExitCode
+		l.WorkStartedMs, l.WorkFinishedMs = st.StartedMs, st.FinishedMs
+		l.OutputCID, l.OutputSize, l.LogBytes = st.OutputCID, st.OutputSize, st.LogBytes
+		return true
+	})
+	if err != nil {
+		a.log.Warn("store lease", "lease", lease.Short(id), "err", err)
+		return &store.Lease{ID: id, State: st.State, Reason: st.Reason}, false
+	}
+	return cur, changed
+}
+
+// leaseEvent records a lease's new state in its job's history.
+func (a *Renter) leaseEvent(l *store.Lease, st *jobproto.Status) {
+	msg := fmt.Sprintf("lease %s on %s: %s", lease.Short(l.ID), lease.Short(l.Provider), st.State)
+	if st.Reason != "" {
+		msg += " (" + st.Reason + ")"
+	}
+	if st.OutputCID != "" {
+		msg += fmt.Sprintf("; output %s, %d bytes", st.OutputCID, st.OutputSize)
+	}
+	a.jobs.event(l.JobCID, "lease-"+st.State, "%s", msg)
+}
+
+// cancelLease asks a lease's provider to stop its work and records the
+// lease cancelled whatever the answer (the renter stops paying either way).
+func (a *Renter) cancelLease(ctx context.Context, l *store.Lease, reason string) {
+	if lease.State(l.State).Terminal() {
+		return
+	}
+	if p, err := peer.Decode(l.Provider); err == nil {
+		cctx, cancel := context.WithTimeout(ctx, a.cfg.CancelWait+35*time.Second)
+		h, fr, err := a.jobCall(cctx, p, &jobproto.Request{Op: jobproto.OpCancel, Lease: l.ID})
+		cancel()
+		if err == nil {
+			_ = fr.Close()
+			if h.Status != nil {
+				a.mirror(l.ID, h.Status)
+			}
+		} else {
+			a.log.Warn("cancel not delivered to the provider", "lease", lease.Short(l.ID), "err", err)
+		}
+	}
+	a.finishLease(l.ID, lease.Cancelled, reason)
+}

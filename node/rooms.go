@@ -1,0 +1,139 @@
+package node
+
+import (
+	"context"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/idlegrid/idlegrid/node/executor"
+	"github.com/idlegrid/idlegrid/node/gpu"
+	"github.com/idlegrid/idlegrid/node/jobproto"
+	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/node/provider"
+	"github.com/idlegrid/idlegrid/node/renter"
+	"github.com/idlegrid/idlegrid/node/trust"
+	"github.com/idlegrid/idlegrid/p2p"
+)
+
+// buildRooms builds trust, and the provider or renter room of the node's
+// role, from the node's parts. Each room gets only what its Deps name;
+// where one room needs another (the renter asks trust for reputation, a
+// provider learns from trust that an auction closed), the node passes a
+// method value here, and nowhere else.
+func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]func() error) error {
+	var err error
+	tdeps := trust.Deps{
+		Logger: n.log.With("component", "trust"), Clock: time.Now, Key: n.key, P2P: n.p2p, Store: n.db,
+	}
+	if n.cfg.Role == RoleProvider {
+		n.gpus = deps.GPU
+		if n.gpus == nil {
+			if n.gpus, err = gpu.Open(n.cfg.GPU, n.log.With("component", "gpu")); err != nil {
+				return err
+			}
+		}
+		*undo = append(*undo, n.gpus.Close)
+		if n.provider, err = provider.New(provider.Config{
+			Offer: n.cfg.Provider, Executor: n.cfg.Executor, Attest: n.cfg.Attest, Home: n.cfg.Home, Version: Version,
+		}, provider.Deps{
+			Logger: n.log, Clock: time.Now, Key: n.key, P2P: n.p2p, Store: n.db, Leases: n.leases, GPU: n.gpus,
+			Artifacts: artifacts, WorkDir: n.workDir, Executors: deps.Executors, AdmitAward: deps.AdmitAward,
+		}); err != nil {
+			return err
+		}
+		*undo = append(*undo, n.provider.Close)
+		// Advertise only the runtimes that can run here.
+		n.cfg.Provider.Runtimes = n.provider.Offered().Runtimes
+		tdeps.OnSummary = n.provider.AuctionClosed
+		tdeps.LeaseEntries = n.provider.LeaseEntries
+	}
+	m := n.cfg.Market
+	if n.trust, err = trust.New(trust.Config{
+		ReliabilityPrior: m.ReliabilityPrior, Refresh: m.Refresh, SearchTimeout: m.SearchTimeout, Heartbeat: n.cfg.Attest.Window,
+	}, tdeps); err != nil {
+		return err
+	}
+	if n.cfg.Role == RoleRenter {
+		if n.renter, err = renter.New(renter.Config{
+			ReliabilityPrior: m.ReliabilityPrior, Reauction: m.Reauction, GoldNeedsBadge: m.GoldNeedsBadge,
+			Attest: n.cfg.Attest, CancelWait: n.cfg.Executor.StopGrace,
+		}, renter.Deps{
+			Logger: n.log, Clock: time.Now, Key: n.key, P2P: n.p2p, Store: n.db, Leases: n.leases,
+			Artifacts: artifacts, WorkDir: n.workDir,
+			Offers: n.trust.Offers, Reputation: n.trust.Reputation(), ReportFraud: n.trust.ApplyFraud,
+			WithholdPayment: deps.WithholdPayment,
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// route registers the stream protocols each room serves. Gossip is routed
+// in onGossip.
+func (n *Node) route() {
+	if n.provider != nil {
+		n.p2p.HandleRequests(lease.LeaseProto, "idlegrid.lease", lease.LeaseLimits, n.provider.HandleAward)
+	}
+	if n.renter != nil {
+		n.p2p.HandleRequests(lease.BidProto, "idlegrid.bid", lease.BidLimits, n.renter.HandleBid)
+		n.p2p.HandleRequests(lease.PreemptProto, "idlegrid.preempt", lease.PreemptLimits, n.renter.HandlePreempt)
+	}
+	if n.provider != nil || n.renter != nil {
+		n.p2p.HandleFrames(lease.JobProto, "idlegrid.job", lease.JobLimits, n.handleJob)
+	}
+}
+
+// handleJob routes a job-protocol request to the side that serves it. A
+// request the node cannot serve is answered with an error header, never
+// with a reset, so the client learns why.
+func (n *Node) handleJob(ctx context.Context, from peer.ID, raw []byte, send func([]byte) error) error {
+	req, err := jobproto.DecodeRequest(raw)
+	if err != nil {
+		return lease.Refuse(send, jobproto.CodeInvalid, "%v", err)
+	}
+	switch req.Op {
+	case jobproto.OpSpec, jobproto.OpArtifact:
+		if n.renter == nil {
+			return lease.Refuse(send, jobproto.CodeNotFound, "this node is not a renter")
+		}
+		return n.renter.ServeJob(ctx, from, req, send)
+	default:
+		if n.provider == nil {
+			return lease.Refuse(send, jobproto.CodeNotFound, "this node is not a provider")
+		}
+		return n.provider.ServeJob(ctx, from, req, send)
+	}
+}
+
+// maxConcurrentRFQs bounds the RFQs a provider evaluates at once; beyond
+// it, RFQs wait for a slot (the subscription buffer absorbs bursts).
+const maxConcurrentRFQs = 64
+
+// onGossip returns the handler of validated messages on a topic.
+func (n *Node) onGossip(ctx context.Context, topic string) func(p2p.Message) {
+	slots := make(chan struct{}, maxConcurrentRFQs)
+	return func(m p2p.Message) {
+		n.gossip.add(m)
+		switch topic {
+		case p2p.TopicRFQ:
+			if n.provider == nil {
+				return
+			}
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			go func() {
+				defer func() { <-slots }()
+				n.provider.HandleRFQ(ctx, m)
+			}()
+		case p2p.TopicAttest:
+			n.trust.OnAttest(ctx, m.Data)
+		case p2p.TopicFraud:
+			n.trust.ApplyFraud(m.Data)
+		}
+	}
+}

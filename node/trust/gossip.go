@@ -1,0 +1,212 @@
+package trust
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/attest/reputation"
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/p2p"
+	"github.com/idlegrid/idlegrid/store"
+)
+
+// peerEntryRetention is how long a node keeps other providers' gossiped
+// chain entries: long enough that a second, different entry for the same
+// seq (equivocation) is caught when it comes.
+const peerEntryRetention = time.Hour
+
+// gossipedReceiptRetention is how long other renters' receipts count: by
+// then reputation decay (7-day half-life) has made them negligible.
+const gossipedReceiptRetention = 30 * 24 * time.Hour
+
+// attestKind tells the records that share idlegrid/attest/1 apart.
+type attestKind int
+
+const (
+	attestUnknown attestKind = iota
+	attestSummary
+	attestEntry
+	attestReceipt
+)
+
+// openAttestMessage opens a message of idlegrid/attest/1 as whichever
+// record it is, and returns its author (the signer that must equal the
+// gossip author).
+func openAttestMessage(data []byte) (attestKind, any, string, int64) {
+	if sum, author, err := auction.OpenAwardSummary(data); err == nil {
+		return attestSummary, sum, author.String(), sum.AtMs
+	}
+	if e, err := attest.OpenEntry(data); err == nil {
+		return attestEntry, e, e.Provider, e.AtMs
+	}
+	if rc, _, err := attest.OpenReceipt(data); err == nil {
+		return attestReceipt, rc, rc.Provider, rc.AtMs
+	}
+	return attestUnknown, nil, "", 0
+}
+
+// ValidateAttest admits award summaries (the price index), chain entries
+// (providers' heartbeats) and receipts, each signed by its gossip author.
+func (t *Trust) ValidateAttest(_ context.Context, _, signer peer.ID, data []byte) p2p.Verdict {
+	kind, _, author, atMs := openAttestMessage(data)
+	if kind == attestUnknown || author != signer.String() {
+		return p2p.Reject
+	}
+	if time.UnixMilli(atMs).After(t.now().Add(MaxClockSkew)) {
+		return p2p.Ignore
+	}
+	return p2p.Accept
+}
+
+// ValidateFraud admits a fraud proof only if this node verifies it
+// itself; a false proof is rejected, which costs its sender gossip score.
+func (t *Trust) ValidateFraud(_ context.Context, _, _ peer.ID, data []byte) p2p.Verdict {
+	if _, err := attest.VerifyFraudProof(data); err != nil {
+		t.log.Warn("false fraud proof rejected", "err", err)
+		return p2p.Reject
+	}
+	return p2p.Accept
+}
+
+// OnAttest handles a validated message of idlegrid/attest/1.
+func (t *Trust) OnAttest(ctx context.Context, raw []byte) {
+	kind, rec, _, _ := openAttestMessage(raw)
+	switch kind {
+	case attestSummary:
+		sum := t.storeSummary(raw)
+		if sum != nil && t.onSummary != nil {
+			t.onSummary(sum)
+		}
+	case attestEntry:
+		t.observeEntry(ctx, raw, rec.(*attest.Entry))
+	case attestReceipt:
+		if rc := rec.(*attest.Receipt); rc.Renter == t.ID().String() || rc.Provider == t.ID().String() {
+			return // our own: stored for good when it was issued or fetched
+		}
+		if err := t.db.PutReceiptTTL(attest.RecordID(raw).String(), raw, gossipedReceiptRetention); err != nil {
+			t.log.Warn("store receipt", "err", err)
+		}
+		t.rep.Invalidate()
+	}
+}
+
+// observeEntry records another provider's chain entry: its heartbeat, and
+// its bytes for the seq. A different entry already stored for the same
+// seq is equivocation: this node seals the proof, applies it and gossips it.
+func (t *Trust) observeEntry(ctx context.Context, raw []byte, e *attest.Entry) {
+	if e.Provider == t.ID().String() {
+		return
+	}
+	if e.Telemetry != nil {
+		if err := t.db.ObserveHeartbeat(e.Provider, e.AtMs); err != nil {
+			t.log.Warn("store heartbeat", "err", err)
+		}
+	}
+	existing, err := t.db.PutChainEntryTTL(e.Provider, e.Seq, raw, false, peerEntryRetention)
+	if !errors.Is(err, store.ErrConflict) {
+		return
+	}
+	proof, err := attest.SealFraudProof(&attest.FraudProof{
+		V: attest.RecordsVersion, Reporter: t.ID().String(), Kind: attest.FraudEquivocation,
+		Offender: e.Provider, Entries: [][]byte{existing, raw}, AtMs: t.now().UnixMilli(),
+	}, t.key)
+	if err != nil {
+		t.log.Warn("seal equivocation proof", "provider", e.Provider, "err", err)
+		return
+	}
+	t.log.Warn("provider equivocated: two chain entries with one seq", "provider", e.Provider, "seq", e.Seq)
+	t.ApplyFraud(proof)
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := t.p2p.Publish(pctx, p2p.TopicFraud, proof, 0); err != nil {
+		t.log.Warn("publish fraud proof", "err", err)
+	}
+}
+
+// ApplyFraud acts on a verified fraud proof: it is stored, the offender is
+// blocked (connections closed and refused, gossip dropped) and its
+// reputation is zero from now on.
+func (t *Trust) ApplyFraud(proof []byte) {
+	offender, err := attest.VerifyFraudProof(proof)
+	if err != nil {
+		return
+	}
+	if offender == t.ID() {
+		t.log.Error("a verified fraud proof names this node: its chain was forked (a restored backup?)")
+		return
+	}
+	if err := t.db.PutFraud(offender.String(), proof); err != nil {
+		t.log.Warn("store fraud proof", "err", err)
+	}
+	t.p2p.Block(offender)
+	t.rep.Invalidate()
+}
+
+// BlockProven re-applies stored fraud proofs after a restart.
+func (t *Trust) BlockProven() {
+	proofs, err := t.db.Frauds()
+	if err != nil {
+		return
+	}
+	for _, p := range proofs {
+		if offender, err := attest.VerifyFraudProof(p); err == nil && offender != t.ID() {
+			t.p2p.Block(offender)
+		}
+	}
+}
+
+// receiptEvidence turns stored receipts (own and gossiped) into
+// reputation evidence; each was verified (both signatures) on arrival and
+// is verified again here.
+func (t *Trust) receiptEvidence() []reputation.Receipt {
+	raws, err := t.db.Receipts()
+	if err != nil {
+		return nil
+	}
+	var out []reputation.Receipt
+	for _, raw := range raws {
+		id := attest.RecordID(raw).String()
+		if r, ok := t.rep.parsed(id); ok {
+			out = append(out, r)
+			continue
+		}
+		rc, v, err := attest.OpenReceipt(raw)
+		if err != nil {
+			continue
+		}
+		r := reputation.Receipt{
+			Lease: rc.Lease, Provider: rc.Provider, Renter: v.Renter, At: time.UnixMilli(rc.AtMs),
+			State:    outcomeState(&store.Lease{State: rc.Outcome}),
+			GPUHours: float64(rc.GPUMs) / float64(time.Hour/time.Millisecond),
+		}
+		t.rep.remember(id, r)
+		out = append(out, r)
+	}
+	return out
+}
+
+// fraudEvidence turns stored fraud proofs into reputation evidence.
+func (t *Trust) fraudEvidence() []reputation.Fraud {
+	raws, err := t.db.Frauds()
+	if err != nil {
+		return nil
+	}
+	var out []reputation.Fraud
+	for _, raw := range raws {
+		offender, err := attest.VerifyFraudProof(raw)
+		if err != nil {
+			continue
+		}
+		f, _ := attest.OpenFraudProof(raw)
+		at := t.now()
+		if f != nil {
+			at = time.UnixMilli(f.AtMs)
+		}
+		out = append(out, reputation.Fraud{Provider: offender.String(), At: at, Proof: attest.RecordID(raw).String()})
+	}
+	return out
+}

@@ -1,0 +1,99 @@
+// Package trust is what a node believes about other peers: the
+// reputation book folded from its own evidence (lease outcomes, receipts,
+// heartbeat uptime, fraud proofs), the handling of attest and fraud gossip
+// (equivocation caught, offenders blocked), the market view and search over
+// providers' signed capacity records, the price index from signed award
+// summaries, and attestation export. It knows neither the provider nor the
+// renter; the node hands their needs to it through callbacks.
+package trust
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/p2p"
+	"github.com/idlegrid/idlegrid/store"
+)
+
+// MaxClockSkew is how far in the future a signed message may be dated.
+const MaxClockSkew = time.Minute
+
+// Config is what trust needs of the node's configuration.
+type Config struct {
+	// ReliabilityPrior is the reliability assumed for a provider with no
+	// history (market.reliability_prior).
+	ReliabilityPrior float64
+	// Refresh: cached capacity records older than this are re-fetched
+	// before a search (market.refresh).
+	Refresh time.Duration
+	// SearchTimeout bounds one market search (market.search_timeout).
+	SearchTimeout time.Duration
+	// Heartbeat is how often providers send a heartbeat (attest.window),
+	// for uptime evidence.
+	Heartbeat time.Duration
+}
+
+// Deps are trust's collaborators.
+type Deps struct {
+	Logger *slog.Logger
+	// Clock dates evidence and fraud proofs; nil: time.Now.
+	Clock func() time.Time
+	Key   crypto.PrivKey
+	P2P   *p2p.Node
+	Store *store.DB
+	// OnSummary is told of every verified award summary (a provider
+	// releases what its bids for that auction still hold); nil: nobody.
+	OnSummary func(sum *auction.AwardSummary)
+	// LeaseEntries returns this node's own chain entries that attest a
+	// provider-side lease (nil on nodes that keep no chain).
+	LeaseEntries func(l *store.Lease) ([][]byte, error)
+}
+
+// Trust is the running trust room.
+type Trust struct {
+	cfg  Config
+	log  *slog.Logger
+	now  func() time.Time
+	key  crypto.PrivKey
+	self peer.ID
+	p2p  *p2p.Node
+	db   *store.DB
+
+	onSummary    func(sum *auction.AwardSummary)
+	leaseEntries func(l *store.Lease) ([][]byte, error)
+
+	rep    *ReputationBook
+	market *market
+}
+
+// New builds the trust room.
+func New(cfg Config, deps Deps) (*Trust, error) {
+	if deps.Key == nil || deps.P2P == nil || deps.Store == nil {
+		return nil, errors.New("trust.New: key, p2p and store are required")
+	}
+	t := &Trust{
+		cfg: cfg, log: deps.Logger, now: deps.Clock, key: deps.Key, self: deps.P2P.ID(),
+		p2p: deps.P2P, db: deps.Store, onSummary: deps.OnSummary, leaseEntries: deps.LeaseEntries,
+	}
+	if t.log == nil {
+		t.log = slog.New(slog.DiscardHandler)
+	}
+	if t.now == nil {
+		t.now = time.Now
+	}
+	t.rep = newReputationBook(t)
+	t.market = newMarket(t)
+	return t, nil
+}
+
+// ID is this node's peer ID.
+func (t *Trust) ID() peer.ID { return t.self }
+
+// Reputation is the reputation book: one provider's score, every score
+// for the matcher, and invalidation when an outcome changes.
+func (t *Trust) Reputation() *ReputationBook { return t.rep }
