@@ -128,6 +128,19 @@ func (r *leaseRunner) acceptVoucher(from peer.ID, l *store.Lease, raw []byte) (*
 	return cur, err
 }
 
+// unpaid is the stop-unpaid-work rule: a running lease whose vouchers
+// cover less than the time worked minus one voucher interval (or telemetry
+// window, whichever is longer) and the grace is unpaid; late is how far
+// past the covered time the clock is. The first PrepayIntervals intervals
+// count as paid.
+func (r *leaseRunner) unpaid(l *store.Lease) (late time.Duration, unpaid bool) {
+	c := r.p.cfg.Attest
+	allow := max(c.VoucherInterval, c.Window) + c.VoucherGrace
+	paid := max(l.PaidUntilMs, l.WorkStartedMs+int64(c.PrepayIntervals)*c.VoucherInterval.Milliseconds())
+	late = r.now().Sub(time.UnixMilli(paid))
+	return late, late > allow
+}
+
 // payWatch stops a running lease whose renter stopped paying: when the
 // latest voucher covers less than now - (interval + grace). Prepaid
 // intervals count from the work's start.
@@ -146,9 +159,8 @@ func (r *leaseRunner) payWatch(ctx context.Context, id string) {
 		if err != nil || lease.State(l.State).Terminal() || l.WorkStartedMs == 0 {
 			continue
 		}
-		paid := max(l.PaidUntilMs, l.WorkStartedMs+int64(c.PrepayIntervals)*c.VoucherInterval.Milliseconds())
-		if late := r.now().Sub(time.UnixMilli(paid)); late > allow {
-			r.log.Warn("stopping unpaid work", "lease", lease.Short(id), "paid_until", time.UnixMilli(paid), "late", late)
+		if late, unpaid := r.unpaid(l); unpaid {
+			r.log.Warn("stopping unpaid work", "lease", lease.Short(id), "paid_until", time.UnixMilli(l.PaidUntilMs), "late", late)
 			r.stop(id, errUnpaid, r.now().Add(r.cfg.StopGrace))
 			return
 		}

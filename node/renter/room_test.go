@@ -1,0 +1,166 @@
+package renter
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/attest/reputation"
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/auction/query"
+	"github.com/idlegrid/idlegrid/node/executor"
+	"github.com/idlegrid/idlegrid/node/jobproto"
+	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/node/roomtest"
+)
+
+var testModule = auction.CapabilityCID("test-module").String()
+
+// prior is a reputation book that knows nobody.
+type prior struct{}
+
+func (prior) Of(p string) reputation.Result {
+	return reputation.Score(p, reputation.Evidence{}, time.Now(), reputation.DefaultConfig())
+}
+func (prior) Scores() map[string]float64 { return nil }
+func (prior) Invalidate()                {}
+
+// fakeProvider answers awards (accepting or declining) and takes
+// vouchers, as a provider would, on its own mocknet peer.
+type fakeProvider struct {
+	*roomtest.Peer
+	decline string // non-empty: decline every award with this reason
+
+	mu       sync.Mutex
+	awards   int
+	vouchers []*attest.Voucher
+	refuse   bool // refuse vouchers with a remote error
+}
+
+func (f *fakeProvider) serve(t *testing.T) {
+	f.P2P.HandleRequests(lease.LeaseProto, "test.lease", lease.LeaseLimits, func(_ context.Context, _ peer.ID, req []byte) ([]byte, error) {
+		aw, _, err := auction.OpenAward(req)
+		if err != nil {
+			return nil, err
+		}
+		f.mu.Lock()
+		f.awards++
+		f.mu.Unlock()
+		id := attest.RecordID(req).String()
+		now := f.Clock.Now().UnixMilli()
+		if f.decline != "" {
+			raw, err := auction.SealDecline(&auction.Decline{V: auction.MessagesVersion, Provider: f.ID.String(), Award: id, Reason: f.decline, AtMs: now}, f.Key)
+			return append([]byte{lease.TagDecline}, raw...), err
+		}
+		raw, err := auction.SealLeaseAcceptance(&auction.LeaseAcceptance{
+			V: auction.MessagesVersion, Provider: f.ID.String(), Award: id, GPUs: aw.GPUs, AcceptedMs: now, StartsAtMs: now,
+		}, f.Key)
+		return append([]byte{lease.TagAccept}, raw...), err
+	})
+	f.P2P.HandleFrames(lease.JobProto, "test.job", lease.JobLimits, func(ctx context.Context, _ peer.ID, raw []byte, send func([]byte) error) error {
+		req, err := jobproto.DecodeRequest(raw)
+		if err != nil {
+			return err
+		}
+		if req.Op == jobproto.OpStatus {
+			// The lease runs: version 1 at once, then the long poll waits
+			// for a change that never comes.
+			if req.After >= 1 {
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return lease.SendHeader(send, &jobproto.Header{V: jobproto.Version, Status: &jobproto.Status{Version: 1, State: lease.Running}})
+		}
+		if req.Op != jobproto.OpVoucher {
+			return lease.Refuse(send, jobproto.CodeNotFound, "not served by this fake")
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.refuse {
+			return lease.Refuse(send, jobproto.CodeInvalid, "refused")
+		}
+		v, err := attest.OpenVoucher(req.Voucher)
+		if err != nil {
+			return lease.Refuse(send, jobproto.CodeInvalid, "%v", err)
+		}
+		f.vouchers = append(f.vouchers, v)
+		return lease.SendHeader(send, &jobproto.Header{V: jobproto.Version})
+	})
+}
+
+// newRenter builds a renter room with n fake providers beside it.
+func newRenter(t *testing.T, n int) (*Renter, *roomtest.Peer, []*fakeProvider) {
+	t.Helper()
+	peers := roomtest.Peers(t, n+1)
+	me := peers[0]
+	dir := t.TempDir()
+	arts, err := executor.NewDirArtifacts(filepath.Join(dir, "artifacts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Config{
+		ReliabilityPrior: 0.9,
+		Attest:           lease.Terms{Sample: time.Second, Window: time.Minute, VoucherInterval: time.Minute, VoucherGrace: 30 * time.Second, MaxSkew: time.Minute, EnergyTolerance: 0.15},
+		CancelWait:       time.Second,
+	}, Deps{
+		Clock: me.Clock.Now, Key: me.Key, P2P: me.P2P, Store: me.Store, Leases: me.Leases, Artifacts: arts, WorkDir: dir,
+		Offers:     func(context.Context) ([]query.Offer, error) { return nil, nil },
+		Reputation: prior{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var provs []*fakeProvider
+	for _, p := range peers[1:] {
+		f := &fakeProvider{Peer: p}
+		f.serve(t)
+		provs = append(provs, f)
+	}
+	return a, me, provs
+}
+
+// rfq builds the renter's RFQ for a job of gpus GPUs.
+func rfqFor(t *testing.T, a *Renter, gpus int) (*auction.JobSpec, *auction.RFQ, string) {
+	t.Helper()
+	spec, err := auction.ParseJobSpec(fmt.Appendf(nil, "module: %s\ngpus: %d\nmax_price: 10\nduration: 10m\n", testModule, gpus))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonce := make([]byte, 16)
+	_, _ = rand.Read(nonce)
+	rfq, err := spec.RFQ(a.self, nonce, a.now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := auction.SealRFQ(rfq, a.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec, rfq, attest.RecordID(raw).String()
+}
+
+// bid seals provider f's bid of gpus GPUs at price USD/GPU-h.
+func bid(t *testing.T, f *fakeProvider, rfq *auction.RFQ, rfqID string, gpus int, price float64) (*auction.Bid, string) {
+	t.Helper()
+	now := f.Clock.Now()
+	b := &auction.Bid{
+		V: auction.MessagesVersion, Provider: f.ID.String(), RFQ: rfqID, JobCID: rfq.JobCID,
+		PriceMicro: uint64(price * 1e6), Model: "h100-sxm-80gb", VRAMMiB: 81559, Region: "de",
+		EarliestStartMs: now.UnixMilli(), IssuedAtMs: now.UnixMilli(), ValidUntilMs: now.Add(time.Minute).UnixMilli(),
+	}
+	for i := range gpus {
+		b.GPUs = append(b.GPUs, fmt.Sprintf("GPU-%s-%d", f.ID.String()[len(f.ID.String())-6:], i))
+	}
+	raw, err := auction.SealBid(b, f.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, attest.RecordID(raw).String()
+}
