@@ -114,10 +114,23 @@ type RFQ struct {
 	// straight back without a DHT lookup (renters are DHT clients and hard
 	// to find).
 	Addrs []string `cbor:"addrs,omitempty"`
+	// WantBids is how many bids the renter wants, 1..MaxWantBids; 0 (the
+	// key absent on the wire, so RFQs without it keep their bytes) means
+	// DefaultWantBids. Providers decide with SelectBidders whether to bid,
+	// so that about this many do whatever the shard's size.
+	WantBids uint32 `cbor:"want_bids,omitempty"`
 }
 
 // MaxRFQAddrs bounds RFQ.Addrs.
 const MaxRFQAddrs = 8
+
+// DefaultWantBids and MaxWantBids bound RFQ.WantBids. 16 bids give the
+// matcher a price and backups for a job of a few GPUs; 64, the GPUs one
+// RFQ may ask for, lets a renter pool single-GPU hosts for the largest.
+const (
+	DefaultWantBids = 16
+	MaxWantBids     = 64
+)
 
 // Bid is a provider's signed offer for one RFQ, sent straight to the
 // renter over /idlegrid/bid/1.0.0.

@@ -86,6 +86,9 @@ func (r *RFQ) Validate() error {
 		_, err := ma.NewMultiaddr(s)
 		return err == nil && len(s) <= maxAddrLen
 	}, fmt.Sprintf("is not a multiaddr of at most %d bytes", maxAddrLen))
+	if r.WantBids > MaxWantBids {
+		p.addf("want_bids", "%d exceeds %d", r.WantBids, MaxWantBids)
+	}
 	return messageErr(&p, RFQKind.Name)
 }
 

@@ -1,0 +1,242 @@
+package auction
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/idlegrid/idlegrid/attest"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// A capacity digest is the compact, signed summary of a capacity record
+// that providers gossip on their shards' digest topics (docs/protocol.md
+// §6.4), so every node holds a complete market view without walking the
+// DHT. The full record stays in the DHT for details a digest leaves out
+// (GPU UUIDs, datasets, the calendar, the image allowlist).
+const (
+	DigestVersion = 1
+	// MaxDigestSize bounds a sealed digest: a typical one (one or two
+	// models) is about 400 bytes, the largest valid one about 2.1 KiB.
+	MaxDigestSize = 3 << 10
+	// MaxDigestModels bounds the models one digest lists.
+	MaxDigestModels = 16
+	// MaxDigestTTL bounds a digest's lifetime: digests are re-gossiped on
+	// change and on a timer, so a short life bounds how long a dead
+	// provider stays in everyone's view.
+	MaxDigestTTL = 2 * time.Hour
+)
+
+// DigestKind is the attest kind of capacity digests.
+var DigestKind = attest.Register(attest.Kind{
+	Name: "capacity-digest", Domain: "idlegrid-digest", PayloadType: []byte("/idlegrid/digest/1"),
+	Versions: []uint{DigestVersion}, MaxSize: MaxDigestSize,
+})
+
+// Digest is a provider's signed capacity summary.
+type Digest struct {
+	V    uint   `cbor:"v"`
+	Peer string `cbor:"peer"` // peer ID of the signer
+	// Seq strictly increases with each digest the provider issues; the
+	// highest wins. CapSeq is the Seq of the capacity record it
+	// summarizes, so a renter fetching the record knows which to expect.
+	Seq          uint64       `cbor:"seq"`
+	CapSeq       uint64       `cbor:"cap_seq"`
+	IssuedAtMs   int64        `cbor:"issued_at_ms"`
+	ExpiresAtMs  int64        `cbor:"expires_at_ms"`
+	Region       Region       `cbor:"region"`
+	Reachability Reachability `cbor:"reachability"`
+	Runtimes     []string     `cbor:"runtimes,omitempty"`
+	Host         Host         `cbor:"host"`
+	// Floor is the price per tier now: the record's floor times the
+	// calendar factor of the open window (never below the floor, which
+	// is what Quote asks at least); 0 for a tier not accepted.
+	Floor          FloorPrice    `cbor:"floor"`
+	MaxDurationSec uint64        `cbor:"max_s,omitempty"`
+	Egress         bool          `cbor:"egress,omitempty"`
+	Models         []DigestModel `cbor:"models,omitempty"`
+}
+
+// DigestModel counts a provider's GPUs of one model.
+type DigestModel struct {
+	Model      string `cbor:"model"`
+	VRAMMiB    uint64 `cbor:"vram_mib"` // the least among the model's GPUs
+	ComputeCap string `cbor:"cc"`
+	Total      uint32 `cbor:"total"`
+	// Free GPUs are offerable now; Held are free in the record but under
+	// a firm hold for a pending bid (they may be offered again soon). The
+	// rest (Total - Free - Held) are leased or closed by the calendar.
+	Free uint32 `cbor:"free,omitempty"`
+	Held uint32 `cbor:"held,omitempty"`
+}
+
+// RecordKind implements attest.Payload.
+func (Digest) RecordKind() *attest.Kind { return DigestKind }
+
+// DigestInput is what NewDigest summarizes.
+type DigestInput struct {
+	Capacity *Capacity
+	// Held are UUIDs of free GPUs under a firm hold (the node owns holds).
+	Held map[string]bool
+	Seq  uint64 // the digest's own sequence number, >= 1
+	Now  time.Time
+	// TTL is the digest's lifetime (at most MaxDigestTTL, and never past
+	// the record's expiry); 0 means MaxDigestTTL.
+	TTL time.Duration
+}
+
+// NewDigest summarizes a capacity record at in.Now. Outside the record's
+// calendar no GPU is free. Models are grouped by slug (more GPUs first,
+// then slug; at most MaxDigestModels). The result is validated.
+func NewDigest(in DigestInput) (*Digest, error) {
+	c := in.Capacity
+	if c == nil {
+		return nil, errors.New("auction.NewDigest: nil capacity")
+	}
+	ttl := in.TTL
+	if ttl <= 0 || ttl > MaxDigestTTL {
+		ttl = MaxDigestTTL
+	}
+	nowMs := in.Now.UnixMilli()
+	d := &Digest{
+		V: DigestVersion, Peer: c.Peer, Seq: in.Seq, CapSeq: c.Seq,
+		IssuedAtMs: nowMs, ExpiresAtMs: min(nowMs+ttl.Milliseconds(), c.ExpiresAtMs),
+		Region: c.Region, Reachability: c.Reachability, Runtimes: slices.Clone(c.Runtimes), Host: c.Host,
+		MaxDurationSec: c.Policy.MaxDurationSec, Egress: c.Policy.Egress,
+	}
+	factor, open := c.WindowAt(in.Now)
+	for _, t := range Tiers {
+		f := c.Floor.For(t)
+		if !c.Accepts(t) || f == 0 {
+			continue
+		}
+		now := max(f, uint64(math.Round(float64(f)*float64(factor)/1000)))
+		d.Floor.set(t, min(now, MaxPriceUUSD))
+	}
+	byModel := map[string]*DigestModel{}
+	for _, g := range c.GPUs {
+		m := byModel[g.Model]
+		if m == nil {
+			m = &DigestModel{Model: g.Model, VRAMMiB: g.VRAMMiB, ComputeCap: g.ComputeCap}
+			byModel[g.Model] = m
+		}
+		m.Total++
+		m.VRAMMiB = min(m.VRAMMiB, g.VRAMMiB)
+		if ccAtLeast(m.ComputeCap, g.ComputeCap) {
+			m.ComputeCap = g.ComputeCap // the least, like VRAM
+		}
+		switch {
+		case !g.Free || !open:
+		case in.Held[g.UUID]:
+			m.Held++
+		default:
+			m.Free++
+		}
+	}
+	for _, m := range byModel {
+		d.Models = append(d.Models, *m)
+	}
+	slices.SortFunc(d.Models, func(a, b DigestModel) int {
+		return cmp.Or(cmp.Compare(b.Total, a.Total), cmp.Compare(a.Model, b.Model))
+	})
+	d.Models = d.Models[:min(len(d.Models), MaxDigestModels)]
+	if err := d.Validate(); err != nil {
+		return nil, fmt.Errorf("auction.NewDigest: %w", err)
+	}
+	return d, nil
+}
+
+func (f *FloorPrice) set(t Tier, v uint64) {
+	switch t {
+	case TierGold:
+		f.Gold = v
+	case TierSilver:
+		f.Silver = v
+	case TierBronze:
+		f.Bronze = v
+	}
+}
+
+// SealDigest validates d and signs it with key, which must be d.Peer's.
+func SealDigest(d *Digest, key crypto.PrivKey) ([]byte, error) {
+	if d == nil {
+		return nil, fmt.Errorf("auction.SealDigest: %w", errNilMessage)
+	}
+	return sealMessage("SealDigest", d, d.Peer, key)
+}
+
+// OpenDigest verifies and decodes a sealed digest (at most MaxDigestSize
+// bytes), validates it and checks that the signer is d.Peer. It does not
+// look at the clock: use CheckTime for that.
+func OpenDigest(raw []byte) (*Digest, peer.ID, error) {
+	return openMessage[Digest]("OpenDigest", raw, MaxDigestSize, func(d *Digest) string { return d.Peer })
+}
+
+// CheckTime refuses a digest expired at now (ErrExpired) or issued more
+// than MaxClockSkew after now (ErrNotYetValid).
+func (d *Digest) CheckTime(now time.Time) error {
+	nowMs := now.UnixMilli()
+	if nowMs >= d.ExpiresAtMs {
+		return fmt.Errorf("auction.Digest.CheckTime: %w: at %d ms, now %d ms", ErrExpired, d.ExpiresAtMs, nowMs)
+	}
+	if d.IssuedAtMs > now.Add(MaxClockSkew).UnixMilli() {
+		return fmt.Errorf("auction.Digest.CheckTime: %w: issued at %d ms, now %d ms", ErrNotYetValid, d.IssuedAtMs, nowMs)
+	}
+	return nil
+}
+
+// Supersedes reports whether d replaces old of the same peer: a higher
+// Seq, or the same Seq issued later. Equal digests do not supersede.
+func (d *Digest) Supersedes(old *Digest) bool {
+	if d.Seq != old.Seq {
+		return d.Seq > old.Seq
+	}
+	return d.IssuedAtMs > old.IssuedAtMs
+}
+
+// Shards returns the shards d is gossiped on, as ProviderShards does for
+// a record: its models' families (more GPUs first), then cpu for wasm.
+func (d *Digest) Shards() []Shard {
+	count := map[string]int{}
+	for _, m := range d.Models {
+		count[GPUFamily(m.Model)] += int(m.Total)
+	}
+	return familyShards(count, slices.Contains(d.Runtimes, RuntimeWasm))
+}
+
+// OnShard reports whether d belongs on shard s; a digest topic validator
+// rejects digests gossiped on a shard they are not part of.
+func (d *Digest) OnShard(s Shard) bool { return slices.Contains(d.Shards(), s) }
+
+// Capacity expands d into a capacity record of the same shape as the one
+// it summarizes, for code that reads records (`market search`, CouldBid):
+// one GPU per counted device with a synthetic UUID ("digest:<model>:<i>"),
+// Free set for the free ones, the current floor and no calendar. Fields a
+// digest leaves out are empty: no datasets, no image allowlist.
+func (d *Digest) Capacity() *Capacity {
+	c := &Capacity{
+		V: CapacityVersion, Peer: d.Peer, Seq: d.CapSeq, IssuedAtMs: d.IssuedAtMs, ExpiresAtMs: d.ExpiresAtMs,
+		Host: d.Host, Region: d.Region, Reachability: d.Reachability, Runtimes: slices.Clone(d.Runtimes),
+		Floor:   d.Floor,
+		Policy:  Policy{MaxDurationSec: d.MaxDurationSec, Egress: d.Egress},
+		Version: "digest",
+	}
+	for _, t := range Tiers {
+		if d.Floor.For(t) > 0 {
+			c.Policy.Tiers = append(c.Policy.Tiers, t)
+		}
+	}
+	for _, m := range d.Models {
+		for i := range m.Total {
+			c.GPUs = append(c.GPUs, GPU{
+				Index: uint32(len(c.GPUs)), UUID: fmt.Sprintf("digest:%s:%d", m.Model, i),
+				Model: m.Model, VRAMMiB: m.VRAMMiB, ComputeCap: m.ComputeCap, Free: i < m.Free,
+			})
+		}
+	}
+	return c
+}

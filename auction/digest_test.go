@@ -1,0 +1,277 @@
+package auction
+
+import (
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idlegrid/idlegrid/attest"
+)
+
+// fixtureDigest summarizes fixtureCapacity(seed) at fixedNow (a Monday,
+// 12:00 UTC: the 1.2x window).
+func fixtureDigest(t testing.TB, seed byte) *Digest {
+	t.Helper()
+	d, err := NewDigest(DigestInput{Capacity: fixtureCapacity(t, seed), Seq: 3, Now: fixedNow, TTL: 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestNewDigest(t *testing.T) {
+	c := fixtureCapacity(t, 2)
+	c.GPUs = append(c.GPUs,
+		GPU{Index: 2, UUID: "GPU-3", Model: "a100-40gb", VRAMMiB: 40960, ComputeCap: "8.0", Free: true},
+		GPU{Index: 3, UUID: "GPU-4", Model: "h100-80gb", VRAMMiB: 81000, ComputeCap: "9.0", Free: true})
+	d, err := NewDigest(DigestInput{Capacity: c, Held: map[string]bool{"GPU-4": true}, Seq: 9, Now: fixedNow, TTL: 5 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []DigestModel{
+		{Model: "h100-80gb", VRAMMiB: 81000, ComputeCap: "9.0", Total: 3, Free: 1, Held: 1},
+		{Model: "a100-40gb", VRAMMiB: 40960, ComputeCap: "8.0", Total: 1, Free: 1},
+	}
+	if !reflect.DeepEqual(d.Models, want) {
+		t.Errorf("models %+v, want %+v", d.Models, want)
+	}
+	if d.Floor != (FloorPrice{Gold: 3_840_000, Silver: 2_880_000, Bronze: 1_320_000}) {
+		t.Errorf("floor %+v, want the record's floor at the 1.2x window", d.Floor)
+	}
+	if d.Seq != 9 || d.CapSeq != c.Seq || d.ExpiresAtMs != fixedNow.Add(5*time.Minute).UnixMilli() {
+		t.Errorf("seq %d cap_seq %d expires %d", d.Seq, d.CapSeq, d.ExpiresAtMs)
+	}
+	if got := d.Shards(); !reflect.DeepEqual(got, []Shard{"gpu/h100", "gpu/a100", ShardCPU}) || !d.OnShard("gpu/a100") || d.OnShard("gpu/t4") {
+		t.Errorf("shards %v", got)
+	}
+
+	// The 0.8x window never lowers the floor; outside the calendar nothing is free.
+	c.Calendar[0].StartMin, c.Calendar[1].StartMin = 0, 13*60
+	c.Calendar[0].EndMin = 13 * 60
+	d, err = NewDigest(DigestInput{Capacity: c, Seq: 10, Now: fixedNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Floor.Silver != c.Floor.Silver || d.ExpiresAtMs != c.ExpiresAtMs { // the record expires before MaxDigestTTL
+		t.Errorf("0.8x window: floor %d, expires %d", d.Floor.Silver, d.ExpiresAtMs)
+	}
+	c.ExpiresAtMs = fixedNow.Add(MaxCapacityTTL).UnixMilli()
+	d, err = NewDigest(DigestInput{Capacity: c, Seq: 11, Now: fixedNow.Add(20 * time.Hour)}) // Tuesday: closed
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range d.Models {
+		if m.Free != 0 || m.Held != 0 {
+			t.Errorf("calendar closed, yet %s has %d free %d held", m.Model, m.Free, m.Held)
+		}
+	}
+	// A tier the policy refuses has no floor in the digest.
+	c.Policy.Tiers = []Tier{TierBronze}
+	if d, err = NewDigest(DigestInput{Capacity: c, Seq: 12, Now: fixedNow}); err != nil || d.Floor.Gold != 0 || d.Floor.Silver != 0 {
+		t.Errorf("bronze-only policy: floor %+v, err %v", d.Floor, err)
+	}
+}
+
+// TestDigestGolden pins the digest payload encoding.
+// Regenerate with: go test ./auction -run TestDigestGolden -update
+func TestDigestGolden(t *testing.T) {
+	d := fixtureDigest(t, 2)
+	payload, err := attest.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := hex.EncodeToString(payload) + "\n"
+	path := filepath.Join("testdata", "capacity-digest.golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden (run with -update to create): %v", err)
+	}
+	if got != string(want) {
+		t.Errorf("encoding changed:\n got %s\nwant %s", got, want)
+	}
+	var back Digest
+	if err := attest.Unmarshal(payload, &back); err != nil || !reflect.DeepEqual(&back, d) {
+		t.Errorf("golden decodes to %+v (%v)", back, err)
+	}
+}
+
+func TestDigestSealOpen(t *testing.T) {
+	key, id := testKey(t, 2)
+	d := fixtureDigest(t, 2)
+	raw, err := SealDigest(d, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, signer, err := OpenDigest(raw)
+	if err != nil || signer != id || !reflect.DeepEqual(got, d) {
+		t.Fatalf("open: %+v %s %v", got, signer, err)
+	}
+	other, _ := testKey(t, 9)
+	if _, err := SealDigest(d, other); !errors.Is(err, ErrNotOwner) {
+		t.Errorf("seal with another key: %v", err)
+	}
+	forged, err := attest.Seal(d, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := OpenDigest(forged); !errors.Is(err, ErrNotOwner) {
+		t.Errorf("open forged: %v", err)
+	}
+	big := fixtureDigest(t, 2)
+	for i := range MaxDigestModels {
+		big.Models = append(big.Models, DigestModel{Model: "m" + strings.Repeat("x", MaxModelLen-2) + string(rune('a'+i)),
+			VRAMMiB: 1, ComputeCap: "1.0", Total: 1})
+	}
+	if _, err := SealDigest(big, key); !errors.Is(err, ErrInvalidMessage) {
+		t.Errorf("too many models: %v", err)
+	}
+	if _, _, err := OpenDigest(make([]byte, MaxDigestSize+1)); !errors.Is(err, attest.ErrTooLarge) {
+		t.Errorf("oversize: %v", err)
+	}
+	// The largest valid digest fits the size limit.
+	max := fixtureDigest(t, 2)
+	max.Models = nil
+	for i := range MaxDigestModels {
+		max.Models = append(max.Models, DigestModel{Model: strings.Repeat("x", MaxModelLen-1) + string(rune('a'+i)),
+			VRAMMiB: maxVRAMMiB, ComputeCap: "10.10", Total: 4, Free: 2, Held: 2})
+	}
+	max.Region.Zone = strings.Repeat("z", MaxModelLen)
+	if raw, err := SealDigest(max, key); err != nil || len(raw) > MaxDigestSize {
+		t.Errorf("largest digest: %d bytes, %v", len(raw), err)
+	}
+}
+
+func TestDigestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name, field string
+		mut         func(*Digest)
+	}{
+		{"version", "v", func(d *Digest) { d.V = 2 }},
+		{"peer", "peer", func(d *Digest) { d.Peer = "nobody" }},
+		{"seq", "seq", func(d *Digest) { d.Seq = 0 }},
+		{"lifetime", "expires_at_ms", func(d *Digest) { d.ExpiresAtMs = d.IssuedAtMs + MaxDigestTTL.Milliseconds() + 1 }},
+		{"country", "region.country", func(d *Digest) { d.Region.Country = "DE" }},
+		{"reachability", "reachability", func(d *Digest) { d.Reachability = "maybe" }},
+		{"runtime", "runtimes[0]", func(d *Digest) { d.Runtimes = []string{"java"} }},
+		{"no tier", "floor", func(d *Digest) { d.Floor = FloorPrice{} }},
+		{"price", "floor.gold", func(d *Digest) { d.Floor.Gold = MaxPriceUUSD + 1 }},
+		{"nothing offered", "models", func(d *Digest) { d.Models, d.Runtimes = nil, nil }},
+		{"model slug", "models[0].model", func(d *Digest) { d.Models[0].Model = "H100" }},
+		{"duplicate model", "models[1].model", func(d *Digest) { d.Models = append(d.Models, d.Models[0]) }},
+		{"counts", "models[0]", func(d *Digest) { d.Models[0].Free, d.Models[0].Held = 2, 1 }},
+		{"total", "models[0].total", func(d *Digest) { d.Models[0].Total = 0 }},
+		{"too many gpus", "models", func(d *Digest) {
+			d.Models[0].Total = MaxGPUs
+			d.Models = append(d.Models, DigestModel{Model: "t4-16gb", VRAMMiB: 1, ComputeCap: "7.5", Total: 1})
+		}},
+		{"cc", "models[0].cc", func(d *Digest) { d.Models[0].ComputeCap = "nine" }},
+		{"cores", "host.cpu_cores", func(d *Digest) { d.Host.CPUCores = 0 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := fixtureDigest(t, 2)
+			tc.mut(d)
+			err := d.Validate()
+			if !errors.Is(err, ErrInvalidMessage) || !strings.Contains(err.Error(), tc.field+": ") {
+				t.Errorf("err = %v, want a problem at %s", err, tc.field)
+			}
+		})
+	}
+}
+
+func TestDigestTimeAndSupersede(t *testing.T) {
+	d := fixtureDigest(t, 2)
+	if err := d.CheckTime(fixedNow); err != nil {
+		t.Error(err)
+	}
+	if err := d.CheckTime(time.UnixMilli(d.ExpiresAtMs)); !errors.Is(err, ErrExpired) {
+		t.Errorf("at expiry: %v", err)
+	}
+	if err := d.CheckTime(fixedNow.Add(-MaxClockSkew - time.Millisecond)); !errors.Is(err, ErrNotYetValid) {
+		t.Errorf("from the future: %v", err)
+	}
+	newer := *d
+	newer.Seq++
+	later := *d
+	later.IssuedAtMs++
+	if !newer.Supersedes(d) || d.Supersedes(&newer) || !later.Supersedes(d) || d.Supersedes(d) {
+		t.Error("supersede order wrong")
+	}
+}
+
+// A digest's expanded record says what the digest says, so `market
+// search` and CouldBid read digests as they read records.
+func TestDigestCapacity(t *testing.T) {
+	c := fixtureCapacity(t, 2)
+	d := fixtureDigest(t, 2)
+	got := d.Capacity()
+	if got.Peer != c.Peer || got.FreeGPUs() != c.FreeGPUs() || len(got.GPUs) != len(c.GPUs) || got.Floor != d.Floor {
+		t.Errorf("expanded %+v", got)
+	}
+	if err := got.Validate(); err != nil {
+		t.Errorf("expanded record does not validate: %v", err)
+	}
+	r := msgRFQ(t)
+	r.Regions = []string{"de"}
+	r.Resources.Models = []string{"h100"}
+	if CouldBid(r, c) != CouldBid(r, got) {
+		t.Error("CouldBid differs on the record and its digest")
+	}
+	back, err := NewDigest(DigestInput{Capacity: got, Seq: d.Seq, Now: fixedNow, TTL: 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	back.Floor = d.Floor // the expanded record has no calendar: its floor already is the window's
+	if !reflect.DeepEqual(back, d) {
+		t.Errorf("digest of the expansion %+v, want %+v", back, d)
+	}
+}
+
+func FuzzOpenDigest(f *testing.F) {
+	key, _ := testKey(f, 2)
+	d := fixtureDigest(f, 2)
+	valid, err := SealDigest(d, key)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(valid)
+	f.Add(valid[:len(valid)/2])
+	other, _ := testKey(f, 9)
+	if forged, err := attest.Seal(d, other); err == nil {
+		f.Add(forged)
+	}
+	bad := fixtureDigest(f, 2)
+	bad.Models[0].Free = 99
+	if invalid, err := attest.Seal(bad, key); err == nil {
+		f.Add(invalid)
+	}
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, signer, err := OpenDigest(raw)
+		if err != nil {
+			if got != nil {
+				t.Fatal("returned a digest with an error")
+			}
+			return
+		}
+		if got.Peer != signer.String() {
+			t.Fatal("accepted a digest not signed by its peer")
+		}
+		if err := got.Validate(); err != nil {
+			t.Fatalf("accepted an invalid digest: %v", err)
+		}
+		_ = got.Shards()
+		if err := got.Capacity().Validate(); err != nil && len(got.Models) > 0 {
+			t.Fatalf("valid digest expands to an invalid record: %v", err)
+		}
+	})
+}

@@ -1,0 +1,192 @@
+package auction
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestGPUFamily(t *testing.T) {
+	for _, tc := range []struct{ slug, want string }{
+		{"h100-80gb", "h100"},
+		{"h100-94gb", "h100"},
+		{"h100-nvl-94gb", "h100-nvl"},
+		{"rtx-4090-24gb", "rtx-4090"},
+		{"t4-16gb", "t4"},
+		{"l40s-48gb", "l40s"},
+		{"gpu-16gb", "gpu"},
+		{"h100", "h100"},               // already a family
+		{"rtx-4090", "rtx-4090"},       // already a family
+		{"a100-gb", "a100-gb"},         // no digits: not a memory segment
+		{"x-1234567gb", "x-1234567gb"}, // 7 digits: not a memory label
+		{"80gb", "80gb"},               // nothing before the memory segment
+	} {
+		if got := GPUFamily(tc.slug); got != tc.want {
+			t.Errorf("GPUFamily(%q) = %q, want %q", tc.slug, got, tc.want)
+		}
+	}
+}
+
+// Every slug that a pattern matches lies on a shard the pattern maps to:
+// the property that lets a renter route without asking anyone.
+func TestRFQShardsCoverMatchingModels(t *testing.T) {
+	slugs := []string{"h100-80gb", "h100-94gb", "h100-nvl-94gb", "a100-40gb", "a100-80gb", "rtx-4090-24gb", "rtx-3090-24gb", "t4-16gb"}
+	var known []Shard
+	for _, s := range slugs {
+		known = append(known, GPUShard(GPUFamily(s)))
+	}
+	for _, pat := range []string{"h100", "h100-80gb", "h100-nvl", "a100", "rtx", "rtx-4090", "t4-16gb", "l4"} {
+		r := &RFQ{Resources: Resources{GPUs: 1, Models: []string{pat}}}
+		shards := RFQShards(r, known)
+		for _, slug := range slugs {
+			if ModelMatches(pat, slug) && !slices.Contains(shards, GPUShard(GPUFamily(slug))) {
+				t.Errorf("pattern %q: shards %v miss %q", pat, shards, slug)
+			}
+		}
+		for _, s := range shards {
+			if !RFQOnShard(r, s) {
+				t.Errorf("pattern %q routed to %s, which RFQOnShard refuses", pat, s)
+			}
+		}
+	}
+}
+
+func TestRFQShards(t *testing.T) {
+	known := []Shard{GPUShard("a100"), GPUShard("h100-nvl"), GPUShard("h100"), ShardCPU}
+	for _, tc := range []struct {
+		name string
+		res  Resources
+		want []Shard
+	}{
+		{"cpu only", Resources{}, []Shard{ShardCPU}},
+		{"one family", Resources{GPUs: 2, Models: []string{"a100-80gb"}}, []Shard{"gpu/a100"}},
+		{"family and extension", Resources{GPUs: 1, Models: []string{"h100"}}, []Shard{"gpu/h100", "gpu/h100-nvl"}},
+		{"two classes", Resources{GPUs: 1, Models: []string{"a100", "h100-80gb"}}, []Shard{"gpu/a100", "gpu/h100"}},
+		{"unknown family still routed", Resources{GPUs: 1, Models: []string{"l4"}}, []Shard{"gpu/l4"}},
+		{"no constraint: known gpu shards in order", Resources{GPUs: 1}, []Shard{"gpu/a100", "gpu/h100-nvl", "gpu/h100"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := RFQShards(&RFQ{Resources: tc.res}, known)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRFQShardsBounded(t *testing.T) {
+	var models []string
+	var known []Shard
+	for i := range MaxRFQModels {
+		f := "x" + strings.Repeat("y", i)
+		models = append(models, f)
+		known = append(known, GPUShard(f))
+	}
+	if got := RFQShards(&RFQ{Resources: Resources{GPUs: 1, Models: models}}, known); len(got) != MaxShardsPerRFQ {
+		t.Errorf("%d shards, want %d", len(got), MaxShardsPerRFQ)
+	}
+	if got := RFQShards(&RFQ{Resources: Resources{GPUs: 1}}, known); len(got) != MaxShardsPerRFQ {
+		t.Errorf("unconstrained: %d shards, want %d", len(got), MaxShardsPerRFQ)
+	}
+}
+
+func TestRFQOnShard(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		res   Resources
+		shard Shard
+		want  bool
+	}{
+		{"cpu job on cpu", Resources{}, ShardCPU, true},
+		{"cpu job on gpu shard", Resources{}, "gpu/t4", false},
+		{"gpu job on cpu", Resources{GPUs: 1}, ShardCPU, false},
+		{"unconstrained on any gpu shard", Resources{GPUs: 1}, "gpu/t4", true},
+		{"h100 job on t4", Resources{GPUs: 1, Models: []string{"h100"}}, "gpu/t4", false},
+		{"h100 job on h100-nvl", Resources{GPUs: 1, Models: []string{"h100"}}, "gpu/h100-nvl", true},
+		{"h100-80gb job on h100-nvl", Resources{GPUs: 1, Models: []string{"h100-80gb"}}, "gpu/h100-nvl", false},
+		{"malformed shard", Resources{GPUs: 1}, "gpu/", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := RFQOnShard(&RFQ{Resources: tc.res}, tc.shard); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestProviderShards(t *testing.T) {
+	c := fixtureCapacity(t, 2) // two h100-80gb, docker and wasm
+	c.GPUs = append(c.GPUs, GPU{Index: 2, UUID: "u3", Model: "a100-40gb"})
+	if got, want := ProviderShards(c), []Shard{"gpu/h100", "gpu/a100", ShardCPU}; !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	c.Runtimes = []string{RuntimeDocker}
+	c.GPUs = nil
+	for i := range 20 {
+		c.GPUs = append(c.GPUs, GPU{Index: uint32(i), Model: "m" + strings.Repeat("x", i) + "-8gb"})
+	}
+	got := ProviderShards(c)
+	if len(got) != MaxShardsPerNode || len(got)*2 > MaxShardTopicsPerNode {
+		t.Errorf("%d shards for 20 families, want %d", len(got), MaxShardsPerNode)
+	}
+}
+
+func TestParseShardTopic(t *testing.T) {
+	for _, tc := range []struct {
+		topic string
+		want  ShardTopic
+		ok    bool
+	}{
+		{"idlegrid/rfq/2/gpu/h100", ShardTopic{ShardTopicRFQ, "gpu/h100"}, true},
+		{"idlegrid/rfq/2/cpu", ShardTopic{ShardTopicRFQ, ShardCPU}, true},
+		{"idlegrid/digest/1/gpu/rtx-4090", ShardTopic{ShardTopicDigest, "gpu/rtx-4090"}, true},
+		{"idlegrid/digest/1/cpu", ShardTopic{ShardTopicDigest, ShardCPU}, true},
+		{"idlegrid/rfq/1", ShardTopic{}, false},
+		{"idlegrid/rfq/2/", ShardTopic{}, false},
+		{"idlegrid/rfq/2/gpu/h100-80gb", ShardTopic{}, false}, // a model, not its family: one name per shard
+		{"idlegrid/rfq/2/gpu/H100", ShardTopic{}, false},
+		{"idlegrid/rfq/2/gpu/h100/x", ShardTopic{}, false},
+		{"idlegrid/rfq/2/tpu", ShardTopic{}, false},
+		{"idlegrid/rfq/3/cpu", ShardTopic{}, false},
+		{"idlegrid/rfq/2/gpu/" + strings.Repeat("a", MaxModelLen+1), ShardTopic{}, false},
+	} {
+		t.Run(tc.topic, func(t *testing.T) {
+			got, err := ParseShardTopic(tc.topic)
+			if tc.ok != (err == nil) {
+				t.Fatalf("err = %v, want ok=%v", err, tc.ok)
+			}
+			if err != nil && !errors.Is(err, ErrBadShardTopic) {
+				t.Errorf("error %v does not wrap ErrBadShardTopic", err)
+			}
+			if got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+			if tc.ok {
+				if tc.want.Kind == ShardTopicRFQ && got.Shard.RFQTopic() != tc.topic ||
+					tc.want.Kind == ShardTopicDigest && got.Shard.DigestTopic() != tc.topic {
+					t.Errorf("topic does not round-trip")
+				}
+			}
+		})
+	}
+}
+
+func FuzzParseShardTopic(f *testing.F) {
+	for _, s := range []string{"idlegrid/rfq/2/gpu/h100", "idlegrid/digest/1/cpu", "idlegrid/rfq/2/gpu/a-1gb", "idlegrid/rfq/1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, topic string) {
+		st, err := ParseShardTopic(topic)
+		if err != nil {
+			return
+		}
+		back := st.Shard.RFQTopic()
+		if st.Kind == ShardTopicDigest {
+			back = st.Shard.DigestTopic()
+		}
+		if back != topic {
+			t.Fatalf("%q parses to %+v, which names %q", topic, st, back)
+		}
+	})
+}
