@@ -20,6 +20,7 @@ import (
 type Running struct {
 	cfg  Config
 	sums map[string]*runningSums
+	all  runningSums // every provider's outcomes together
 }
 
 type runningSums struct {
@@ -52,32 +53,54 @@ func (r *Running) Add(o Outcome) {
 		r.sums[o.Provider] = rs
 	}
 	at := o.EndedAt.Round(0)
-	if at.Before(rs.at) {
-		at = rs.at
-	}
-	rs.s, rs.fl = r.decayed(rs, at)
-	rs.at = at
 	h := o.GPUHours
 	if !(h > 0) {
 		h = 0
 	}
 	v := r.cfg.OwnWeight * volume(min(h, r.cfg.MaxLeaseGPUHours))
-	switch r.cfg.effect(o.State) {
-	case EffectSuccess:
-		rs.s += v
-	case EffectFailure:
-		rs.fl += v
+	for _, x := range []*runningSums{rs, &r.all} {
+		if x.at.IsZero() || at.After(x.at) {
+			x.s, x.fl = r.decayed(x, at)
+			x.at = at
+		}
+		switch r.cfg.effect(o.State) {
+		case EffectSuccess:
+			x.s += v
+		case EffectFailure:
+			x.fl += v
+		}
 	}
 }
 
 // Score is the provider's reliability at now: exactly cfg.Prior for a
 // provider with no outcomes.
 func (r *Running) Score(provider string, now time.Time) float64 {
-	prior, n := r.cfg.Prior, r.cfg.PriorStrength
+	return r.ScoreWithPrior(provider, now, r.cfg.Prior)
+}
+
+// Overall is the reliability of all providers together at now, with
+// cfg.Prior as its prior: the renter's experience of the market. As the
+// prior of [Running.ScoreWithPrior] it scores a newcomer like the market
+// it joins (empirical Bayes), so a pessimistic fixed prior does not lock
+// reliable newcomers out once the market proves reliable.
+func (r *Running) Overall(now time.Time) float64 {
+	if r.all.at.IsZero() {
+		return r.cfg.Prior
+	}
+	return r.scoreOf(&r.all, now, r.cfg.Prior)
+}
+
+// ScoreWithPrior is Score with prior in place of cfg.Prior.
+func (r *Running) ScoreWithPrior(provider string, now time.Time, prior float64) float64 {
 	rs := r.sums[provider]
 	if rs == nil {
 		return prior
 	}
+	return r.scoreOf(rs, now, prior)
+}
+
+func (r *Running) scoreOf(rs *runningSums, now time.Time, prior float64) float64 {
+	n := r.cfg.PriorStrength
 	s, fl := r.decayed(rs, now.Round(0))
 	return min(max(prior+((1-prior)*s-prior*fl)/(n+s+fl), 0), 1)
 }

@@ -152,15 +152,20 @@ func (g *flowGraph) addCap(u, v int, c float64) { g.cap[g.index[[2]int{u, v}]] +
 
 const flowEps = 1e-9
 
-// minCostFlow sends up to want units from s to t at least cost.
+// minCostFlow sends up to want units from s to t at least cost: the
+// primal-dual method. Dijkstra (with potentials) finds the shortest
+// distances; a blocking flow (Dinic) then saturates every shortest path at
+// once, so there are about as many phases as distinct path costs rather
+// than one per augmenting path.
 func (g *flowGraph) minCostFlow(s, t int, want float64) (flow, cost float64) {
 	n := len(g.head)
 	pot := make([]float64, n)
 	dist := make([]float64, n)
-	prev := make([]int, n)
+	level := make([]int, n)
+	iter := make([]int, n)
 	for flow < want-flowEps {
 		for i := range dist {
-			dist[i], prev[i] = math.Inf(1), -1
+			dist[i] = math.Inf(1)
 		}
 		dist[s] = 0
 		pq := &distHeap{{s, 0}}
@@ -174,9 +179,8 @@ func (g *flowGraph) minCostFlow(s, t int, want float64) (flow, cost float64) {
 					continue
 				}
 				v := g.to[e]
-				nd := dist[it.n] + g.cost[e] + pot[it.n] - pot[v]
-				if nd < dist[v]-1e-12 {
-					dist[v], prev[v] = nd, e
+				if nd := dist[it.n] + g.cost[e] + pot[it.n] - pot[v]; nd < dist[v]-1e-12 {
+					dist[v] = nd
 					heap.Push(pq, distItem{v, nd})
 				}
 			}
@@ -189,17 +193,61 @@ func (g *flowGraph) minCostFlow(s, t int, want float64) (flow, cost float64) {
 				pot[i] += dist[i]
 			}
 		}
-		push := want - flow
-		for v := t; v != s; v = g.to[prev[v]^1] {
-			push = min(push, g.cap[prev[v]])
+		admissible := func(e int) bool {
+			return g.cap[e] > flowEps && math.Abs(g.cost[e]+pot[g.to[e^1]]-pot[g.to[e]]) < 1e-9
 		}
-		for v := t; v != s; v = g.to[prev[v]^1] {
-			e := prev[v]
-			g.cap[e] -= push
-			g.cap[e^1] += push
-			cost += push * g.cost[e]
+		// Dinic on the admissible subgraph.
+		for {
+			for i := range level {
+				level[i] = -1
+			}
+			level[s] = 0
+			queue := []int{s}
+			for len(queue) > 0 {
+				u := queue[0]
+				queue = queue[1:]
+				for e := g.head[u]; e >= 0; e = g.next[e] {
+					if v := g.to[e]; level[v] < 0 && admissible(e) {
+						level[v] = level[u] + 1
+						queue = append(queue, v)
+					}
+				}
+			}
+			if level[t] < 0 {
+				break
+			}
+			copy(iter, g.head)
+			var dfs func(u int, f float64) float64
+			dfs = func(u int, f float64) float64 {
+				if u == t {
+					return f
+				}
+				for ; iter[u] >= 0; iter[u] = g.next[iter[u]] {
+					e := iter[u]
+					v := g.to[e]
+					if level[v] != level[u]+1 || !admissible(e) {
+						continue
+					}
+					if d := dfs(v, min(f, g.cap[e])); d > flowEps {
+						g.cap[e] -= d
+						g.cap[e^1] += d
+						cost += d * g.cost[e]
+						return d
+					}
+				}
+				return 0
+			}
+			for flow < want-flowEps {
+				d := dfs(s, want-flow)
+				if d <= flowEps {
+					break
+				}
+				flow += d
+			}
+			if flow >= want-flowEps {
+				break
+			}
 		}
-		flow += push
 	}
 	return flow, cost
 }

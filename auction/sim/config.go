@@ -10,7 +10,8 @@ import (
 )
 
 // Config is one replay: the inputs, the market's knobs and the seeds.
-// Zero fields take the defaults DefaultConfig documents.
+// Zero fields take the defaults fill sets, except FloorSpread (zero is
+// no spread; DefaultConfig and the CLI use 0.2).
 type Config struct {
 	Jobs   []Job
 	Nodes  []Node
@@ -24,7 +25,8 @@ type Config struct {
 	// twice as fast on the same providers.
 	TimeScale float64
 	// FloorSpread is the half-width of the seeded per-provider spread of
-	// floors around the reference price (0.2: ±20%).
+	// floors around the reference price (0.2: ±20%; 0: every provider
+	// of a model at its reference price).
 	FloorSpread float64
 	// MaxPriceFactor is the renter's maximum as a multiple of the
 	// dearest acceptable model's reference price.
@@ -54,7 +56,7 @@ type Config struct {
 
 // DefaultConfig returns the defaults for jobs and nodes with prices.
 func DefaultConfig(jobs []Job, nodes []Node, prices PriceTable) Config {
-	c := Config{Jobs: jobs, Nodes: nodes, Prices: prices}
+	c := Config{Jobs: jobs, Nodes: nodes, Prices: prices, FloorSpread: 0.2}
 	c.fill()
 	return c
 }
@@ -65,9 +67,6 @@ func (c *Config) fill() {
 	}
 	if c.TimeScale == 0 {
 		c.TimeScale = 1
-	}
-	if c.FloorSpread == 0 {
-		c.FloorSpread = 0.2
 	}
 	if c.MaxPriceFactor == 0 {
 		c.MaxPriceFactor = 2

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/idlegrid/idlegrid/attest/reputation"
-	"github.com/idlegrid/idlegrid/auction"
 )
 
 // Take is one provider's part of a placement: which of its GPUs (indices
@@ -237,9 +236,6 @@ func (r *replay) end(run []*lease) {
 // nowTime is the replay's clock as a time.
 func (w *World) nowTime() time.Time { return epoch.Add(time.Duration(w.now) * time.Second) }
 
-// reliability is the renter's current score for p.
-func (w *World) reliability(p *provider) float64 { return w.rep.Score(p.cap.Peer, w.nowTime()) }
-
 // utilization is the busy share of the market's GPUs of model m.
 func (w *World) utilization(m string) float64 {
 	if w.totalByModel[m] == 0 {
@@ -247,5 +243,3 @@ func (w *World) utilization(m string) float64 {
 	}
 	return float64(w.busyByModel[m]) / float64(w.totalByModel[m])
 }
-
-var _ = auction.PayBid

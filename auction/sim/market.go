@@ -59,6 +59,12 @@ func (m *market) place(w *World, j *jobState) ([]Take, error) {
 	}
 	m.bids = m.bids[:0]
 	clear(m.rep)
+	// idlegrid scores newcomers like the market they join (see
+	// reputation.Running.Overall); the legacy market used the fixed prior.
+	prior := w.cfg.Reputation.Prior
+	if m.kind == marketIdlegrid {
+		prior = w.rep.Overall(now)
+	}
 	for _, p := range w.candidates(j) {
 		in := auction.QuoteInput{RFQ: rfq, RFQID: rfqID, Capacity: p.cap, Now: now, Policy: pol}
 		if m.kind != marketLegacy {
@@ -72,14 +78,14 @@ func (m *market) place(w *World, j *jobState) ([]Take, error) {
 		m.bids = append(m.bids, &b)
 		m.byPeer[p.cap.Peer] = p
 		if m.kind != marketPriceOnly {
-			m.rep[p.cap.Peer] = w.reliability(p)
+			m.rep[p.cap.Peer] = w.rep.ScoreWithPrior(p.cap.Peer, now, prior)
 		}
 	}
 	if len(m.bids) == 0 {
 		return nil, nil
 	}
 	in := auction.MatchInput{
-		RFQ: rfq, RFQID: rfqID, Bids: m.bids, Reputation: m.rep, Prior: w.cfg.Reputation.Prior,
+		RFQ: rfq, RFQID: rfqID, Bids: m.bids, Reputation: m.rep, Prior: prior,
 		Now: now.Add(time.Millisecond), Weights: m.weights,
 	}
 	if m.kind == marketIdlegrid {

@@ -90,7 +90,11 @@ func newWorld(cfg *Config, seed uint64) *World {
 		n = min(cfg.Providers, n)
 	}
 	n = max(1, int(math.Round(float64(n)*cfg.PoolScale)))
-	rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+	if n < len(nodes) {
+		// A sample of the table, drawn per seed; otherwise table order,
+		// which the posted-price baseline follows.
+		rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+	}
 	for len(nodes) < n { // a scale above 1 repeats nodes
 		nodes = append(nodes, nodes[len(nodes)%len(cfg.Nodes)])
 	}

@@ -18,7 +18,7 @@ type simFlags struct {
 	traces, jobs, format, nodes, prices string
 	offset, limit, providers            int
 	poolScale, timeScale                float64
-	flaky, flakyFail                    float64
+	flaky, flakyFail, spread            float64
 	maxWait                             time.Duration
 	calendars, asJSON                   bool
 	pricing, seeds, policies            string
@@ -41,6 +41,7 @@ func newSimCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.format, "format", "openb", "job trace format: openb or philly")
 	fl.StringVar(&f.nodes, "nodes", "alibaba-gpu-v2023/openb_node_list_gpu_node.csv", "node table CSV (openb format)")
 	fl.StringVar(&f.prices, "prices", "prices-fsdl/cloud-gpus.csv", "price table CSV (FSDL format)")
+	fl.Float64Var(&f.spread, "floor-spread", 0.2, "half-width of the per-provider floor spread around the reference price")
 	fl.IntVar(&f.offset, "offset", 0, "first job of the window (in arrival order)")
 	fl.IntVar(&f.limit, "limit", 2000, "jobs in the window (0: all)")
 	fl.IntVar(&f.providers, "providers", 0, "providers drawn from the node table (0: all)")
@@ -82,7 +83,7 @@ func runSim(out io.Writer, f simFlags) error {
 	cfg := sim.Config{
 		Jobs: sim.Window(jobs, f.offset, f.limit), Nodes: nodes, Prices: prices,
 		Providers: f.providers, PoolScale: f.poolScale, TimeScale: f.timeScale,
-		FlakyShare: f.flaky, FlakyFailProb: f.flakyFail, MaxWait: f.maxWait, Calendars: f.calendars,
+		FloorSpread: f.spread, FlakyShare: f.flaky, FlakyFailProb: f.flakyFail, MaxWait: f.maxWait, Calendars: f.calendars,
 	}
 	var err error
 	if cfg.Pricing, err = sim.ParsePricing(f.pricing); err != nil {
