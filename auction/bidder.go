@@ -113,7 +113,7 @@ type BidPolicy struct {
 func DefaultBidPolicy() BidPolicy {
 	return BidPolicy{
 		MaxTempC: 85, ThermalHeadroomC: 10, PowerHeadroom: 0.1,
-		ScarcityK: 0.5, ScarcityFrom: 0.9,
+		ScarcityK: 0.2, ScarcityFrom: 0.9,
 		UtilizationK: 0.5, GapDiscount: 0.15, GapMaxSec: 4 * 3600,
 		NoticeSec: 300, BidValidity: time.Minute,
 	}

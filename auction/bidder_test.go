@@ -274,6 +274,7 @@ func TestQuotePricing(t *testing.T) {
 		}, 2_000_000},
 		{"market scarcity above the threshold", func(in *QuoteInput) {
 			// u = 0.95, from 0.9: x = 0.5, 1 + 0.5·0.25 = 1.125.
+			in.Policy.ScarcityK = 0.5
 			in.Market = &MarketSignal{Utilization: 0.95}
 		}, 2_250_000},
 		{"market scarcity capped at the index", func(in *QuoteInput) {

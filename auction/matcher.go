@@ -90,13 +90,14 @@ type Weights struct {
 // MaxHostPremium bounds Weights.HostPremium's total for one pool.
 const MaxHostPremium = 0.25
 
-// DefaultWeights are the weights a renter uses unless configured: failures
-// weighed at once the lease's price, pools and single hosts ranked together
+// DefaultWeights are the weights a renter uses unless configured: a
+// failure weighed at twice the lease's price (the work lost and the rerun's
+// delay; tuned on a Philly replay, docs/benchmarks.md), pools and single hosts ranked together
 // with 2% per extra host, 200 uUSD/GPU-h per ms of RTT (an H100 at about
 // 2.5 USD/h pays 0.8% per 100 ms), 5% off per dataset held.
 func DefaultWeights() Weights {
 	return Weights{
-		FailureCost: 1, RankPools: true, HostPremium: 0.02,
+		FailureCost: 2, RankPools: true, HostPremium: 0.02,
 		RTTPerMs: 200, LocalityBonus: 0.05, UnknownRTT: 100 * time.Millisecond,
 	}
 }

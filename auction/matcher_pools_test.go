@@ -29,7 +29,7 @@ func TestMatchRankedPools(t *testing.T) {
 			[]*Bid{matchBid("a", 1_000_000, 2), matchBid("b", 1_000_000, 2), matchBid("c", 1_010_000, 4)},
 			nil, "c:4"},
 		{"a flaky single host loses to a reliable pool",
-			// c: 4M × (1 + 0.5) = 6M; pool: 4.4M × (1 + 1 - 0.98²) × 1.02 ≈ 4.66M.
+			// c: 4M × (1 + 2·0.5) = 8M; pool: 4.4M × (1 + 2·(1 - 0.99²)) × 1.02 ≈ 4.58M.
 			[]*Bid{matchBid("a", 1_100_000, 2), matchBid("b", 1_100_000, 2), matchBid("c", 1_000_000, 4)},
 			map[string]float64{"a": 0.99, "b": 0.99, "c": 0.5}, "a:2 b:2"},
 		{"pool reliability is the product of its members'",
@@ -39,8 +39,10 @@ func TestMatchRankedPools(t *testing.T) {
 				matchBid("d", 1_000_000, 1), matchBid("e", 1_000_000, 4)},
 			map[string]float64{"a": 0.9, "b": 0.9, "c": 0.9, "d": 0.9, "e": 0.8}, "e:4"},
 		{"a newcomer at the prior wins when cheaper by its expected failure cost",
-			// Newcomer n (prior 0.8): 2M × 1.2 = 2.4M; incumbent i: 2.5M × 1.01.
-			[]*Bid{matchBid("n", 2_000_000, 4), matchBid("i", 2_500_000, 4)},
+			// Newcomer n (prior 0.8): 2M × (1 + 2·0.2) = 2.8M; incumbent i:
+			// 2.9M × 1.02 = 2.958M. Under price/reliability n would need to
+			// be 20% cheaper, not 3.5%.
+			[]*Bid{matchBid("n", 2_000_000, 4), matchBid("i", 2_900_000, 4)},
 			map[string]float64{"i": 0.99, "n": 0.8}, "n:4"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -235,11 +235,3 @@ func (r *replay) end(run []*lease) {
 
 // nowTime is the replay's clock as a time.
 func (w *World) nowTime() time.Time { return epoch.Add(time.Duration(w.now) * time.Second) }
-
-// utilization is the busy share of the market's GPUs of model m.
-func (w *World) utilization(m string) float64 {
-	if w.totalByModel[m] == 0 {
-		return 0
-	}
-	return float64(w.busyByModel[m]) / float64(w.totalByModel[m])
-}

@@ -65,10 +65,18 @@ func (m *market) place(w *World, j *jobState) ([]Take, error) {
 	if m.kind == marketIdlegrid {
 		prior = w.rep.Overall(now)
 	}
+	// The market signal is the busy share of every GPU that could serve
+	// this RFQ: a flexible job's scarcity is the whole pool's.
+	busy, total := 0, 0
+	for _, model := range j.allowed {
+		busy += w.busyByModel[model]
+		total += w.totalByModel[model]
+	}
+	util := float64(busy) / float64(max(total, 1))
 	for _, p := range w.candidates(j) {
 		in := auction.QuoteInput{RFQ: rfq, RFQID: rfqID, Capacity: p.cap, Now: now, Policy: pol}
 		if m.kind != marketLegacy {
-			in.Market = &auction.MarketSignal{Utilization: w.utilization(p.model()), IndexMicro: uint64(w.index[p.model()])}
+			in.Market = &auction.MarketSignal{Utilization: util, IndexMicro: uint64(w.index[p.model()])}
 		}
 		q, err := auction.Quote(in)
 		if err != nil {
