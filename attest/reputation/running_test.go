@@ -37,3 +37,22 @@ func TestRunningMatchesScore(t *testing.T) {
 		t.Fatalf("no evidence: %v, want prior %v", got, cfg.Prior)
 	}
 }
+
+// TestRunningOverallPrior: the market-wide score is the prior with no
+// evidence, follows the market's record, and as a prior scores a newcomer
+// like the market.
+func TestRunningOverallPrior(t *testing.T) {
+	cfg := DefaultConfig()
+	run := NewRunning(cfg)
+	t0 := time.Unix(1_700_000_000, 0)
+	if got := run.Overall(t0); got != cfg.Prior {
+		t.Fatalf("empty overall %v, want prior", got)
+	}
+	for i := range 40 {
+		run.Add(Outcome{Lease: fmt.Sprint(i), Provider: fmt.Sprintf("p%d", i%4), EndedAt: t0, State: StateCompleted, GPUHours: 1})
+	}
+	o := run.Overall(t0)
+	if o <= cfg.Prior || run.ScoreWithPrior("newcomer", t0, o) != o {
+		t.Fatalf("overall %v after 40 successes; newcomer %v", o, run.ScoreWithPrior("newcomer", t0, o))
+	}
+}
