@@ -1,12 +1,8 @@
 package auction
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"math"
-	"slices"
-	"strings"
 	"time"
 )
 
@@ -86,14 +82,24 @@ type BidPolicy struct {
 	// PowerHeadroom is a fraction: a GPU drawing more than
 	// PowerLimitW*(1-PowerHeadroom) is busy with something we don't see.
 	PowerHeadroom float64
-	// UtilizationK is k in the utilization factor 1 + k*u², where u is the
-	// share of this host's GPUs not free to offer before this bid: prices
-	// rise as free GPUs run out, gently at first.
+	// ScarcityK and ScarcityFrom shape the scarcity factor
+	// 1 + k*x², x = (u - from)/(1 - from) for u above from, where u is
+	// QuoteInput.Market.Utilization, the busy share of the market's GPUs:
+	// the price follows market-wide scarcity, not this host's own load (a
+	// 1-GPU host and an 8-GPU host in the same market mark up alike), and
+	// stays at the floor until the market is actually short.
+	ScarcityK    float64
+	ScarcityFrom float64
+	// UtilizationK is k in the legacy utilization factor 1 + k*u², where u
+	// is the share of this host's GPUs not free to offer before this bid.
+	// It applies only when QuoteInput.Market is nil (a caller without a
+	// market view).
 	UtilizationK float64
 	// GapDiscount (a fraction) applies when the job fills a gap: the
 	// calendar's current open period ends within GapMaxSec and the job's
 	// maximum duration fits before it ends. Such leftovers rarely sell
-	// to anyone else, so the GPUs would otherwise idle until the close.
+	// to anyone else, so the GPUs would otherwise idle until the close;
+	// the discount may take the price below the floor, to floor×(1-d).
 	GapDiscount float64
 	GapMaxSec   uint64
 	// NoticeSec is the preemption notice promised on bronze bids.
@@ -107,6 +113,7 @@ type BidPolicy struct {
 func DefaultBidPolicy() BidPolicy {
 	return BidPolicy{
 		MaxTempC: 85, ThermalHeadroomC: 10, PowerHeadroom: 0.1,
+		ScarcityK: 0.2, ScarcityFrom: 0.9,
 		UtilizationK: 0.5, GapDiscount: 0.15, GapMaxSec: 4 * 3600,
 		NoticeSec: 300, BidValidity: time.Minute,
 	}
@@ -126,8 +133,23 @@ type QuoteInput struct {
 	// after their notice.
 	Bronze    map[string]BronzeLease
 	Telemetry map[string]GPUHealth
-	Now       time.Time
-	Policy    BidPolicy
+	// Market is what the provider knows of the whole market; nil falls
+	// back to the legacy per-host utilization curve.
+	Market *MarketSignal
+	Now    time.Time
+	Policy BidPolicy
+}
+
+// MarketSignal is the market-wide view behind scarcity pricing.
+type MarketSignal struct {
+	// Utilization is the busy share (0..1) of the market's GPUs the
+	// provider can see (its shard's capacity records, or a simulator's
+	// whole pool).
+	Utilization float64
+	// IndexMicro caps the scarcity markup at the price index (the median
+	// cleared price for the model and tier, uUSD/GPU-h; 0: no cap): a
+	// bidder never marks above what the market clears at.
+	IndexMicro uint64
 }
 
 // Quotation is a bid ready to seal, and how its price was made.
@@ -137,315 +159,6 @@ type Quotation struct {
 	Bid            Bid
 	FloorMicro     uint64
 	CalendarFactor float64 // the window's FactorPermille / 1000
-	UtilFactor     float64 // 1 + k*u²
+	UtilFactor     float64 // the scarcity (or legacy utilization) factor
 	GapFactor      float64 // 1 - GapDiscount, or 1
-}
-
-// Quote decides whether this provider bids on in.RFQ and prices the bid:
-//
-//	price = max(floor(tier), floor × calendar × (1 + k·u²) × gap)
-//
-// rounded to the nearest uUSD, and no bid when that exceeds the RFQ's
-// maximum. It offers min(requested, offerable) GPUs of one model: a
-// partial bid is still useful, since renters pool them. For a gold or
-// silver RFQ, GPUs on bronze leases are offerable after their notice (free
-// ones are used first), and the bid's EarliestStartMs says when. A refusal
-// is a *NoBid wrapping ErrNoBid.
-func Quote(in QuoteInput) (Quotation, error) {
-	r, c := in.RFQ, in.Capacity
-	if r == nil || c == nil {
-		return noBid(NoBidInput, "nil RFQ or capacity")
-	}
-	pol := in.Policy
-	if pol.MaxTempC == 0 {
-		pol.MaxTempC = 85
-	}
-	if pol.BidValidity <= 0 {
-		pol.BidValidity = time.Minute
-	}
-	nowMs := in.Now.UnixMilli()
-	floor := c.Floor.For(r.Tier)
-	jobSec := r.MaxDurationSec
-	if jobSec == 0 {
-		jobSec = r.ExpectedDurationSec
-	}
-	switch {
-	case nowMs >= r.ExpiresAtMs:
-		return noBid(NoBidExpired, "RFQ expired at %d, now %d", r.ExpiresAtMs, nowMs)
-	case !slices.Contains(c.Runtimes, r.Runtime):
-		return noBid(NoBidRuntime, "runtime %q not in %v", r.Runtime, c.Runtimes)
-	case !c.Accepts(r.Tier) || floor == 0:
-		return noBid(NoBidTier, "tier %q not accepted (tiers %v)", r.Tier, c.Policy.Tiers)
-	case len(r.Regions) > 0 && !slices.Contains(r.Regions, c.Region.Country):
-		return noBid(NoBidRegion, "region %q not in %v", c.Region.Country, r.Regions)
-	case c.Policy.MaxDurationSec != 0 && (jobSec == 0 || jobSec > c.Policy.MaxDurationSec):
-		return noBid(NoBidDuration, "job may run %d s (0: unbounded), policy allows %d s", jobSec, c.Policy.MaxDurationSec)
-	case r.Runtime == RuntimeDocker && len(c.Policy.AllowedImages) > 0 && !ImageAllowed(c.Policy.AllowedImages, r.Image):
-		return noBid(NoBidImage, "image %q not allowed by %v", r.Image, c.Policy.AllowedImages)
-	case r.Egress && !c.Policy.Egress:
-		return noBid(NoBidEgress, "job needs egress, policy forbids it")
-	case r.Resources.CPUCores > c.Host.CPUCores || r.Resources.RAMMiB > c.Host.RAMMiB || r.Resources.DiskGiB > c.Host.DiskGiB:
-		return noBid(NoBidHost, "job needs %d cores, %d MiB RAM, %d GiB disk; host has %d, %d, %d",
-			r.Resources.CPUCores, r.Resources.RAMMiB, r.Resources.DiskGiB, c.Host.CPUCores, c.Host.RAMMiB, c.Host.DiskGiB)
-	case r.Tier == TierBronze && r.MinNoticeSec > pol.NoticeSec:
-		return noBid(NoBidNotice, "renter wants %d s notice, policy gives %d s", r.MinNoticeSec, pol.NoticeSec)
-	case r.StartByMs != 0 && nowMs > r.StartByMs:
-		return noBid(NoBidStart, "start-by %d has passed (now %d)", r.StartByMs, nowMs)
-	}
-	factor, open := c.WindowAt(in.Now)
-	if !open {
-		return noBid(NoBidCalendar, "calendar closed at %s", in.Now.UTC().Format("Mon 15:04"))
-	}
-	left, bounded := openFor(c.Calendar, in.Now)
-	// Gold and silver jobs must be expected to finish inside the open
-	// period; a bronze job can be preempted at the close, as long as the
-	// promised notice still fits.
-	if bounded {
-		need := time.Duration(r.ExpectedDurationSec) * time.Second
-		if r.Tier == TierBronze {
-			need = time.Duration(pol.NoticeSec) * time.Second
-		}
-		if need > left {
-			return noBid(NoBidCalendar, "calendar closes in %s, %s job needs %s", left, r.Tier, need)
-		}
-	}
-
-	pick, why := pickGPUs(in, pol)
-	if len(pick.gpus) == 0 {
-		return noBid(NoBidGPUs, "no offerable GPU: %s", why)
-	}
-
-	q := Quotation{FloorMicro: floor, CalendarFactor: float64(factor) / 1000, UtilFactor: 1, GapFactor: 1}
-	if n := len(c.GPUs); n > 0 {
-		offerable := 0
-		for _, g := range c.GPUs {
-			if g.Free && !in.Held[g.UUID] {
-				offerable++
-			}
-		}
-		u := float64(n-offerable) / float64(n)
-		q.UtilFactor = 1 + max(pol.UtilizationK, 0)*u*u
-	}
-	if bounded && jobSec > 0 && left <= time.Duration(pol.GapMaxSec)*time.Second && time.Duration(jobSec)*time.Second <= left {
-		q.GapFactor = 1 - min(max(pol.GapDiscount, 0), 1)
-	}
-	price := math.Round(float64(floor) * q.CalendarFactor * q.UtilFactor * q.GapFactor)
-	priceMicro := floor
-	if price > float64(floor) {
-		priceMicro = uint64(min(price, math.MaxUint64/2))
-	}
-	if priceMicro > r.MaxPriceMicro {
-		return noBid(NoBidPrice, "price %d uUSD/GPU-h (floor %d × calendar %.3g × utilization %.3g × gap %.3g) above max %d",
-			priceMicro, floor, q.CalendarFactor, q.UtilFactor, q.GapFactor, r.MaxPriceMicro)
-	}
-
-	start := nowMs
-	for _, g := range pick.gpus {
-		if bl, ok := in.Bronze[g.UUID]; ok && !g.Free {
-			start = max(start, nowMs+int64(bl.NoticeSec)*1000)
-		}
-	}
-	b := Bid{
-		V: MessagesVersion, Provider: c.Peer, RFQ: in.RFQID, JobCID: r.JobCID,
-		PriceMicro: priceMicro, Model: pick.model, VRAMMiB: pick.vramMiB, Region: c.Region.Country,
-		EarliestStartMs: start, IssuedAtMs: nowMs,
-		// Valid until the bid window closes plus BidValidity for the award,
-		// within the lifetime a bid may have (that of an RFQ).
-		ValidUntilMs: min(max(nowMs, r.IssuedAtMs+int64(r.BidWindowMs))+pol.BidValidity.Milliseconds(),
-			nowMs+MaxRFQLifetimeMs),
-	}
-	for _, g := range pick.gpus {
-		b.GPUs = append(b.GPUs, g.UUID)
-	}
-	for _, d := range r.Datasets {
-		if slices.Contains(c.Datasets, d) && !slices.Contains(b.Datasets, d) {
-			b.Datasets = append(b.Datasets, d)
-		}
-	}
-	if r.Tier == TierBronze {
-		b.NoticeSec = pol.NoticeSec
-	}
-	q.Bid = b
-	return q, nil
-}
-
-// picked is the GPU set Quote offers: one model, free GPUs first.
-type picked struct {
-	model   string
-	vramMiB uint64 // the least VRAM among gpus
-	gpus    []*GPU
-}
-
-// pickGPUs chooses up to RFQ.Resources.GPUs offerable GPUs of one model
-// (the model with the most; ties: more VRAM, then slug), or explains why
-// there are none.
-func pickGPUs(in QuoteInput, pol BidPolicy) (picked, string) {
-	r, c := in.RFQ, in.Capacity
-	nowMs := in.Now.UnixMilli()
-	minMaj, minMin, ccErr := ParseComputeCap(r.Resources.MinComputeCap)
-	var count struct{ busy, held, model, vram, cc, hot, power, throttled, late int }
-	groups := map[string][]*GPU{}
-	for i := range c.GPUs {
-		g := &c.GPUs[i]
-		bl, bronze := in.Bronze[g.UUID]
-		preempt := !g.Free && bronze && r.Tier != TierBronze
-		h, hasHealth := in.Telemetry[g.UUID]
-		switch {
-		case !g.Free && !preempt:
-			count.busy++
-			continue
-		case in.Held[g.UUID]:
-			count.held++
-			continue
-		case !ModelAccepted(r.Resources.Models, g.Model):
-			count.model++
-			continue
-		case g.VRAMMiB < r.Resources.MinVRAMMiB:
-			count.vram++
-			continue
-		case r.Resources.MinComputeCap != "" && (ccErr != nil || !computeCapMeets(g.ComputeCap, minMaj, minMin)):
-			count.cc++
-			continue
-		case preempt && r.StartByMs != 0 && nowMs+int64(bl.NoticeSec)*1000 > r.StartByMs:
-			count.late++
-			continue
-		}
-		// Only a GPU that is actually running bronze work is hot for a
-		// reason we know about; a free GPU must be cool and quiet.
-		if hasHealth && !preempt {
-			switch {
-			case h.TemperatureC > pol.MaxTempC-pol.ThermalHeadroomC:
-				count.hot++
-				continue
-			case h.PowerLimitW > 0 && h.PowerW > h.PowerLimitW*(1-pol.PowerHeadroom):
-				count.power++
-				continue
-			case h.ThrottleReasons&ThrottleUnhealthy != 0:
-				count.throttled++
-				continue
-			}
-		}
-		groups[g.Model] = append(groups[g.Model], g)
-	}
-	var best picked
-	for model, gs := range groups {
-		// Free GPUs first, then bronze ones with the shortest notice.
-		slices.SortStableFunc(gs, func(a, b *GPU) int {
-			if a.Free != b.Free {
-				if a.Free {
-					return -1
-				}
-				return 1
-			}
-			return cmp.Compare(in.Bronze[a.UUID].NoticeSec, in.Bronze[b.UUID].NoticeSec)
-		})
-		gs = gs[:min(len(gs), int(r.Resources.GPUs))]
-		if len(gs) == 0 {
-			continue
-		}
-		cand := picked{model: model, gpus: gs, vramMiB: gs[0].VRAMMiB}
-		for _, g := range gs {
-			cand.vramMiB = min(cand.vramMiB, g.VRAMMiB)
-		}
-		if best.gpus == nil || cmp.Or(
-			cmp.Compare(len(cand.gpus), len(best.gpus)),
-			cmp.Compare(cand.vramMiB, best.vramMiB),
-			strings.Compare(best.model, cand.model)) > 0 {
-			best = cand
-		}
-	}
-	if best.gpus != nil {
-		return best, ""
-	}
-	why := fmt.Sprintf("%d GPUs: %d busy, %d held, %d wrong model, %d low VRAM, %d low compute capability, "+
-		"%d preemptible too late, %d too hot, %d near power limit, %d throttled",
-		len(c.GPUs), count.busy, count.held, count.model, count.vram, count.cc, count.late, count.hot, count.power, count.throttled)
-	if r.Resources.GPUs == 0 {
-		why = "the RFQ requests no GPUs"
-	}
-	return picked{}, why
-}
-
-func computeCapMeets(cc string, major, minor int) bool {
-	maj, mnr, err := ParseComputeCap(cc)
-	return err == nil && (maj > major || maj == major && mnr >= minor)
-}
-
-// openFor returns how long the calendar stays open from t, following
-// windows that abut (Monday 22:00-24:00 then Tuesday 00:00-06:00 is one
-// period). bounded is false for an empty calendar, or one open all week.
-func openFor(cal []Window, t time.Time) (left time.Duration, bounded bool) {
-	if len(cal) == 0 {
-		return 0, false
-	}
-	t = t.UTC()
-	at := t
-	// A week has at most 7*24 windows; one more step proves it wraps.
-	for range MaxWindows + 1 {
-		day := time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC)
-		minute := uint16(at.Sub(day) / time.Minute)
-		i := slices.IndexFunc(cal, func(w Window) bool {
-			return w.Day == at.Weekday() && minute >= w.StartMin && minute < w.EndMin
-		})
-		if i < 0 {
-			return at.Sub(t), true
-		}
-		at = day.Add(time.Duration(cal[i].EndMin) * time.Minute)
-		if at.Sub(t) >= 7*24*time.Hour {
-			return 0, false
-		}
-	}
-	return 0, false
-}
-
-// ImageAllowed reports whether a docker image reference "REF@sha256:<hex>"
-// passes an allow list: an entry "sha256:<hex prefix>" matches the digest,
-// any other entry is a pattern for the reference in which '*' matches any
-// run of characters, '/' included, tried against the reference with and
-// without its tag ("ghcr.io/acme/*" allows "ghcr.io/acme/train:v2@sha256:…").
-func ImageAllowed(allowed []string, image string) bool {
-	ref, digest, _ := strings.Cut(image, "@")
-	repo := ref
-	if i := strings.LastIndexByte(ref, ':'); i > strings.LastIndexByte(ref, '/') {
-		repo = ref[:i]
-	}
-	for _, p := range allowed {
-		if strings.HasPrefix(p, "sha256:") {
-			if digest != "" && strings.HasPrefix(digest, p) {
-				return true
-			}
-			continue
-		}
-		if globMatch(p, ref) || globMatch(p, repo) {
-			return true
-		}
-	}
-	return false
-}
-
-// globMatch matches s against a pattern whose only wildcard is '*'.
-func globMatch(pattern, s string) bool {
-	// Greedy matching with backtracking to the last star: linear for the
-	// short patterns policies hold.
-	p, i, star, mark := 0, 0, -1, 0
-	for i < len(s) {
-		switch {
-		case p < len(pattern) && pattern[p] == '*':
-			star, mark = p, i
-			p++
-		case p < len(pattern) && pattern[p] == s[i]:
-			p++
-			i++
-		case star >= 0:
-			p = star + 1
-			mark++
-			i = mark
-		default:
-			return false
-		}
-	}
-	for p < len(pattern) && pattern[p] == '*' {
-		p++
-	}
-	return p == len(pattern)
 }

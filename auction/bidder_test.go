@@ -264,8 +264,24 @@ func TestQuotePricing(t *testing.T) {
 		{"no gap discount in a long open period", func(in *QuoteInput) {
 			in.Capacity.Calendar = monday(12*60, 1440, 1500)
 		}, 3_000_000},
-		{"gap discount clamps at floor", func(in *QuoteInput) {
+		{"gap discount sells below the floor", func(in *QuoteInput) {
 			in.Capacity.Calendar = monday(12*60, 14*60, 1000)
+		}, 1_700_000},
+		{"market signal replaces the host's own load", func(in *QuoteInput) {
+			// The host is 6/8 busy, the market only 50%: no markup.
+			busy(in.Capacity, 0, 1, 2, 3, 4, 5)
+			in.Market = &MarketSignal{Utilization: 0.5}
+		}, 2_000_000},
+		{"market scarcity above the threshold", func(in *QuoteInput) {
+			// u = 0.95, from 0.9: x = 0.5, 1 + 0.5·0.25 = 1.125.
+			in.Policy.ScarcityK = 0.5
+			in.Market = &MarketSignal{Utilization: 0.95}
+		}, 2_250_000},
+		{"market scarcity capped at the index", func(in *QuoteInput) {
+			in.Market = &MarketSignal{Utilization: 1, IndexMicro: 2_100_000}
+		}, 2_100_000},
+		{"a floor above the index holds", func(in *QuoteInput) {
+			in.Market = &MarketSignal{Utilization: 1, IndexMicro: 1_000_000}
 		}, 2_000_000},
 		{"factors multiply", func(in *QuoteInput) {
 			// 2M × 1.5 × (1 + 0.5·(6/8)²) × 0.85 = 2M × 1.5 × 1.28125 × 0.85.
@@ -284,7 +300,7 @@ func TestQuotePricing(t *testing.T) {
 				t.Fatalf("price %d (calendar %v util %v gap %v), want %d",
 					q.Bid.PriceMicro, q.CalendarFactor, q.UtilFactor, q.GapFactor, tc.price)
 			}
-			if q.Bid.PriceMicro < q.FloorMicro {
+			if float64(q.Bid.PriceMicro) < float64(q.FloorMicro)*q.GapFactor-0.5 {
 				t.Fatalf("price %d below floor %d", q.Bid.PriceMicro, q.FloorMicro)
 			}
 		})

@@ -2,7 +2,6 @@ package auction
 
 import (
 	"cmp"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -47,16 +46,37 @@ const maxLocalityDiscount = 0.5
 // with reliability 0 (allowed when the RFQ sets no minimum).
 const minScoredReliability = 1e-3
 
-// Weights tune the effective price
+// Weights tune the effective price of a bid
 //
-//	eff = (price / reliability^ReliabilityExp + RTTPerMs * rttMs) * (1 - locality)
+//	eff = (price × rel + RTTPerMs × rttMs) × (1 - locality)
 //
-// where locality = min(LocalityBonus * datasets held, 0.5). The zero
-// Weights means DefaultWeights(); negative or NaN fields count as 0.
+// where locality = min(LocalityBonus × datasets held, 0.5) and rel is the
+// reliability term: 1/reliability^ReliabilityExp, or, when FailureCost is
+// set, 1 + FailureCost × (1 - reliability). The zero Weights is a pure
+// price matcher (every term off, single hosts preferred as DESIGN.md §6
+// first had it); DefaultWeights is what a renter runs. Negative or NaN
+// fields count as 0.
 type Weights struct {
 	// ReliabilityExp is w in price/reliability^w: 1 makes a 0.5-reliable
-	// provider look twice as dear; 0 ignores reliability.
+	// provider look twice as dear; 0 ignores reliability. Ignored when
+	// FailureCost is set.
 	ReliabilityExp float64
+	// FailureCost weighs a failure by what it costs the renter, as a
+	// multiple of the lease's price: a failed lease wastes the work done
+	// (half of it on average) and delays the job. The reliability term is
+	// then 1 + FailureCost × P(failure), linear in the failure odds, so a
+	// newcomer at the prior is handicapped by its expected cost and no
+	// more, and a pool's P(failure) is 1 - the product of its members'
+	// reliabilities.
+	FailureCost float64
+	// RankPools makes single hosts and pools compete by total effective
+	// cost (see Match); false keeps the rule that a single host that can
+	// hold the job wins over any pool.
+	RankPools bool
+	// HostPremium is the fraction added to a pool's cost per host beyond
+	// the first (more hosts, more coordination), at most MaxHostPremium
+	// in all. Used with RankPools.
+	HostPremium float64
 	// RTTPerMs is added per millisecond of RTT, uUSD per GPU-hour.
 	RTTPerMs float64
 	// LocalityBonus is the fractional discount per requested dataset the
@@ -67,17 +87,26 @@ type Weights struct {
 	UnknownRTT time.Duration
 }
 
-// DefaultWeights are the weights a renter uses unless configured: full
-// reliability weighting, 200 uUSD/GPU-h per ms of RTT (an H100 at about
+// MaxHostPremium bounds Weights.HostPremium's total for one pool.
+const MaxHostPremium = 0.25
+
+// DefaultWeights are the weights a renter uses unless configured: a
+// failure weighed at twice the lease's price (the work lost and the rerun's
+// delay; tuned on a Philly replay, docs/benchmarks.md), pools and single hosts ranked together
+// with 2% per extra host, 200 uUSD/GPU-h per ms of RTT (an H100 at about
 // 2.5 USD/h pays 0.8% per 100 ms), 5% off per dataset held.
 func DefaultWeights() Weights {
-	return Weights{ReliabilityExp: 1, RTTPerMs: 200, LocalityBonus: 0.05, UnknownRTT: 100 * time.Millisecond}
+	return Weights{
+		FailureCost: 2, RankPools: true, HostPremium: 0.02,
+		RTTPerMs: 200, LocalityBonus: 0.05, UnknownRTT: 100 * time.Millisecond,
+	}
 }
 
+// PriceOnlyWeights rank by asked price alone, pools and single hosts
+// together: the reference a replay compares reliability weighting with.
+func PriceOnlyWeights() Weights { return Weights{RankPools: true} }
+
 func (w Weights) sanitized() Weights {
-	if w == (Weights{}) {
-		return DefaultWeights()
-	}
 	nonNeg := func(x float64) float64 {
 		if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
 			return 0
@@ -85,6 +114,8 @@ func (w Weights) sanitized() Weights {
 		return x
 	}
 	w.ReliabilityExp = nonNeg(w.ReliabilityExp)
+	w.FailureCost = nonNeg(w.FailureCost)
+	w.HostPremium = nonNeg(w.HostPremium)
 	w.RTTPerMs = nonNeg(w.RTTPerMs)
 	w.LocalityBonus = nonNeg(w.LocalityBonus)
 	w.UnknownRTT = max(w.UnknownRTT, 0)
@@ -113,6 +144,10 @@ type MatchInput struct {
 	Declined map[string]bool
 	Now      time.Time
 	Weights  Weights
+	// ReserveMicro caps the PaySecond clearing price per GPU model slug
+	// (for instance the price index median), so a thin market does not
+	// clear at the renter's maximum; never below a winner's own bid.
+	ReserveMicro map[string]uint64
 }
 
 // Plan is the matcher's decision.
@@ -159,23 +194,33 @@ type candidate struct {
 	bid  *Bid
 	eff  float64
 	gpus int
+	// The parts of eff, for scoring a pool as a whole: reliability, the
+	// RTT charge and the locality factor.
+	rel, rttCost, locality float64
 }
 
 // Match filters, scores, selects and prices in.Bids for in.RFQ.
 //
-// Selection: if a feasible bid can hold all the GPUs, the best-ranked such
-// bid wins alone (DESIGN.md §6: pool only "when one host cannot hold the
-// job"). Otherwise a micro-pool takes GPUs from the best-ranked bids in
-// turn, and a prefix of the last bid's GPUs so the total is exact. Bids
-// rank by effective price, then more GPUs first (at equal cost, fewer
-// hosts), then provider ID, then index; the result does not depend on the
-// order of in.Bids beyond the indices it reports.
+// Selection without Weights.RankPools: if a feasible bid can hold all the
+// GPUs, the best-ranked such bid wins alone (DESIGN.md §6: pool only "when
+// one host cannot hold the job"). Otherwise a micro-pool takes GPUs from
+// the best-ranked bids in turn, and a prefix of the last bid's GPUs so the
+// total is exact. With RankPools, every single host that can hold the job
+// and two pools (best-ranked bids first; largest bids first) compete by
+// total effective cost: the GPUs' prices under the pool's reliability
+// (the product of its members'), plus RTT, less locality, times
+// 1 + HostPremium per extra host; the cheapest plan wins, fewer hosts on a
+// tie. Bids rank by effective price, then more GPUs first (at equal cost,
+// fewer hosts), then provider ID, then index; the result does not depend
+// on the order of in.Bids beyond the indices it reports.
 //
 // Pricing: under PayBid (or an unknown rule) each winner is paid its own
-// price. Under PaySecond every winner is paid one clearing price: the asked
-// price of the best-ranked feasible loser (the next bid that would have
-// been taken), or the RFQ's maximum when none lost, raised to the highest
-// winning bid and capped at the maximum.
+// price. Under PaySecond the winners of one GPU model are paid one
+// clearing price: the asked price of the best-ranked feasible loser of
+// that model (the next such bid that would have been taken), else the
+// model's ReserveMicro, else the RFQ's maximum; capped at the reserve and
+// the maximum, and raised to the model's highest winning bid. One model's
+// price is never paid for another.
 func Match(in MatchInput) Plan {
 	var p Plan
 	if in.RFQ == nil {
@@ -196,12 +241,12 @@ func Match(in MatchInput) Plan {
 			p.Losers = append(p.Losers, Rejection{BidIndex: i, Provider: provider(b), Code: code, Reason: reason})
 			continue
 		}
-		cands = append(cands, candidate{idx: i, bid: b, eff: f.effective(b, w), gpus: len(b.GPUs)})
+		cands = append(cands, f.candidate(i, b, w))
 	}
 	slices.SortFunc(cands, compareCandidates)
 	filtered := p.Losers
 	p.Losers = nil
-	p.selectAndPrice(in.RFQ, cands)
+	p.selectAndPrice(in, w, cands)
 	p.Losers = mergeLosers(filtered, p.Losers)
 	return p
 }
@@ -241,65 +286,6 @@ func compareCandidates(a, b candidate) int {
 		return c
 	}
 	return cmp.Compare(a.idx, b.idx)
-}
-
-func (p *Plan) selectAndPrice(rfq *RFQ, cands []candidate) {
-	need := int(rfq.Resources.GPUs)
-	total := 0
-	for _, c := range cands {
-		total += c.gpus
-	}
-	switch {
-	case need == 0:
-		p.unfilled(cands, "the RFQ requests no GPUs")
-		return
-	case total < need:
-		p.unfilled(cands, fmt.Sprintf("feasible bids offer %d of %d GPUs", total, need))
-		return
-	}
-	// take[i] is how many GPUs cands[i] gives; 0 for a loser.
-	take := make([]int, len(cands))
-	single := slices.IndexFunc(cands, func(c candidate) bool { return c.gpus >= need })
-	if single >= 0 {
-		take[single] = need
-	} else {
-		left := need
-		for i := 0; left > 0; i++ {
-			take[i] = min(cands[i].gpus, left)
-			left -= take[i]
-		}
-	}
-	price := func(c candidate) uint64 { return c.bid.PriceMicro }
-	if rfq.Pricing == PaySecond {
-		clearing := rfq.MaxPriceMicro
-		for i, c := range cands {
-			if take[i] == 0 {
-				clearing = c.bid.PriceMicro
-				break
-			}
-		}
-		for i, c := range cands {
-			if take[i] > 0 {
-				clearing = max(clearing, c.bid.PriceMicro)
-			}
-		}
-		clearing = min(clearing, rfq.MaxPriceMicro)
-		p.ClearingPriceMicro = clearing
-		price = func(candidate) uint64 { return clearing }
-	}
-	for i, c := range cands {
-		if take[i] > 0 {
-			p.Allocations = append(p.Allocations, Allocation{
-				BidIndex: c.idx, Provider: c.bid.Provider,
-				GPUs:       slices.Clone(c.bid.GPUs[:take[i]]),
-				PriceMicro: price(c), EffectivePrice: c.eff,
-			})
-			continue
-		}
-		p.Backups = append(p.Backups, c.idx)
-		p.Losers = append(p.Losers, Rejection{BidIndex: c.idx, Provider: c.bid.Provider, Code: RejectOutranked,
-			Reason: fmt.Sprintf("effective price %.0f ranked %d; the request was filled before it", c.eff, i+1)})
-	}
 }
 
 func (p *Plan) unfilled(cands []candidate, why string) {

@@ -175,12 +175,9 @@ func malformedGPUs(gpus []string) string {
 	return ""
 }
 
-// effective is the bid's score; lower is better.
-func (f *filter) effective(b *Bid, w Weights) float64 {
-	e := float64(b.PriceMicro)
-	if w.ReliabilityExp != 0 {
-		e /= math.Pow(max(f.reliability(b.Provider), minScoredReliability), w.ReliabilityExp)
-	}
+// candidate scores a feasible bid; lower eff is better.
+func (f *filter) candidate(i int, b *Bid, w Weights) candidate {
+	c := candidate{idx: i, bid: b, gpus: len(b.GPUs), rel: f.reliability(b.Provider), locality: 1}
 	rtt, ok := f.in.RTT[b.Provider]
 	if !ok {
 		rtt = w.UnknownRTT
@@ -188,7 +185,7 @@ func (f *filter) effective(b *Bid, w Weights) float64 {
 			rtt = time.Duration(f.rfq.MaxRTTMs) * time.Millisecond
 		}
 	}
-	e += w.RTTPerMs * float64(max(rtt, 0)) / float64(time.Millisecond)
+	c.rttCost = w.RTTPerMs * float64(max(rtt, 0)) / float64(time.Millisecond)
 	if f.datasets != nil && w.LocalityBonus > 0 {
 		held := 0
 		for i, d := range b.Datasets {
@@ -197,7 +194,26 @@ func (f *filter) effective(b *Bid, w Weights) float64 {
 				held++
 			}
 		}
-		e *= 1 - min(w.LocalityBonus*float64(held), maxLocalityDiscount)
+		c.locality = 1 - min(w.LocalityBonus*float64(held), maxLocalityDiscount)
 	}
-	return e
+	c.eff = c.cost(float64(b.PriceMicro)*reliabilityTerm(c.rel, w), 1)
+	return c
+}
+
+// cost is the effective cost of gpus GPUs of c when its price, with the
+// reliability term applied, is priced.
+func (c candidate) cost(priced float64, gpus int) float64 {
+	return (priced + c.rttCost) * c.locality * float64(gpus)
+}
+
+// reliabilityTerm is what a price is multiplied by for reliability rel:
+// 1 + FailureCost × (1 - rel), or 1/rel^ReliabilityExp.
+func reliabilityTerm(rel float64, w Weights) float64 {
+	switch {
+	case w.FailureCost > 0:
+		return 1 + w.FailureCost*(1-rel)
+	case w.ReliabilityExp != 0:
+		return 1 / math.Pow(max(rel, minScoredReliability), w.ReliabilityExp)
+	}
+	return 1
 }

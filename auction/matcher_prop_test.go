@@ -151,9 +151,12 @@ func drawMatchInput(t *rapid.T) MatchInput {
 			in.Declined[id] = true
 		}
 	}
-	if rapid.Bool().Draw(t, "defaultweights") {
+	switch rapid.IntRange(0, 2).Draw(t, "weights") {
+	case 0:
 		in.Weights = DefaultWeights()
-	} else {
+	case 1:
+		in.Weights = legacyWeights()
+	default:
 		in.Weights = Weights{
 			ReliabilityExp: rapid.Float64Range(0, 3).Draw(t, "w.rel"),
 			RTTPerMs:       rapid.Float64Range(0, 5000).Draw(t, "w.rtt"),
@@ -299,6 +302,7 @@ func checkPlan(t *rapid.T, in MatchInput, p Plan) {
 	sum := 0
 	providers := map[string]bool{}
 	var maxWinningBid uint64
+	modelPrice := map[string]uint64{}
 	for _, a := range p.Allocations {
 		b := in.Bids[a.BidIndex]
 		sum += len(a.GPUs)
@@ -318,9 +322,10 @@ func checkPlan(t *rapid.T, in MatchInput, p Plan) {
 		maxWinningBid = max(maxWinningBid, b.PriceMicro)
 		switch r.Pricing {
 		case PaySecond:
-			if a.PriceMicro < b.PriceMicro || a.PriceMicro != p.ClearingPriceMicro {
-				t.Fatalf("second price %d below bid %d or not uniform (%d)", a.PriceMicro, b.PriceMicro, p.ClearingPriceMicro)
+			if c, ok := modelPrice[b.Model]; a.PriceMicro < b.PriceMicro || a.PriceMicro > p.ClearingPriceMicro || ok && c != a.PriceMicro {
+				t.Fatalf("second price %d below bid %d, above clearing %d or not uniform for model %s", a.PriceMicro, b.PriceMicro, p.ClearingPriceMicro, b.Model)
 			}
+			modelPrice[b.Model] = a.PriceMicro
 		default:
 			if a.PriceMicro != b.PriceMicro {
 				t.Fatalf("first price %d, bid %d", a.PriceMicro, b.PriceMicro)
@@ -335,7 +340,7 @@ func checkPlan(t *rapid.T, in MatchInput, p Plan) {
 	}
 	// A pool only forms when no single feasible bid can hold the job, and
 	// then every winner ranks before every backup, all but the last in full.
-	if len(p.Allocations) > 1 {
+	if len(p.Allocations) > 1 && !in.Weights.RankPools {
 		for _, i := range p.Backups {
 			if len(in.Bids[i].GPUs) >= need {
 				t.Fatalf("pooled although backup %d holds %d GPUs", i, need)

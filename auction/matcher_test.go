@@ -39,8 +39,16 @@ func matchBid(prov string, price uint64, n int) *Bid {
 	return b
 }
 
+// matchInput uses legacyWeights: most tables here pin the rules of that
+// selection; matcher_pools_test.go covers DefaultWeights.
 func matchInput(rfq *RFQ, bids ...*Bid) MatchInput {
-	return MatchInput{RFQ: rfq, RFQID: testRFQID, Bids: bids, Prior: 1, Now: fixedNow, Weights: DefaultWeights()}
+	return MatchInput{RFQ: rfq, RFQID: testRFQID, Bids: bids, Prior: 1, Now: fixedNow, Weights: legacyWeights()}
+}
+
+// legacyWeights are the defaults before pools were ranked by cost:
+// price/reliability, a single host preferred to any pool.
+func legacyWeights() Weights {
+	return Weights{ReliabilityExp: 1, RTTPerMs: 200, LocalityBonus: 0.05, UnknownRTT: 100 * time.Millisecond}
 }
 
 func TestModelMatches(t *testing.T) {
@@ -325,12 +333,13 @@ func TestMatchEffectivePrice(t *testing.T) {
 	}
 }
 
-func TestMatchZeroWeightsMeanDefaults(t *testing.T) {
+func TestMatchZeroWeightsArePurePrice(t *testing.T) {
 	in := matchInput(matchRFQ(), matchBid("a", 2_000_000, 4), matchBid("b", 2_100_000, 4))
 	in.Reputation = map[string]float64{"a": 0.5, "b": 0.9}
+	in.RTT = map[string]time.Duration{"a": time.Second}
 	in.Weights = Weights{}
-	if p := Match(in); p.Allocations[0].Provider != "b" {
-		t.Fatalf("zero weights ignored reliability: %+v", p.Allocations)
+	if p := Match(in); p.Allocations[0].Provider != "a" || p.Allocations[0].EffectivePrice != 2_000_000 {
+		t.Fatalf("zero weights did not rank by price alone: %+v", p.Allocations)
 	}
 }
 

@@ -1,0 +1,131 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/idlegrid/idlegrid/attest/reputation"
+	"github.com/idlegrid/idlegrid/auction"
+)
+
+// Config is one replay: the inputs, the market's knobs and the seeds.
+// Zero fields take the defaults fill sets, except FloorSpread (zero is
+// no spread; DefaultConfig and the CLI use 0.2).
+type Config struct {
+	Jobs   []Job
+	Nodes  []Node
+	Prices PriceTable
+	// Providers is how many nodes of Nodes take part, drawn per seed
+	// (0: all); PoolScale then multiplies it (0: 1), so a replay can make
+	// the same jobs meet a scarcer or more generous market.
+	Providers int
+	PoolScale float64
+	// TimeScale divides arrival times (0: 1): 2 makes the trace arrive
+	// twice as fast on the same providers.
+	TimeScale float64
+	// FloorSpread is the half-width of the seeded per-provider spread of
+	// floors around the reference price (0.2: ±20%; 0: every provider
+	// of a model at its reference price).
+	FloorSpread float64
+	// MaxPriceFactor is the renter's maximum as a multiple of the
+	// dearest acceptable model's reference price.
+	MaxPriceFactor float64
+	// MaxWait is how long a job waits for GPUs before it counts as
+	// unplaced (a rerun after a failure gets a fresh MaxWait).
+	MaxWait time.Duration
+	// FlakyShare of providers fail each lease with FlakyFailProb, at a
+	// uniformly drawn point of it; the job then reruns from scratch.
+	FlakyShare    float64
+	FlakyFailProb float64
+	// Calendars gives every provider a weekday calendar (8-20 UTC at
+	// 1.2x, Mon-Fri), so peak pricing and gap discounts take part.
+	Calendars bool
+	// Pricing is the RFQ's pricing rule ("": first price).
+	Pricing auction.PricingRule
+	// Reputation is the renter's fold (zero: reputation.DefaultConfig
+	// with a one-day half-life, since replays are short).
+	Reputation reputation.Config
+	// Bid is the providers' bidding policy (zero: auction.DefaultBidPolicy).
+	Bid auction.BidPolicy
+	// Seeds are the replays to run (empty: 1..5).
+	Seeds []uint64
+	// Policies are run in order (empty: AllPolicies).
+	Policies []string
+}
+
+// DefaultConfig returns the defaults for jobs and nodes with prices.
+func DefaultConfig(jobs []Job, nodes []Node, prices PriceTable) Config {
+	c := Config{Jobs: jobs, Nodes: nodes, Prices: prices, FloorSpread: 0.2}
+	c.fill()
+	return c
+}
+
+func (c *Config) fill() {
+	if c.PoolScale == 0 {
+		c.PoolScale = 1
+	}
+	if c.TimeScale == 0 {
+		c.TimeScale = 1
+	}
+	if c.MaxPriceFactor == 0 {
+		c.MaxPriceFactor = 2
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = 24 * time.Hour
+	}
+	if c.FlakyFailProb == 0 {
+		c.FlakyFailProb = 0.3
+	}
+	if c.Pricing == "" {
+		c.Pricing = auction.PayBid
+	}
+	if c.Reputation.HalfLife == 0 {
+		c.Reputation = reputation.DefaultConfig()
+		c.Reputation.HalfLife = 24 * time.Hour
+	}
+	if c.Bid == (auction.BidPolicy{}) {
+		c.Bid = auction.DefaultBidPolicy()
+	}
+	if len(c.Seeds) == 0 {
+		c.Seeds = []uint64{1, 2, 3, 4, 5}
+	}
+	if len(c.Policies) == 0 {
+		c.Policies = AllPolicies()
+	}
+}
+
+// Validate reports the first unusable field.
+func (c *Config) Validate() error {
+	switch {
+	case len(c.Jobs) == 0:
+		return fmt.Errorf("sim: no jobs")
+	case len(c.Nodes) == 0:
+		return fmt.Errorf("sim: no nodes")
+	case c.FloorSpread < 0 || c.FloorSpread >= 1:
+		return fmt.Errorf("sim: floor spread %v: must be within 0..1", c.FloorSpread)
+	case c.FlakyShare < 0 || c.FlakyShare > 1 || c.FlakyFailProb < 0 || c.FlakyFailProb > 1:
+		return fmt.Errorf("sim: flaky share %v, fail probability %v: must be within 0..1", c.FlakyShare, c.FlakyFailProb)
+	case c.PoolScale < 0 || c.TimeScale < 0 || c.MaxPriceFactor < 1:
+		return fmt.Errorf("sim: pool scale %v, time scale %v must be positive, max price factor %v at least 1",
+			c.PoolScale, c.TimeScale, c.MaxPriceFactor)
+	}
+	if err := c.Reputation.Validate(); err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	for _, p := range c.Policies {
+		if _, ok := policies[p]; !ok {
+			return fmt.Errorf("sim: unknown policy %q (have %v)", p, AllPolicies())
+		}
+	}
+	return nil
+}
+
+// ParsePricing reads an RFQ pricing rule: "first" or "second".
+func ParsePricing(s string) (auction.PricingRule, error) {
+	switch r := auction.PricingRule(strings.ToLower(s)); r {
+	case auction.PayBid, auction.PaySecond:
+		return r, nil
+	}
+	return "", fmt.Errorf("sim: pricing %q: want first or second", s)
+}

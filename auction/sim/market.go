@@ -1,0 +1,129 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/idlegrid/idlegrid/auction"
+)
+
+// The market policies run the real auction: every candidate provider
+// quotes with auction.Quote, the renter matches with auction.Match.
+
+type marketKind int
+
+const (
+	marketIdlegrid marketKind = iota
+	marketPriceOnly
+	marketLegacy
+)
+
+type market struct {
+	kind    marketKind
+	weights auction.Weights
+	bids    []*auction.Bid
+	rep     map[string]float64
+	byPeer  map[string]*provider
+}
+
+func newMarket(k marketKind) *market {
+	m := &market{kind: k, rep: map[string]float64{}, byPeer: map[string]*provider{}}
+	switch k {
+	case marketIdlegrid:
+		m.weights = auction.DefaultWeights()
+	case marketPriceOnly:
+		m.weights = auction.PriceOnlyWeights()
+	case marketLegacy:
+		m.weights = auction.Weights{ReliabilityExp: 1}
+	}
+	return m
+}
+
+// indexAlpha is the weight of each award in the price index's moving
+// average.
+const indexAlpha = 0.05
+
+func (m *market) place(w *World, j *jobState) ([]Take, error) {
+	now := w.nowTime()
+	rfqID := fmt.Sprintf("rfq-%d-%d", j.ID, j.attempt)
+	rfq := &auction.RFQ{
+		V: auction.MessagesVersion, Renter: "renter", JobCID: rfqID, IssuedAtMs: now.UnixMilli(),
+		Resources: auction.Resources{GPUs: uint32(j.GPUs), Models: j.Models},
+		Tier:      j.Tier, MaxPriceMicro: j.maxPrice,
+		ExpectedDurationSec: uint64(j.DurationSec), MaxDurationSec: uint64(j.DurationSec),
+		Pricing: w.cfg.Pricing,
+	}
+	pol := w.cfg.Bid
+	if m.kind == marketLegacy {
+		pol.ScarcityK = 0
+	}
+	m.bids = m.bids[:0]
+	clear(m.rep)
+	// idlegrid scores newcomers like the market they join (see
+	// reputation.Running.Overall); the legacy market used the fixed prior.
+	prior := w.cfg.Reputation.Prior
+	if m.kind == marketIdlegrid {
+		prior = w.rep.Overall(now)
+	}
+	// The market signal is the busy share of every GPU that could serve
+	// this RFQ: a flexible job's scarcity is the whole pool's.
+	busy, total := 0, 0
+	for _, model := range j.allowed {
+		busy += w.busyByModel[model]
+		total += w.totalByModel[model]
+	}
+	util := float64(busy) / float64(max(total, 1))
+	for _, p := range w.candidates(j) {
+		in := auction.QuoteInput{RFQ: rfq, RFQID: rfqID, Capacity: p.cap, Now: now, Policy: pol}
+		if m.kind != marketLegacy {
+			in.Market = &auction.MarketSignal{Utilization: util, IndexMicro: uint64(w.index[p.model()])}
+		}
+		q, err := auction.Quote(in)
+		if err != nil {
+			continue // a refusal is the provider's answer, not a replay error
+		}
+		b := q.Bid
+		m.bids = append(m.bids, &b)
+		m.byPeer[p.cap.Peer] = p
+		if m.kind != marketPriceOnly {
+			m.rep[p.cap.Peer] = w.rep.ScoreWithPrior(p.cap.Peer, now, prior)
+		}
+	}
+	if len(m.bids) == 0 {
+		return nil, nil
+	}
+	in := auction.MatchInput{
+		RFQ: rfq, RFQID: rfqID, Bids: m.bids, Reputation: m.rep, Prior: prior,
+		Now: now.Add(time.Millisecond), Weights: m.weights,
+	}
+	if m.kind == marketIdlegrid {
+		in.ReserveMicro = map[string]uint64{}
+		for model, v := range w.index {
+			in.ReserveMicro[model] = uint64(v)
+		}
+	}
+	plan := auction.Match(in)
+	if plan.Unfilled != "" {
+		return nil, nil
+	}
+	takes := make([]Take, 0, len(plan.Allocations))
+	for _, a := range plan.Allocations {
+		p := m.byPeer[a.Provider]
+		t := Take{Prov: p.idx, PriceMicro: a.PriceMicro}
+		for _, u := range a.GPUs {
+			g, ok := p.uuid[u]
+			if !ok {
+				return nil, fmt.Errorf("sim: award names GPU %q not on %s", u, a.Provider)
+			}
+			t.GPUs = append(t.GPUs, g)
+		}
+		takes = append(takes, t)
+		model := p.model()
+		if v := w.index[model]; v == 0 {
+			w.index[model] = float64(a.PriceMicro)
+		} else {
+			w.index[model] = v + indexAlpha*(float64(a.PriceMicro)-v)
+		}
+	}
+	return takes, nil
+}

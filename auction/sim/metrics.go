@@ -1,0 +1,138 @@
+package sim
+
+import (
+	"math"
+	"slices"
+)
+
+// Metrics are one policy's results on one seed. Money is in USD.
+type Metrics struct {
+	Policy string `json:"policy"`
+	Seed   uint64 `json:"seed"`
+	// CostUSD is what the renter paid, failed work included; it is also
+	// the providers' revenue.
+	CostUSD float64 `json:"cost_usd"`
+	// BoundUSD is LowerBound for the jobs this policy completed, and
+	// CostOverBound the ratio.
+	BoundUSD      float64 `json:"bound_usd"`
+	CostOverBound float64 `json:"cost_over_bound"`
+	// Fill is GPU-hours of completed jobs over GPU-hours requested.
+	Fill float64 `json:"fill"`
+	// Queueing delay of completed jobs, arrival to the start of the run
+	// that finished, in minutes; Constrained is for jobs that accept only
+	// some models.
+	DelayP50Min            float64 `json:"delay_p50_min"`
+	DelayP95Min            float64 `json:"delay_p95_min"`
+	ConstrainedDelayP95Min float64 `json:"constrained_delay_p95_min"`
+	// Unplaced is the share of jobs never completed.
+	Unplaced float64 `json:"unplaced"`
+	// Utilization is busy GPU-hours (failed work included) over capacity
+	// from the first arrival to the last lease's end.
+	Utilization float64 `json:"utilization"`
+	// PriceOverFloor is what was paid over the floors of the same leases.
+	PriceOverFloor float64 `json:"price_over_floor"`
+	// FailedUSD is paid for leases of runs that failed; FailedShare its
+	// share of CostUSD.
+	FailedUSD   float64 `json:"failed_usd"`
+	FailedShare float64 `json:"failed_share"`
+	Leases      int     `json:"leases"`
+	Failures    int     `json:"failed_runs"`
+}
+
+// measure computes r's metrics (all but the bound).
+func (r *replay) measure(name string) Metrics {
+	m := Metrics{Policy: name, Seed: r.w.seed}
+	var paid, floor, busyGPUh float64
+	var horizon int64
+	for _, l := range r.leases {
+		gpuh := float64(len(l.gpus)) * float64(l.end-l.start) / 3600
+		c := gpuh * float64(l.priceMicro) / 1e6
+		paid += c
+		floor += gpuh * float64(l.floorMicro) / 1e6
+		busyGPUh += gpuh
+		horizon = max(horizon, l.end)
+		if l.failed {
+			m.FailedUSD += c
+			if l.culprit {
+				m.Failures++
+			}
+		}
+	}
+	m.Leases = len(r.leases)
+	m.CostUSD = paid
+	if floor > 0 {
+		m.PriceOverFloor = paid / floor
+	}
+	if paid > 0 {
+		m.FailedShare = m.FailedUSD / paid
+	}
+	var req, placed float64
+	var delays, constrained []float64
+	undone := 0
+	for _, j := range r.jobs {
+		gpuh := float64(j.GPUs) * float64(j.DurationSec) / 3600
+		req += gpuh
+		if !j.done {
+			undone++
+			continue
+		}
+		placed += gpuh
+		d := float64(j.started-j.arrival) / 60
+		delays = append(delays, d)
+		if len(j.Models) > 0 {
+			constrained = append(constrained, d)
+		}
+	}
+	if req > 0 {
+		m.Fill = placed / req
+	}
+	if len(r.jobs) > 0 {
+		m.Unplaced = float64(undone) / float64(len(r.jobs))
+		horizon -= r.jobs[0].arrival
+	}
+	m.DelayP50Min, m.DelayP95Min = percentile(delays, 50), percentile(delays, 95)
+	m.ConstrainedDelayP95Min = percentile(constrained, 95)
+	total := 0
+	for _, n := range r.w.totalByModel {
+		total += n
+	}
+	if horizon > 0 && total > 0 {
+		m.Utilization = busyGPUh / (float64(total) * float64(horizon) / 3600)
+	}
+	return m
+}
+
+// percentile is the nearest-rank percentile of xs (0 when empty).
+func percentile(xs []float64, pct float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	k := int(math.Ceil(pct/100*float64(len(s)))) - 1
+	return s[min(max(k, 0), len(s)-1)]
+}
+
+// Stat is a mean and a (sample) standard deviation over seeds.
+type Stat struct {
+	Mean float64 `json:"mean"`
+	SD   float64 `json:"sd"`
+}
+
+func stat(xs []float64) Stat {
+	if len(xs) == 0 {
+		return Stat{}
+	}
+	var s Stat
+	for _, x := range xs {
+		s.Mean += x
+	}
+	s.Mean /= float64(len(xs))
+	if len(xs) > 1 {
+		for _, x := range xs {
+			s.SD += (x - s.Mean) * (x - s.Mean)
+		}
+		s.SD = math.Sqrt(s.SD / float64(len(xs)-1))
+	}
+	return s
+}
