@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
 )
@@ -46,6 +47,14 @@ type Options struct {
 	Logger *slog.Logger
 	// InMemory keeps everything in RAM; dir is ignored. For tests only.
 	InMemory bool
+	// Salvage moves damaged files aside (see Salvage) before opening,
+	// instead of failing with ErrCorrupt. It is the operator's choice
+	// (--salvage-store), never a default: what is moved is lost to the node.
+	Salvage bool
+	// LowSpaceMiB is the free space below which writes are refused with
+	// ErrDiskFull; 0 means DefaultLowSpaceMiB, a negative value turns the
+	// gate off.
+	LowSpaceMiB int64
 }
 
 // DB is an open store. It is safe for concurrent use.
@@ -77,10 +86,10 @@ func Open(dir string, opts Options) (*DB, error) {
 		WithIndexCacheSize(8 << 20)
 	if opts.InMemory {
 		bopts = bopts.WithInMemory(true).WithDir("").WithValueDir("")
-	} else if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("store.Open: create %s: %w", dir, err)
+	} else if err := prepareDir(dir, opts, logger); err != nil {
+		return nil, err
 	}
-	bdb, err := badger.Open(bopts)
+	bdb, err := openBadger(bopts)
 	if err != nil {
 		return nil, classifyOpenError(dir, err)
 	}
@@ -95,16 +104,82 @@ func Open(dir string, opts Options) (*DB, error) {
 func classifyOpenError(dir string, err error) error {
 	msg := err.Error()
 	switch {
-	case strings.Contains(msg, "Cannot acquire directory lock"):
+	case errors.Is(err, ErrLocked), strings.Contains(msg, "Cannot acquire directory lock"):
 		return fmt.Errorf("store.Open %s: %w (is another idlegrid daemon running with this home?): %v", dir, ErrLocked, err)
 	case errors.Is(err, os.ErrPermission):
 		return fmt.Errorf("store.Open %s: %w", dir, err)
+	case errors.Is(err, ErrCorrupt):
+		return fmt.Errorf("store.Open %s: %w %s", dir, err, corruptHint)
 	default:
 		// Badger reports damaged MANIFEST, SST and value-log files with a
 		// variety of messages; all of them mean "cannot read what is there".
 		// We never repair or delete automatically: the operator decides.
-		return fmt.Errorf("store.Open %s: %w: %v (the files are left untouched; move the directory aside to start fresh)", dir, ErrCorrupt, err)
+		return fmt.Errorf("store.Open %s: %w: %v %s", dir, ErrCorrupt, err, corruptHint)
 	}
+}
+
+// corruptHint ends every ErrCorrupt from Open.
+const corruptHint = "(the files are left untouched; start with --salvage-store to move the damaged files aside, or move the directory aside to start fresh)"
+
+// prepareDir creates an on-disk store's directory and checks it before
+// badger reads it: the lock first (a running daemon's files are in flux),
+// then, after an opt-in salvage, every table, the MANIFEST and the log
+// headers, so damage is a CorruptError naming the file and never a panic
+// inside badger.
+func prepareDir(dir string, opts Options, logger *slog.Logger) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("store.Open: create %s: %w", dir, err)
+	}
+	if err := tryLockDir(dir); err != nil {
+		return classifyOpenError(dir, err)
+	}
+	if opts.Salvage {
+		rep, err := Salvage(dir, time.Now())
+		if err != nil {
+			return fmt.Errorf("store.Open: %w", err)
+		}
+		if len(rep.Moved) > 0 {
+			logger.Warn("store salvaged: damaged files moved aside", "dir", dir, "to", rep.Folder, "files", rep.Moved, "tables_kept", rep.TablesKept)
+		}
+	}
+	if err := Verify(dir); err != nil {
+		return fmt.Errorf("store.Open %s: %w %s", dir, err, corruptHint)
+	}
+	return nil
+}
+
+// openBadger opens badger and turns a panic inside it into ErrCorrupt: the
+// last line behind Verify, for damage it does not know. A panic leaves
+// what badger had opened (its directory lock among them) to the process's
+// exit.
+func openBadger(bopts badger.Options) (db *badger.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, fmt.Errorf("%w: badger panicked while opening: %v", ErrCorrupt, r)
+		}
+	}()
+	return badger.Open(bopts)
+}
+
+// Verify checks a closed store directory without opening it: the MANIFEST
+// replays, every table it names exists and passes its checksums, and no
+// log file header is foreign. Damage is a *CorruptError naming the first
+// damaged file; a directory another process holds is ErrLocked.
+func Verify(dir string) error {
+	if err := tryLockDir(dir); err != nil {
+		if errors.Is(err, ErrLocked) {
+			return err
+		}
+		return fmt.Errorf("store.Verify: %w", err)
+	}
+	res, err := checkDir(dir, false)
+	if err != nil {
+		return fmt.Errorf("store.Verify: %w", err)
+	}
+	if len(res.damaged) > 0 {
+		return res.damaged[0]
+	}
+	return nil
 }
 
 func (d *DB) checkSchema() error {
