@@ -57,6 +57,15 @@ func Salvage(dir string, now time.Time) (SalvageReport, error) {
 		if filepath.Base(d.File) == manifestName {
 			continue // moved below, after its replacement is written
 		}
+		if end, ok := res.truncateLogs[filepath.Base(d.File)]; ok {
+			// Keep a copy and cut the log where badger's replay would:
+			// the writes before the damage survive.
+			if err := copyAsideAndTruncate(d.File, folder, int64(end)); err != nil {
+				return rep, fmt.Errorf("store.Salvage: %w", err)
+			}
+			rep.Moved = append(rep.Moved, filepath.Base(d.File))
+			continue
+		}
 		moved, err := moveAside(d.File, folder)
 		if err != nil {
 			return rep, fmt.Errorf("store.Salvage: %w", err)
@@ -156,6 +165,27 @@ func rewriteManifest(dir, folder string, res *dirCheck) (int, error) {
 		return 0, err
 	}
 	return len(ids), nil
+}
+
+func copyAsideAndTruncate(path, folder string, end int64) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := writeSynced(filepath.Join(folder, filepath.Base(path)), data); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	// Zero the damaged rest rather than shrink the file: badger maps a
+	// memtable log at its full size.
+	if _, err := f.WriteAt(make([]byte, int64(len(data))-end), end); err != nil {
+		return fmt.Errorf("cut %s at %d: %w", path, end, err)
+	}
+	return f.Sync()
 }
 
 func writeSynced(path string, data []byte) error {

@@ -80,7 +80,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		// Values above the threshold go to the value log; it must stay
 		// below badger's batch limit (15% of the memtable).
 		WithValueThreshold(256 << 10).
-		WithValueLogFileSize(64 << 20).
+		WithValueLogFileSize(8 << 20).
 		WithNumVersionsToKeep(1).
 		WithBlockCacheSize(16 << 20).
 		WithIndexCacheSize(8 << 20)

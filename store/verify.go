@@ -63,6 +63,9 @@ type dirCheck struct {
 	good map[uint64]options.CompressionType
 	// manifestBad means the MANIFEST itself is damaged.
 	manifestBad bool
+	// truncateLogs are the memtable logs damaged in the middle, with where
+	// badger's replay will cut them.
+	truncateLogs map[string]int
 }
 
 // checkDir reads a closed store directory the way badger's Open will, and
@@ -73,7 +76,7 @@ type dirCheck struct {
 // and log files whose header is not ours. It stops at the first damage
 // unless all is set. It only reads.
 func checkDir(dir string, all bool) (*dirCheck, error) {
-	res := &dirCheck{good: map[uint64]options.CompressionType{}}
+	res := &dirCheck{good: map[uint64]options.CompressionType{}, truncateLogs: map[string]int{}}
 	bad := func(name, format string, a ...any) bool {
 		res.damaged = append(res.damaged, &CorruptError{File: filepath.Join(dir, name), Reason: fmt.Sprintf(format, a...)})
 		return !all
@@ -175,12 +178,22 @@ func checkDir(dir string, all bool) (*dirCheck, error) {
 			}
 		}
 	}
+	if reason := checkKeyRegistry(dir); reason != "" {
+		if bad(registryName, "%s", reason) {
+			return res, nil
+		}
+	}
 	slices.Sort(logs)
 	for _, name := range logs {
-		if reason := checkLogHeader(filepath.Join(dir, name)); reason != "" {
-			if bad(name, "%s", reason) {
-				return res, nil
-			}
+		lc, err := checkLogFile(filepath.Join(dir, name), strings.HasSuffix(name, memExt))
+		switch {
+		case err != nil:
+			lc.reason = fmt.Sprintf("unreadable: %v", err)
+		case lc.reason != "" && lc.validEnd > 0:
+			res.truncateLogs[name] = lc.validEnd
+		}
+		if lc.reason != "" && bad(name, "%s", lc.reason) {
+			return res, nil
 		}
 	}
 	return res, nil
