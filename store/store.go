@@ -61,6 +61,7 @@ type Options struct {
 type DB struct {
 	db        *badger.DB
 	log       *slog.Logger
+	space     *spaceGate // nil in memory
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -76,7 +77,7 @@ func Open(dir string, opts Options) (*DB, error) {
 		// Small values and a small node: keep memory modest so a provider
 		// daemon stays light next to the GPU jobs it hosts. Badger allocates
 		// the memtable arena up front, so its size is the store's floor.
-		WithMemTableSize(4 << 20).
+		WithMemTableSize(memTableBytes).
 		// Values above the threshold go to the value log; it must stay
 		// below badger's batch limit (15% of the memtable).
 		WithValueThreshold(256 << 10).
@@ -94,6 +95,13 @@ func Open(dir string, opts Options) (*DB, error) {
 		return nil, classifyOpenError(dir, err)
 	}
 	db := &DB{db: bdb, log: logger}
+	if !opts.InMemory {
+		reserveLogs(dir)
+		if err := takeBallast(dir); err != nil {
+			logger.Warn("store: running without headroom; writes are refused until space returns", "err", err)
+		}
+		db.space = &spaceGate{dir: dir, low: lowSpaceBytes(opts.LowSpaceMiB)}
+	}
 	if err := db.checkSchema(); err != nil {
 		_ = bdb.Close()
 		return nil, err
@@ -144,6 +152,14 @@ func prepareDir(dir string, opts Options, logger *slog.Logger) error {
 	}
 	if err := Verify(dir); err != nil {
 		return fmt.Errorf("store.Open %s: %w %s", dir, err, corruptHint)
+	}
+	// Badger's Open flushes replayed memtables and maps a new log: give
+	// it the ballast's space, and refuse rather than fault without it.
+	if err := releaseBallast(dir); err != nil {
+		return fmt.Errorf("store.Open: %w", err)
+	}
+	if err := needFree(dir, minOpenBytes); err != nil {
+		return fmt.Errorf("store.Open: %w", err)
 	}
 	return nil
 }
@@ -208,6 +224,12 @@ func (d *DB) checkSchema() error {
 // Close flushes and closes the database. It is idempotent.
 func (d *DB) Close() error {
 	d.closeOnce.Do(func() {
+		if d.space != nil {
+			// The flush in badger's Close needs room even on a full disk.
+			if err := releaseBallast(d.space.dir); err != nil {
+				d.log.Warn("store.Close", "err", err)
+			}
+		}
 		if err := d.db.Close(); err != nil {
 			d.closeErr = fmt.Errorf("store.Close: %w", err)
 		}
@@ -223,6 +245,9 @@ func (d *DB) Path() string {
 func (d *DB) update(fn func(txn *badger.Txn) error) error {
 	if d.db.IsClosed() {
 		return ErrClosed
+	}
+	if err := d.space.admit(); err != nil {
+		return err
 	}
 	return d.db.Update(fn)
 }

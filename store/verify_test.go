@@ -52,7 +52,9 @@ func buildFixture(t testing.TB) string {
 	return dir
 }
 
-func tablePath(dir string, round int) string { return filepath.Join(dir, fmt.Sprintf("%06d.sst", round+1)) }
+func tablePath(dir string, round int) string {
+	return filepath.Join(dir, fmt.Sprintf("%06d.sst", round+1))
+}
 
 // checkRounds asserts that every key of the given rounds reads back.
 func checkRounds(t *testing.T, db *DB, rounds ...int) {
