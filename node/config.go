@@ -13,6 +13,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/gpu"
+	"github.com/idlegrid/idlegrid/store"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 )
@@ -48,6 +49,7 @@ type Config struct {
 	Executor ExecutorConfig `toml:"executor"`
 	Attest   AttestConfig   `toml:"attest"`
 	Market   MarketConfig   `toml:"market"`
+	Store    StoreConfig    `toml:"store"`
 
 	// Home is the node's home directory; not part of the file.
 	Home string `toml:"-"`
@@ -69,6 +71,16 @@ type P2PConfig struct {
 	ReconnectMax        time.Duration `toml:"reconnect_max"`
 	GossipMaxMessageKiB int           `toml:"gossip_max_message_kib"`
 	GossipHeartbeat     time.Duration `toml:"gossip_heartbeat"`
+}
+
+// StoreConfig configures the node's store (<home>/store).
+type StoreConfig struct {
+	// LowSpaceMiB is the free disk space below which the store refuses
+	// writes (store.ErrDiskFull); negative turns the check off.
+	LowSpaceMiB int `toml:"low_space_mib"`
+	// Salvage moves damaged store files aside before opening (the
+	// daemon's --salvage-store); never from the file.
+	Salvage bool `toml:"-"`
 }
 
 // APIConfig configures the local HTTP API.
@@ -244,6 +256,7 @@ func DefaultConfig(role Role) Config {
 			EnergyTolerance: 0.15, MaxSkew: 2 * time.Minute,
 		},
 		Market: MarketConfig{ReliabilityPrior: 0.8, Refresh: 15 * time.Second, SearchTimeout: 15 * time.Second, Reauction: true, GoldNeedsBadge: true},
+		Store:  StoreConfig{LowSpaceMiB: store.DefaultLowSpaceMiB},
 	}
 }
 

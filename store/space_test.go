@@ -81,7 +81,9 @@ func wantDiskFull(t *testing.T, err error, dir string) {
 	}
 }
 
-func lease(id string) *Lease { return &Lease{ID: id, Side: "provider", State: "active", GPUs: []string{"GPU-0"}} }
+func lease(id string) *Lease {
+	return &Lease{ID: id, Side: "provider", State: "active", GPUs: []string{"GPU-0"}}
+}
 
 func TestFullDiskRefusesWritesAndLosesNothing(t *testing.T) {
 	fs := mountTmpfs(t, 64)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 )
 
 // SchemaVersion is the version of the key layout this build reads and writes.
@@ -66,25 +67,37 @@ type DB struct {
 	closeErr  error
 }
 
+func badgerOptions(dir string, logger *slog.Logger) badger.Options {
+	return badger.DefaultOptions(dir).
+		WithLogger(badgerLogger{logger}).
+		// Small values and a small node: keep memory modest so a provider
+		// daemon stays light next to the GPU jobs it hosts. Badger allocates
+		// the memtable arena up front, so its size is the store's floor;
+		// its log is twice that on disk, which is headroom a full disk
+		// must still have (see space.go).
+		WithMemTableSize(memTableBytes).
+		// Values above the threshold go to the value log; it must stay
+		// below badger's batch limit (15% of the memtable). Value log
+		// files are mapped at twice their size: 8 MiB keeps that small
+		// and still holds a maxRecord value.
+		WithValueThreshold(256 << 10).
+		WithValueLogFileSize(8 << 20).
+		WithNumVersionsToKeep(1).
+		WithBlockCacheSize(16 << 20).
+		WithIndexCacheSize(8 << 20).
+		// Open verifies every block once (verify.go); checking each block
+		// read from disk afterwards turns later damage into an error
+		// instead of garbage, for one CRC per cache miss.
+		WithChecksumVerificationMode(options.OnBlockRead)
+}
+
 // Open opens (creating if needed) the store in dir.
 func Open(dir string, opts Options) (*DB, error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	bopts := badger.DefaultOptions(dir).
-		WithLogger(badgerLogger{logger}).
-		// Small values and a small node: keep memory modest so a provider
-		// daemon stays light next to the GPU jobs it hosts. Badger allocates
-		// the memtable arena up front, so its size is the store's floor.
-		WithMemTableSize(memTableBytes).
-		// Values above the threshold go to the value log; it must stay
-		// below badger's batch limit (15% of the memtable).
-		WithValueThreshold(256 << 10).
-		WithValueLogFileSize(8 << 20).
-		WithNumVersionsToKeep(1).
-		WithBlockCacheSize(16 << 20).
-		WithIndexCacheSize(8 << 20)
+	bopts := badgerOptions(dir, logger)
 	if opts.InMemory {
 		bopts = bopts.WithInMemory(true).WithDir("").WithValueDir("")
 	} else if err := prepareDir(dir, opts, logger); err != nil {
