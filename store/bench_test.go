@@ -107,3 +107,13 @@ func BenchmarkWrite(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGate measures the free-space check alone (one statfs).
+func BenchmarkGate(b *testing.B) {
+	g := &spaceGate{dir: b.TempDir(), low: 1 << 20}
+	for b.Loop() {
+		if err := g.admit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,10 +1,26 @@
 // Package store is the node's durable state: a badger v4 database under the
 // node's home with typed access to what the node must remember across
-// restarts (known peers now; jobs, leases, vouchers and attestations later).
+// restarts (known peers, leases, jobs, vouchers, receipts, chain entries).
 //
 // The database carries a schema version key. Opening a database written by a
 // newer schema, a database another process holds, or a corrupt one fails with
 // a clear, typed error and never rewrites what is on disk.
+//
+// Damage. Before badger reads a directory, Open checks it the way badger
+// will (verify.go): the MANIFEST replays, every table it names exists and
+// passes its index and block checksums, the memtable logs are damaged at
+// most in a torn tail, KEYREGISTRY reads. Damage is a *CorruptError
+// (errors.Is ErrCorrupt) naming the file, never a panic; a recover around
+// badger.Open is the last line. Salvage (Options.Salvage, the daemon's
+// --salvage-store) moves the damaged files into <dir>.salvaged-<time> and
+// opens what is left.
+//
+// Disk space. Every write first checks the filesystem's free space and is
+// refused with a *LowSpaceError (errors.Is ErrDiskFull) below
+// Options.LowSpaceMiB; DB.FreeSpace reports it for a provider to stop
+// bidding. Memtable logs are allocated up front and a headroom file is
+// released before badger's Open and Close, so a full disk is an error,
+// never a SIGBUS in badger's mapped files (space.go).
 package store
 
 import (

@@ -47,6 +47,7 @@ func verifyTable(data []byte, compression options.CompressionType) (maxVersion u
 		return 0, errors.New("index lists no blocks")
 	}
 	var bo fb.BlockOffset
+	var scratch []byte // one decompression buffer for all blocks
 	for i := range n {
 		if !index.Offsets(&bo, i) {
 			return 0, fmt.Errorf("index entry %d of %d unreadable", i, n)
@@ -55,7 +56,7 @@ func verifyTable(data []byte, compression options.CompressionType) (maxVersion u
 		if off < 0 || size <= 0 || off+size > indexStart {
 			return 0, fmt.Errorf("block %d at %d+%d lies outside the %d bytes of blocks", i, off, size, indexStart)
 		}
-		if err := verifyBlock(data[off:off+size], compression); err != nil {
+		if err := verifyBlock(data[off:off+size], compression, &scratch); err != nil {
 			return 0, fmt.Errorf("block %d at offset %d: %w", i, off, err)
 		}
 	}
@@ -119,8 +120,8 @@ func checkSum(data []byte, chk *pb.Checksum) error {
 
 // verifyBlock decompresses one block as badger does and checks its checksum
 // and entry table.
-func verifyBlock(raw []byte, compression options.CompressionType) error {
-	data, err := decompressBlock(raw, compression)
+func verifyBlock(raw []byte, compression options.CompressionType, scratch *[]byte) error {
+	data, err := decompressBlock(raw, compression, scratch)
 	if err != nil {
 		return err
 	}
@@ -143,7 +144,7 @@ func verifyBlock(raw []byte, compression options.CompressionType) error {
 // most tens of MiB.
 const maxBlockBytes = 64 << 20
 
-func decompressBlock(raw []byte, compression options.CompressionType) ([]byte, error) {
+func decompressBlock(raw []byte, compression options.CompressionType, scratch *[]byte) ([]byte, error) {
 	switch compression {
 	case options.None:
 		return raw, nil
@@ -155,13 +156,16 @@ func decompressBlock(raw []byte, compression options.CompressionType) ([]byte, e
 		if n > maxBlockBytes {
 			return nil, fmt.Errorf("snappy block claims %d bytes", n)
 		}
-		out, err := snappy.Decode(make([]byte, n), raw)
+		if cap(*scratch) < n {
+			*scratch = make([]byte, n)
+		}
+		out, err := snappy.Decode((*scratch)[:n], raw)
 		if err != nil {
 			return nil, fmt.Errorf("snappy: %w", err)
 		}
 		return out, nil
 	case options.ZSTD:
-		out, err := y.ZSTDDecompress(nil, raw)
+		out, err := y.ZSTDDecompress((*scratch)[:0], raw)
 		if err != nil {
 			return nil, fmt.Errorf("zstd: %w", err)
 		}
