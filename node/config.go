@@ -18,6 +18,7 @@ import (
 	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/node/provider"
+	"github.com/idlegrid/idlegrid/store"
 )
 
 // Role is what a node does in the market.
@@ -51,6 +52,7 @@ type Config struct {
 	Executor ExecutorConfig `toml:"executor"`
 	Attest   AttestConfig   `toml:"attest"`
 	Market   MarketConfig   `toml:"market"`
+	Store    StoreConfig    `toml:"store"`
 
 	// Home is the node's home directory; not part of the file.
 	Home string `toml:"-"`
@@ -72,6 +74,16 @@ type P2PConfig struct {
 	ReconnectMax        time.Duration `toml:"reconnect_max"`
 	GossipMaxMessageKiB int           `toml:"gossip_max_message_kib"`
 	GossipHeartbeat     time.Duration `toml:"gossip_heartbeat"`
+}
+
+// StoreConfig configures the node's store (<home>/store).
+type StoreConfig struct {
+	// LowSpaceMiB is the free disk space below which the store refuses
+	// writes (store.ErrDiskFull); negative turns the check off.
+	LowSpaceMiB int `toml:"low_space_mib"`
+	// Salvage moves damaged store files aside before opening (the
+	// daemon's --salvage-store); never from the file.
+	Salvage bool `toml:"-"`
 }
 
 // APIConfig configures the local HTTP API.
@@ -170,6 +182,7 @@ func DefaultConfig(role Role) Config {
 			EnergyTolerance: 0.15, MaxSkew: 2 * time.Minute,
 		},
 		Market: MarketConfig{ReliabilityPrior: 0.8, Refresh: 15 * time.Second, SearchTimeout: 15 * time.Second, Reauction: true, GoldNeedsBadge: true},
+		Store:  StoreConfig{LowSpaceMiB: store.DefaultLowSpaceMiB},
 	}
 }
 

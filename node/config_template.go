@@ -191,4 +191,9 @@ reauction = {{.Market.Reauction}}
 # Award gold-tier work only to providers with the gold reputation badge
 # (score x volume; see idlegrid rep).
 gold_needs_badge = {{.Market.GoldNeedsBadge}}
+
+[store]
+# Free disk space (MiB) below which the store refuses writes and a provider
+# stops taking leases; -1 turns the check off.
+low_space_mib = {{.Store.LowSpaceMiB}}
 `))

@@ -121,7 +121,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 		if cfg.Home == "" {
 			return nil, errors.New("node.New: no home directory and no store given")
 		}
-		if n.db, err = store.Open(StorePath(cfg.Home), store.Options{Logger: n.log}); err != nil {
+		if n.db, err = store.Open(StorePath(cfg.Home), store.Options{Logger: n.log, LowSpaceMiB: int64(cfg.Store.LowSpaceMiB), Salvage: cfg.Store.Salvage}); err != nil {
 			return nil, fmt.Errorf("node.New: %w", err)
 		}
 	}

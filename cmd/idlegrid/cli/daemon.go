@@ -18,6 +18,7 @@ func newDaemonCmd(g *globals) *cobra.Command {
 		bootstrap []string
 		apiListen string
 		sets      []string
+		salvage   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "daemon",
@@ -50,6 +51,7 @@ variables, then flags (--set section.key=value for any key).`,
 			if apiListen != "" {
 				cfg.API.Listen = apiListen
 			}
+			cfg.Store.Salvage = salvage
 			for _, kv := range sets {
 				k, v, ok := strings.Cut(kv, "=")
 				if !ok {
@@ -85,6 +87,7 @@ variables, then flags (--set section.key=value for any key).`,
 	f.StringSliceVar(&listen, "listen", nil, "p2p listen multiaddrs (replaces p2p.listen)")
 	f.StringSliceVar(&bootstrap, "bootstrap", nil, "bootstrap peer multiaddrs ending in /p2p/<id> (replaces p2p.bootstrap)")
 	f.StringVar(&apiListen, "api-listen", "", "API listen address host:port (replaces api.listen)")
+	f.BoolVar(&salvage, "salvage-store", false, "move damaged store files aside into <home>/store.salvaged-<time> and open what is left")
 	f.StringArrayVar(&sets, "set", nil, "override any config key: --set p2p.conn_high=300")
 	return cmd
 }
