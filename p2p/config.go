@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	dht "github.com/libp2p/go-libp2p-kad-dht"
@@ -70,6 +71,13 @@ type Config struct {
 
 	// Topics the node may use; defaults to AllTopics.
 	Topics []string
+	// TopicPolicy admits further topics by name (families of sharded
+	// topics whose names are not known in advance); nil admits none. A
+	// peer's subscriptions to other topics are dropped.
+	TopicPolicy func(topic string) bool
+	// MaxTopics bounds the topics a peer may announce and this node may
+	// join (0: 160).
+	MaxTopics int
 	// MaxMessageSize caps one gossip message.
 	MaxMessageSize int
 	// GossipHeartbeat is the gossipsub heartbeat interval.
@@ -166,4 +174,19 @@ func (c *Config) validate(hasHost bool) error {
 		return fmt.Errorf("p2p config: %w", err)
 	}
 	return nil
+}
+
+// allowed reports whether the node may use a topic.
+func (c *Config) allowed(topic string) bool {
+	return slices.Contains(c.Topics, topic) || (c.TopicPolicy != nil && c.TopicPolicy(topic))
+}
+
+// defaultMaxTopics bounds joined and announced topics when MaxTopics is 0.
+const defaultMaxTopics = 160
+
+func (c *Config) maxTopics() int {
+	if c.MaxTopics > 0 {
+		return c.MaxTopics
+	}
+	return defaultMaxTopics
 }

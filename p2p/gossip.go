@@ -36,11 +36,16 @@ type Validator func(ctx context.Context, from, signer peer.ID, data []byte) Verd
 // exchange from them is trusted (the Lotus pattern).
 const bootstrapScore = 1500
 
-// contentID names a message by the hash of its payload, so the same
-// signed record relayed by two publishers is delivered once.
+// contentID names a message by the hash of its topic and payload, so the
+// same signed record relayed by two publishers is delivered once per
+// topic, and one record published on several topics (an RFQ for two GPU
+// shards) reaches each.
 func contentID(m *pb.Message) string {
-	sum := sha256.Sum256(m.Data)
-	return string(sum[:])
+	h := sha256.New()
+	h.Write([]byte(m.GetTopic()))
+	h.Write([]byte{0})
+	h.Write(m.Data)
+	return string(h.Sum(nil))
 }
 
 // gossipFeatures declares what our private protocol ID supports: mesh,
@@ -72,26 +77,31 @@ func gossipParams(cfg *Config) pubsub.GossipSubParams {
 	return p
 }
 
+// topicScoreParams are the same for every topic, static or joined later.
+func topicScoreParams() *pubsub.TopicScoreParams {
+	return &pubsub.TopicScoreParams{
+		TopicWeight: 0.5,
+		// P1: a little credit for staying in the mesh.
+		TimeInMeshWeight:  0.00027,
+		TimeInMeshQuantum: time.Second,
+		TimeInMeshCap:     3600,
+		// P2: credit for delivering messages first.
+		FirstMessageDeliveriesWeight: 5,
+		FirstMessageDeliveriesDecay:  pubsub.ScoreParameterDecay(10 * time.Minute),
+		FirstMessageDeliveriesCap:    100,
+		// P3 (mesh delivery rate) stays off: in a small network it
+		// prunes honest but quiet peers.
+		// P4: invalid messages cost a lot and are remembered for hours.
+		InvalidMessageDeliveriesWeight: -1000,
+		InvalidMessageDeliveriesDecay:  pubsub.ScoreParameterDecay(time.Hour),
+	}
+}
+
 func scoreParams(cfg *Config, isBootstrap func(peer.ID) bool) (*pubsub.PeerScoreParams, *pubsub.PeerScoreThresholds) {
 	app := cfg.AppScore
 	topics := make(map[string]*pubsub.TopicScoreParams, len(cfg.Topics))
 	for _, t := range cfg.Topics {
-		topics[t] = &pubsub.TopicScoreParams{
-			TopicWeight: 0.5,
-			// P1: a little credit for staying in the mesh.
-			TimeInMeshWeight:  0.00027,
-			TimeInMeshQuantum: time.Second,
-			TimeInMeshCap:     3600,
-			// P2: credit for delivering messages first.
-			FirstMessageDeliveriesWeight: 5,
-			FirstMessageDeliveriesDecay:  pubsub.ScoreParameterDecay(10 * time.Minute),
-			FirstMessageDeliveriesCap:    100,
-			// P3 (mesh delivery rate) stays off: in a small network it
-			// prunes honest but quiet peers.
-			// P4: invalid messages cost a lot and are remembered for hours.
-			InvalidMessageDeliveriesWeight: -1000,
-			InvalidMessageDeliveriesDecay:  pubsub.ScoreParameterDecay(time.Hour),
-		}
+		topics[t] = topicScoreParams()
 	}
 	params := &pubsub.PeerScoreParams{
 		Topics:            topics,
@@ -140,8 +150,7 @@ func newPubSub(ctx context.Context, h host.Host, cfg *Config, disc discovery.Dis
 		pubsub.WithFloodPublish(true),
 		pubsub.WithValidateQueueSize(256),
 		pubsub.WithPeerOutboundQueueSize(128),
-		pubsub.WithSubscriptionFilter(pubsub.WrapLimitSubscriptionFilter(
-			pubsub.NewAllowlistSubscriptionFilter(cfg.Topics...), len(cfg.Topics)*4)),
+		pubsub.WithSubscriptionFilter(pubsub.WrapLimitSubscriptionFilter(topicFilter{cfg}, cfg.maxTopics())),
 		pubsub.WithPeerScore(sp, th),
 		pubsub.WithPeerExchange(cfg.Bootstrapper),
 		pubsub.WithPeerScoreInspect(pubsub.ExtendedPeerScoreInspectFn(func(m map[peer.ID]*pubsub.PeerScoreSnapshot) {
@@ -175,4 +184,13 @@ func (d retryingDiscovery) Advertise(ctx context.Context, ns string, opts ...dis
 		return d.retry, err
 	}
 	return ttl, nil
+}
+
+// topicFilter admits the static topics and those the topic policy allows.
+type topicFilter struct{ cfg *Config }
+
+func (f topicFilter) CanSubscribe(topic string) bool { return f.cfg.allowed(topic) }
+
+func (f topicFilter) FilterIncomingSubscriptions(_ peer.ID, subs []*pb.RPC_SubOpts) ([]*pb.RPC_SubOpts, error) {
+	return pubsub.FilterSubscriptions(subs, f.CanSubscribe), nil
 }

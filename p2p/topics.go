@@ -15,6 +15,10 @@ import (
 // ErrTopicNotAllowed is returned for a topic outside the allowlist.
 var ErrTopicNotAllowed = errors.New("topic not in the allowlist")
 
+// ErrTooManyTopics is returned when joining one more topic would pass
+// Config.MaxTopics.
+var ErrTooManyTopics = errors.New("too many topics")
+
 // Message is a validated gossip message.
 type Message struct {
 	Topic string
@@ -26,7 +30,7 @@ type Message struct {
 }
 
 func (n *Node) topic(name string) (*pubsub.Topic, error) {
-	if !slices.Contains(n.cfg.Topics, name) {
+	if !n.cfg.allowed(name) {
 		return nil, fmt.Errorf("p2p: topic %q: %w", name, ErrTopicNotAllowed)
 	}
 	n.mu.Lock()
@@ -37,9 +41,18 @@ func (n *Node) topic(name string) (*pubsub.Topic, error) {
 	if t, ok := n.topics[name]; ok {
 		return t, nil
 	}
+	if len(n.topics) >= n.cfg.maxTopics() {
+		return nil, fmt.Errorf("p2p: join %q: %d topics joined already: %w", name, len(n.topics), ErrTooManyTopics)
+	}
 	t, err := n.ps.Join(name)
 	if err != nil {
 		return nil, fmt.Errorf("p2p: join %q: %w", name, err)
+	}
+	if !slices.Contains(n.cfg.Topics, name) {
+		// Topics joined later score like the static ones.
+		if err := t.SetScoreParams(topicScoreParams()); err != nil {
+			n.log.Debug("topic score params", "topic", name, "err", err)
+		}
 	}
 	n.topics[name] = t
 	return t, nil
@@ -49,7 +62,7 @@ func (n *Node) topic(name string) (*pubsub.Topic, error) {
 // the topic, ours included, passes through it before delivery or
 // forwarding. Register before subscribing.
 func (n *Node) RegisterValidator(topic string, v Validator) error {
-	if !slices.Contains(n.cfg.Topics, topic) {
+	if !n.cfg.allowed(topic) {
 		return fmt.Errorf("p2p: validator for %q: %w", topic, ErrTopicNotAllowed)
 	}
 	counted := func(ctx context.Context, from peer.ID, m *pubsub.Message) pubsub.ValidationResult {
@@ -175,6 +188,23 @@ func (n *Node) TopicPeers() map[string]int {
 	for _, t := range n.cfg.Topics {
 		out[t] = len(n.ps.ListPeers(t))
 	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for t := range n.topics {
+		out[t] = len(n.ps.ListPeers(t))
+	}
+	return out
+}
+
+// JoinedTopics lists the topics this node joined.
+func (n *Node) JoinedTopics() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]string, 0, len(n.topics))
+	for t := range n.topics {
+		out = append(out, t)
+	}
+	slices.Sort(out)
 	return out
 }
 
