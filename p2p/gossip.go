@@ -72,13 +72,15 @@ func gossipParams(cfg *Config) pubsub.GossipSubParams {
 	return p
 }
 
+const graylistThreshold = -2500
+
 // scoreThresholds: a peer below -500 gets no gossip from us, below -1000
 // none of our publications, below -2500 (graylisted) its RPCs are ignored.
 func scoreThresholds() *pubsub.PeerScoreThresholds {
 	return &pubsub.PeerScoreThresholds{
 		GossipThreshold:             -500,
 		PublishThreshold:            -1000,
-		GraylistThreshold:           -2500,
+		GraylistThreshold:           graylistThreshold,
 		AcceptPXThreshold:           1000,
 		OpportunisticGraftThreshold: 3.5,
 	}
@@ -156,7 +158,7 @@ func newPubSub(ctx context.Context, h host.Host, cfg *Config, disc discovery.Dis
 		pubsub.WithPeerScore(sp, th),
 		pubsub.WithPeerExchange(cfg.Bootstrapper),
 		pubsub.WithBlacklist(gossipBlacklist{g.blocklist}),
-		pubsub.WithAppSpecificRpcInspector(g.guard.rpcInspector(g.throttled)),
+		pubsub.WithAppSpecificRpcInspector(g.guard.rpcInspector(g.graylisted, g.throttled)),
 		pubsub.WithPeerScoreInspect(pubsub.ExtendedPeerScoreInspectFn(func(m map[peer.ID]*pubsub.PeerScoreSnapshot) {
 			scores := make(map[peer.ID]float64, len(m))
 			for p, s := range m {
@@ -178,9 +180,10 @@ func newPubSub(ctx context.Context, h host.Host, cfg *Config, disc discovery.Dis
 // gossipGuard is what gossipsub needs of the abuse guard: scores, the
 // blocklist as its blacklist, and the per-peer throttle.
 type gossipGuard struct {
-	guard     *Guard
-	blocklist *Blocklist
-	throttled func(n int)
+	guard      *Guard
+	blocklist  *Blocklist
+	graylisted func(peer.ID) bool
+	throttled  func(n int)
 }
 
 // retryingDiscovery shortens pubsub's two-minute retry after a failed

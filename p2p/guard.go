@@ -24,6 +24,8 @@ const (
 	// AbuseGossipRate: a message over the peer's validation rate, dropped
 	// before any signature check.
 	AbuseGossipRate AbuseReason = "gossip_rate"
+	// AbuseGossipGraylisted: a message pushed while graylisted.
+	AbuseGossipGraylisted AbuseReason = "gossip_graylisted"
 	// AbuseDHTRecord: a DHT PUT whose record failed validation.
 	AbuseDHTRecord AbuseReason = "dht_invalid_record"
 	// AbuseDHTRate: DHT PUTs over the peer's rate.
@@ -76,14 +78,15 @@ func DefaultGuardConfig() GuardConfig {
 		BanPoints:     200,
 		BanFor:        6 * time.Hour,
 		Penalties: map[AbuseReason]float64{
-			AbuseGossipIgnore:    1,
-			AbuseGossipReject:    10,
-			AbuseGossipRate:      1,
-			AbuseDHTRecord:       25,
-			AbuseDHTRate:         2,
-			AbuseStreamCap:       2,
-			AbuseStreamIdle:      5,
-			AbuseStreamMalformed: 10,
+			AbuseGossipIgnore:     1,
+			AbuseGossipReject:     10,
+			AbuseGossipRate:       1,
+			AbuseGossipGraylisted: 1,
+			AbuseDHTRecord:        25,
+			AbuseDHTRate:          2,
+			AbuseStreamCap:        2,
+			AbuseStreamIdle:       5,
+			AbuseStreamMalformed:  10,
 		},
 		GossipRate:  200,
 		GossipBurst: 400,

@@ -33,9 +33,19 @@ func (g *Guard) GuardValidator(self peer.ID, v Validator) Validator {
 // a signature check: messages over the peer's budget are cut from the RPC
 // (its control part is kept) and charged. It runs on gossipsub's event
 // loop and must stay cheap.
-func (g *Guard) rpcInspector(throttled func(n int)) func(peer.ID, *pubsub.RPC) error {
+//
+// A graylisted peer's RPCs are dropped by gossipsub right after this, so
+// its messages cost nothing more, and its points would decay until it is
+// let back in to abuse again. Every message it keeps pushing while
+// graylisted is therefore charged AbuseGossipGraylisted: a peer that does
+// not stop ends banned.
+func (g *Guard) rpcInspector(graylisted func(peer.ID) bool, throttled func(n int)) func(peer.ID, *pubsub.RPC) error {
 	return func(from peer.ID, rpc *pubsub.RPC) error {
 		if len(rpc.Publish) == 0 {
+			return nil
+		}
+		if graylisted != nil && graylisted(from) {
+			g.Charge(from, AbuseGossipGraylisted, float64(len(rpc.Publish))*g.Penalty(AbuseGossipGraylisted))
 			return nil
 		}
 		kept := rpc.Publish[:0]

@@ -198,7 +198,6 @@ type PeerAbuse struct {
 // PeerAbuse describes every connected peer, every peer with abuse points
 // and every banned peer that is connected or charged, sorted by peer ID.
 func (n *Node) PeerAbuse() []PeerAbuse {
-	th := scoreThresholds()
 	n.scoresMu.Lock()
 	scores := n.scores
 	n.scoresMu.Unlock()
@@ -218,7 +217,7 @@ func (n *Node) PeerAbuse() []PeerAbuse {
 			ID:          p,
 			Connected:   n.host.Network().Connectedness(p) == network.Connected,
 			GossipScore: score,
-			Graylisted:  score < th.GraylistThreshold,
+			Graylisted:  score < graylistThreshold,
 			AbusePoints: rec.Points,
 			LastAbuse:   rec.LastReason,
 		}
@@ -239,15 +238,22 @@ func (n *Node) PeerAbuse() []PeerAbuse {
 	return out
 }
 
+// isGraylisted reports whether p's last gossipsub score snapshot is below
+// the graylist threshold.
+func (n *Node) isGraylisted(p peer.ID) bool {
+	n.scoresMu.Lock()
+	defer n.scoresMu.Unlock()
+	return n.scores[p] < graylistThreshold
+}
+
 // graylisted counts the peers gossipsub scores below the graylist
 // threshold, for the metrics.
 func (n *Node) graylisted() int {
-	th := scoreThresholds()
 	n.scoresMu.Lock()
 	defer n.scoresMu.Unlock()
 	c := 0
 	for _, s := range n.scores {
-		if s < th.GraylistThreshold {
+		if s < graylistThreshold {
 			c++
 		}
 	}

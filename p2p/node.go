@@ -164,7 +164,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 		disc = retryingDiscovery{Discovery: n.routing, retry: 5 * time.Second}
 	}
 	n.ps, err = newPubSub(psCtx, n.host, &n.cfg, disc, n.isBootstrap, n.setScores,
-		gossipGuard{guard: n.guard, blocklist: n.blocklist, throttled: n.metrics.throttled})
+		gossipGuard{guard: n.guard, blocklist: n.blocklist, graylisted: n.isGraylisted, throttled: n.metrics.throttled})
 	if err != nil {
 		return nil, err
 	}
