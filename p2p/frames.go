@@ -29,7 +29,7 @@ type FrameLimits struct {
 	// and charged. Long-lived streams are for peers that sent a request.
 	HeaderTimeout time.Duration
 	// MaxPerPeer and MaxConcurrent cap the streams one peer, and all peers
-	// together, may have open on the protocol (defaults 16 and 256).
+	// together, may have open on the protocol (defaults 32 and 256).
 	MaxPerPeer, MaxConcurrent int
 }
 

@@ -84,7 +84,7 @@ func DefaultGuardConfig() GuardConfig {
 			AbuseGossipGraylisted: 1,
 			AbuseDHTRecord:        25,
 			AbuseDHTRate:          2,
-			AbuseStreamCap:        2,
+			AbuseStreamCap:        0.5,
 			AbuseStreamIdle:       5,
 			AbuseStreamMalformed:  10,
 		},

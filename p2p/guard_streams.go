@@ -34,7 +34,7 @@ const (
 
 // Stream cap defaults, applied when a limit leaves them zero.
 const (
-	defaultStreamsPerPeer     = 16
+	defaultStreamsPerPeer     = 32
 	defaultStreamsPerProtocol = 256
 	defaultHeaderTimeout      = 5 * time.Second
 )
@@ -157,7 +157,7 @@ func (n *Node) readRequest(s network.Stream, proto protocol.ID, max int, header 
 	}
 	from := s.Conn().RemotePeer()
 	switch {
-	case timedOut.Load() || errors.Is(err, os.ErrDeadlineExceeded):
+	case timedOut.Load() || isTimeout(err):
 		n.metrics.streamRefused(proto, RefusedHeaderTimeout)
 		n.guard.Charge(from, AbuseStreamIdle, 0)
 	case errors.Is(err, msgio.ErrMsgTooLarge):
@@ -177,6 +177,16 @@ func (n *Node) handlerFailed(proto protocol.ID, from peer.ID, err error) {
 		n.metrics.streamRefused(proto, RefusedMalformed)
 		n.guard.Charge(from, AbuseStreamMalformed, 0)
 	}
+}
+
+// isTimeout: the read hit its deadline (transports report it in their
+// own error types, but all with a Timeout method).
+func isTimeout(err error) bool {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return true
+	}
+	var te interface{ Timeout() bool }
+	return errors.As(err, &te) && te.Timeout()
 }
 
 func orDefault[T int | time.Duration](v, d T) T {

@@ -30,7 +30,7 @@ type StreamLimits struct {
 	// then, and charged.
 	HeaderTimeout time.Duration
 	// MaxPerPeer and MaxConcurrent cap the streams one peer, and all peers
-	// together, may have open on the protocol (defaults 16 and 256).
+	// together, may have open on the protocol (defaults 32 and 256).
 	MaxPerPeer, MaxConcurrent int
 }
 

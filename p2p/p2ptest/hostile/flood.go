@@ -26,9 +26,10 @@ type Flooder struct {
 }
 
 // Flood dials target from n fresh identities, perSecond at most (0: as
-// fast as the dials go), in the background. Close ends it and closes every
-// identity.
-func Flood(ctx context.Context, target peer.AddrInfo, n int, perSecond float64) *Flooder {
+// fast as the dials go), in the background. Each identity is passed to
+// onIdentity (may be nil) before it dials, so a test can tell flood peers
+// from others. Close ends it and closes every identity.
+func Flood(ctx context.Context, target peer.AddrInfo, n int, perSecond float64, onIdentity func(peer.ID)) *Flooder {
 	ctx, cancel := context.WithCancel(ctx)
 	f := &Flooder{done: make(chan struct{}), cancel: cancel, ids: map[peer.ID]bool{}}
 	go func() {
@@ -60,6 +61,9 @@ func Flood(ctx context.Context, target peer.AddrInfo, n int, perSecond float64) 
 			f.hosts = append(f.hosts, h)
 			f.ids[h.ID()] = true
 			f.mu.Unlock()
+			if onIdentity != nil {
+				onIdentity(h.ID())
+			}
 			wg.Go(func() {
 				dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
 				defer dcancel()

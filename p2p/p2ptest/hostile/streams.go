@@ -3,6 +3,7 @@ package hostile
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
@@ -37,18 +38,23 @@ func (a *Attacker) OpenStream(ctx context.Context, p peer.ID, proto protocol.ID)
 	return s, nil
 }
 
-// IdleStreams opens n negotiated streams on proto and sends nothing on
-// them. It returns the streams it got open before the first failure.
-func (a *Attacker) IdleStreams(ctx context.Context, p peer.ID, proto protocol.ID, n int) ([]network.Stream, error) {
-	var out []network.Stream
+// IdleStreams tries n negotiated streams on proto and sends nothing on
+// them. It returns the streams that opened and how many the target
+// refused during negotiation; err is for failures to open a stream at all
+// (no connection).
+func (a *Attacker) IdleStreams(ctx context.Context, p peer.ID, proto protocol.ID, n int) (open []network.Stream, refused int, err error) {
 	for range n {
 		s, err := a.OpenStream(ctx, p, proto)
-		if err != nil {
-			return out, err
+		switch {
+		case errors.Is(err, ErrRefused):
+			refused++
+		case err != nil:
+			return open, refused, err
+		default:
+			open = append(open, s)
 		}
-		out = append(out, s)
 	}
-	return out, nil
+	return open, refused, nil
 }
 
 // Write opens a stream on proto, writes raw bytes (garbage, a lying
