@@ -103,13 +103,6 @@ func (a *admission) disconnected(c network.Conn) {
 	a.mu.Unlock()
 }
 
-// count is the number of inbound connections tracked.
-func (a *admission) count() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.inbound)
-}
-
 // pickEviction is the admission rule: among unprotected inbound
 // connections, the youngest of the subnet with the most of them (ties go
 // to the subnet whose youngest is younger). nil when every connection is
