@@ -2,6 +2,7 @@ package p2p
 
 import (
 	"sync"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/control"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -10,32 +11,135 @@ import (
 )
 
 // Blocklist is a connection gater that refuses blocked peers: no dial to
-// them, no connection from them. The node blocks a peer once it has
-// verified a fraud proof against it. It is safe for concurrent use.
+// them, no connection from them. It holds two kinds of entries: blocks,
+// which last for the process (the node blocks a peer once it has verified
+// a fraud proof against it), and bans, which expire (the abuse guard bans
+// a peer that keeps abusing). It also serves as gossipsub's blacklist, so
+// an expired ban lets the peer's messages in again. It is safe for
+// concurrent use.
 type Blocklist struct {
-	mu      sync.RWMutex
-	blocked map[peer.ID]bool
+	now func() time.Time
+	// refused counts connections the gater turned away; may be nil.
+	refused func(reason string)
+
+	mu sync.RWMutex
+	// until is when the entry ends; the zero time means never.
+	until map[peer.ID]time.Time
 }
 
-// NewBlocklist returns an empty blocklist.
-func NewBlocklist() *Blocklist { return &Blocklist{blocked: map[peer.ID]bool{}} }
+// maxBans bounds the ban entries: a flood of fresh identities each earning
+// a ban must not grow memory without end. Blocks are never evicted.
+const maxBans = 1 << 16
 
-// Add blocks p; it reports whether p was not blocked before.
+// NewBlocklist returns an empty blocklist.
+func NewBlocklist() *Blocklist { return &Blocklist{now: time.Now, until: map[peer.ID]time.Time{}} }
+
+// Add blocks p for good; it reports whether p was not blocked before.
 func (b *Blocklist) Add(p peer.ID) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.blocked[p] {
+	u, ok := b.until[p]
+	if ok && u.IsZero() {
 		return false
 	}
-	b.blocked[p] = true
-	return true
+	b.until[p] = time.Time{}
+	return !ok || !u.After(b.now())
 }
 
-// Has reports whether p is blocked.
+// Ban blocks p until the given time; it reports whether p was not blocked
+// before. A ban never shortens an entry that lasts longer.
+func (b *Blocklist) Ban(p peer.ID, until time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	u, ok := b.until[p]
+	active := ok && (u.IsZero() || u.After(now))
+	if ok && (u.IsZero() || !until.After(u)) {
+		return !active
+	}
+	if !ok && len(b.until) >= maxBans {
+		b.evictLocked(now)
+	}
+	b.until[p] = until
+	return !active
+}
+
+// evictLocked drops expired bans, or else the ban that ends first.
+func (b *Blocklist) evictLocked(now time.Time) {
+	var first peer.ID
+	var firstAt time.Time
+	for p, u := range b.until {
+		if u.IsZero() {
+			continue
+		}
+		if !u.After(now) {
+			delete(b.until, p)
+			continue
+		}
+		if firstAt.IsZero() || u.Before(firstAt) {
+			first, firstAt = p, u
+		}
+	}
+	if len(b.until) >= maxBans && first != "" {
+		delete(b.until, first)
+	}
+}
+
+// Has reports whether p is blocked or banned now.
 func (b *Blocklist) Has(p peer.ID) bool {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	return b.blocked[p]
+	u, ok := b.until[p]
+	return ok && (u.IsZero() || u.After(b.now()))
+}
+
+// BannedUntil is when p's ban ends: ok is false when p is neither banned
+// nor blocked, and forever is true for a block.
+func (b *Blocklist) BannedUntil(p peer.ID) (until time.Time, forever, ok bool) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	u, found := b.until[p]
+	switch {
+	case !found:
+		return time.Time{}, false, false
+	case u.IsZero():
+		return time.Time{}, true, true
+	case u.After(b.now()):
+		return u, false, true
+	}
+	return time.Time{}, false, false
+}
+
+// Count is the number of peers blocked or banned now.
+func (b *Blocklist) Count() int {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	now, n := b.now(), 0
+	for _, u := range b.until {
+		if u.IsZero() || u.After(now) {
+			n++
+		}
+	}
+	return n
+}
+
+// gossipBlacklist lets gossipsub consult the blocklist, so that it drops
+// a banned peer and takes it back once the ban expires. Entries are made
+// by the node, never by gossipsub: its Add (called by BlacklistPeer) only
+// confirms.
+type gossipBlacklist struct{ b *Blocklist }
+
+func (g gossipBlacklist) Add(peer.ID) bool        { return true }
+func (g gossipBlacklist) Contains(p peer.ID) bool { return g.b.Has(p) }
+
+func (b *Blocklist) gate(p peer.ID) bool {
+	if b.Has(p) {
+		if b.refused != nil {
+			b.refused(RefusedBanned)
+		}
+		return false
+	}
+	return true
 }
 
 // InterceptPeerDial implements connmgr.ConnectionGater.
@@ -50,7 +154,7 @@ func (b *Blocklist) InterceptAccept(network.ConnMultiaddrs) bool { return true }
 
 // InterceptSecured implements connmgr.ConnectionGater.
 func (b *Blocklist) InterceptSecured(_ network.Direction, p peer.ID, _ network.ConnMultiaddrs) bool {
-	return !b.Has(p)
+	return b.gate(p)
 }
 
 // InterceptUpgraded implements connmgr.ConnectionGater.
@@ -65,10 +169,15 @@ func (n *Node) Block(p peer.ID) {
 	if n.blocklist.Add(p) {
 		n.log.Warn("peer blocked", "peer", p)
 	}
+	n.cutOff(p)
+}
+
+// cutOff closes p's connections and forgets it as a DHT and gossip peer.
+func (n *Node) cutOff(p peer.ID) {
 	n.ps.BlacklistPeer(p)
 	_ = n.host.Network().ClosePeer(p)
 	n.dht.RoutingTable().RemovePeer(p)
 }
 
-// Blocked reports whether p is blocked.
+// Blocked reports whether p is blocked or banned.
 func (n *Node) Blocked(p peer.ID) bool { return n.blocklist.Has(p) }

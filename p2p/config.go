@@ -92,7 +92,18 @@ type Config struct {
 	// known peers, not only bootstrap peers.
 	MinPeers int
 
-	// DHTOptions are appended to the node's own (record validators).
+	// ConnsPerIP and ConnsPerSubnet cap the connections from one IPv4
+	// address and one /24 (IPv6: one /56 and one /48) in the resource
+	// manager; loopback and bootstrap addresses are exempt.
+	ConnsPerIP, ConnsPerSubnet int
+	// Admission keeps inbound room for newcomers during a flood.
+	Admission AdmissionConfig
+	// Guard tunes the abuse guard (points, decay, bans, rate limits).
+	Guard GuardConfig
+
+	// DHTOptions are appended to the node's own (record validators). The
+	// node sets dht.OnRequestHook itself, after these, to charge senders
+	// of invalid records.
 	DHTOptions []dht.Option
 	// UserAgent is announced through identify.
 	UserAgent string
@@ -113,6 +124,8 @@ type Deps struct {
 	// have been built with it as its connection gater for blocking to
 	// refuse new connections (Block closes existing ones either way).
 	Blocklist *Blocklist
+	// Bans persists the abuse guard's bans across restarts. May be nil.
+	Bans BanStore
 }
 
 // PeerBook is durable memory of peers met, so that a restarted node does
@@ -131,6 +144,9 @@ func DefaultConfig() Config {
 		ConnGrace:       time.Minute,
 		ResourceMemory:  512 << 20,
 		ResourceFDs:     4096,
+		ConnsPerIP:      8,
+		ConnsPerSubnet:  32,
+		Guard:           DefaultGuardConfig(),
 		Topics:          AllTopics,
 		MaxMessageSize:  256 << 10,
 		GossipHeartbeat: time.Second,
@@ -151,6 +167,9 @@ func (c *Config) validate(hasHost bool) error {
 	}
 	if c.ConnLow <= 0 || c.ConnHigh < c.ConnLow {
 		errs = append(errs, fmt.Errorf("connection water marks low=%d high=%d: need 0 < low <= high", c.ConnLow, c.ConnHigh))
+	}
+	if c.ConnsPerIP < 0 || c.ConnsPerSubnet < 0 {
+		errs = append(errs, fmt.Errorf("connections per ip %d, per subnet %d: must not be negative", c.ConnsPerIP, c.ConnsPerSubnet))
 	}
 	if c.MaxMessageSize < 1<<10 || c.MaxMessageSize > 4<<20 {
 		errs = append(errs, fmt.Errorf("max message size %d: must be within 1 KiB..4 MiB", c.MaxMessageSize))

@@ -24,6 +24,17 @@ type FrameLimits struct {
 	MaxRequest int
 	MaxFrame   int
 	Idle       time.Duration
+	// HeaderTimeout is how long a serving side waits for the whole request
+	// (default 5 s, at most Idle): idle and slowloris streams are cut then,
+	// and charged. Long-lived streams are for peers that sent a request.
+	HeaderTimeout time.Duration
+	// MaxPerPeer and MaxConcurrent cap the streams one peer, and all peers
+	// together, may have open on the protocol (defaults 32 and 256).
+	MaxPerPeer, MaxConcurrent int
+}
+
+func (l FrameLimits) header() time.Duration {
+	return min(orDefault(l.HeaderTimeout, defaultHeaderTimeout), l.Idle)
 }
 
 // FrameHandler serves one framed request. from is the authenticated
@@ -37,40 +48,35 @@ type FrameHandler func(ctx context.Context, from peer.ID, req []byte, send func(
 // service first. ctx, given to the handler, ends when the stream breaks
 // or the node's handler is unregistered by Close.
 func (n *Node) HandleFrames(proto protocol.ID, service string, lim FrameLimits, h FrameHandler) {
+	maxPeer := orDefault(lim.MaxPerPeer, defaultStreamsPerPeer)
+	maxProto := orDefault(lim.MaxConcurrent, defaultStreamsPerProtocol)
 	n.host.SetStreamHandler(proto, func(s network.Stream) {
-		if err := s.Scope().SetService(service); err != nil {
-			n.log.Debug("stream refused: service scope", "proto", proto, "err", err)
-			_ = s.Reset()
+		release, ok := n.admitStream(s, proto, service, maxPeer, maxProto, lim.MaxRequest+lim.MaxFrame)
+		if !ok {
 			return
 		}
-		reserve := lim.MaxRequest + lim.MaxFrame
-		if err := s.Scope().ReserveMemory(reserve, network.ReservationPriorityAlways); err != nil {
-			n.log.Debug("stream refused: memory", "proto", proto, "err", err)
-			_ = s.Reset()
+		defer release()
+		req, ok := n.readRequest(s, proto, lim.MaxRequest, lim.header())
+		if !ok {
 			return
 		}
-		defer s.Scope().ReleaseMemory(reserve)
-		_ = s.SetReadDeadline(time.Now().Add(lim.Idle))
-		req, err := msgio.NewVarintReaderSize(s, lim.MaxRequest).ReadMsg()
-		if err != nil {
-			_ = s.Reset()
-			return
-		}
-		_ = s.SetReadDeadline(time.Time{})
+		from := s.Conn().RemotePeer()
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		fw := &frameWriter{w: msgio.NewVarintWriter(s), s: s, max: lim.MaxFrame, idle: lim.Idle}
 		// The reader never writes after its request; a read that returns
-		// means it closed or reset the stream, so the handler stops.
+		// means it closed or reset the stream, so the handler stops. A
+		// reader that keeps writing is cut off as well.
 		go func() {
-			_, _ = io.Copy(io.Discard, s)
+			_, _ = io.CopyN(io.Discard, s, maxTrailingBytes)
 			cancel()
 		}()
 		stopKeepalive := fw.keepalive(ctx)
-		err = h(ctx, s.Conn().RemotePeer(), req, fw.send)
+		err := h(ctx, from, req, fw.send)
 		stopKeepalive()
 		if err != nil {
-			n.log.Debug("framed request failed", "proto", proto, "peer", s.Conn().RemotePeer(), "err", err)
+			n.log.Debug("framed request failed", "proto", proto, "peer", from, "err", err)
+			n.handlerFailed(proto, from, err)
 			_ = s.Reset()
 			return
 		}
@@ -84,6 +90,10 @@ func (n *Node) HandleFrames(proto protocol.ID, service string, lim FrameLimits, 
 		_ = s.Close()
 	})
 }
+
+// maxTrailingBytes is what a framed-protocol reader may send after its
+// request before the serving side stops.
+const maxTrailingBytes = 4 << 10
 
 // frameWriter serialises the handler's frames and the keepalives.
 type frameWriter struct {

@@ -97,7 +97,25 @@ func topicScoreParams() *pubsub.TopicScoreParams {
 	}
 }
 
-func scoreParams(cfg *Config, isBootstrap func(peer.ID) bool) (*pubsub.PeerScoreParams, *pubsub.PeerScoreThresholds) {
+
+const graylistThreshold = -2500
+
+// scoreThresholds: a peer below -500 gets no gossip from us, below -1000
+// none of our publications, below -2500 (graylisted) its RPCs are ignored.
+func scoreThresholds() *pubsub.PeerScoreThresholds {
+	return &pubsub.PeerScoreThresholds{
+		GossipThreshold:             -500,
+		PublishThreshold:            -1000,
+		GraylistThreshold:           graylistThreshold,
+		AcceptPXThreshold:           1000,
+		OpportunisticGraftThreshold: 3.5,
+	}
+}
+
+// scoreParams weighs peers. The application score is the configured one
+// plus the abuse guard's (negative, by abuse points) plus a bonus for
+// bootstrap peers.
+func scoreParams(cfg *Config, isBootstrap func(peer.ID) bool, guard *Guard) (*pubsub.PeerScoreParams, *pubsub.PeerScoreThresholds) {
 	app := cfg.AppScore
 	topics := make(map[string]*pubsub.TopicScoreParams, len(cfg.Topics))
 	for _, t := range cfg.Topics {
@@ -115,6 +133,9 @@ func scoreParams(cfg *Config, isBootstrap func(peer.ID) bool) (*pubsub.PeerScore
 			if app != nil {
 				s += app(p)
 			}
+			if guard != nil {
+				s += guard.AppScore(p)
+			}
 			return s
 		},
 		// P6: many peers from one IP is suspicious; loopback is exempt.
@@ -127,20 +148,13 @@ func scoreParams(cfg *Config, isBootstrap func(peer.ID) bool) (*pubsub.PeerScore
 		DecayToZero:                 pubsub.DefaultDecayToZero,
 		RetainScore:                 6 * time.Hour,
 	}
-	thresholds := &pubsub.PeerScoreThresholds{
-		GossipThreshold:             -500,
-		PublishThreshold:            -1000,
-		GraylistThreshold:           -2500,
-		AcceptPXThreshold:           1000,
-		OpportunisticGraftThreshold: 3.5,
-	}
-	return params, thresholds
+	return params, scoreThresholds()
 }
 
 // newPubSub starts gossipsub bound to ctx (pubsub has no Close: cancelling
 // ctx stops it). disc finds topic peers through the DHT.
-func newPubSub(ctx context.Context, h host.Host, cfg *Config, disc discovery.Discovery, isBootstrap func(peer.ID) bool, inspect func(map[peer.ID]float64)) (*pubsub.PubSub, error) {
-	sp, th := scoreParams(cfg, isBootstrap)
+func newPubSub(ctx context.Context, h host.Host, cfg *Config, disc discovery.Discovery, isBootstrap func(peer.ID) bool, inspect func(map[peer.ID]float64), g gossipGuard) (*pubsub.PubSub, error) {
+	sp, th := scoreParams(cfg, isBootstrap, g.guard)
 	opts := []pubsub.Option{
 		pubsub.WithGossipSubProtocols([]protocol.ID{GossipProtocol}, gossipFeatures),
 		pubsub.WithGossipSubParams(gossipParams(cfg)),
@@ -153,6 +167,8 @@ func newPubSub(ctx context.Context, h host.Host, cfg *Config, disc discovery.Dis
 		pubsub.WithSubscriptionFilter(pubsub.WrapLimitSubscriptionFilter(topicFilter{cfg}, cfg.maxTopics())),
 		pubsub.WithPeerScore(sp, th),
 		pubsub.WithPeerExchange(cfg.Bootstrapper),
+		pubsub.WithBlacklist(gossipBlacklist{g.blocklist}),
+		pubsub.WithAppSpecificRpcInspector(g.guard.rpcInspector(g.graylisted, g.throttled)),
 		pubsub.WithPeerScoreInspect(pubsub.ExtendedPeerScoreInspectFn(func(m map[peer.ID]*pubsub.PeerScoreSnapshot) {
 			scores := make(map[peer.ID]float64, len(m))
 			for p, s := range m {
@@ -169,6 +185,15 @@ func newPubSub(ctx context.Context, h host.Host, cfg *Config, disc discovery.Dis
 		return nil, fmt.Errorf("p2p: gossipsub: %w", err)
 	}
 	return ps, nil
+}
+
+// gossipGuard is what gossipsub needs of the abuse guard: scores, the
+// blocklist as its blacklist, and the per-peer throttle.
+type gossipGuard struct {
+	guard      *Guard
+	blocklist  *Blocklist
+	graylisted func(peer.ID) bool
+	throttled  func(n int)
 }
 
 // retryingDiscovery shortens pubsub's two-minute retry after a failed

@@ -24,14 +24,16 @@ import (
 // newHost builds the libp2p host from explicit options: TCP and QUIC-v1,
 // Noise and TLS, yamux, a connection manager, an explicitly sized resource
 // manager, identify and ping. Role-specific reachability options follow.
-func newHost(cfg *Config, reg prometheus.Registerer, gater *Blocklist, relaySource autorelay.PeerSource) (host.Host, error) {
+// It also returns the resource manager's system inbound connection limit,
+// which sizes admission.
+func newHost(cfg *Config, reg prometheus.Registerer, gater *Blocklist, relaySource autorelay.PeerSource) (host.Host, int, error) {
 	cm, err := connmgr.NewConnManager(cfg.ConnLow, cfg.ConnHigh, connmgr.WithGracePeriod(cfg.ConnGrace))
 	if err != nil {
-		return nil, fmt.Errorf("p2p: connection manager: %w", err)
+		return nil, 0, fmt.Errorf("p2p: connection manager: %w", err)
 	}
-	rm, err := newResourceManager(cfg)
+	rm, inbound, err := newResourceManager(cfg)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	opts := []libp2p.Option{
 		libp2p.Identity(cfg.Identity),
@@ -77,18 +79,20 @@ func newHost(cfg *Config, reg prometheus.Registerer, gater *Blocklist, relaySour
 	h, err := libp2p.New(opts...)
 	if err != nil {
 		_ = rm.Close()
-		return nil, fmt.Errorf("p2p: libp2p.New: %w", err)
+		return nil, 0, fmt.Errorf("p2p: libp2p.New: %w", err)
 	}
-	return h, nil
+	return h, inbound, nil
 }
 
 // newResourceManager sizes the limits from an explicit memory and file
-// descriptor budget and allowlists bootstrap peers, so a busy node can
-// always reach its way back into the network.
-func newResourceManager(cfg *Config) (network.ResourceManager, error) {
+// descriptor budget, caps connections per IP and per subnet, and
+// allowlists bootstrap peers, so a busy node can always reach its way back
+// into the network. It returns the system inbound connection limit too.
+func newResourceManager(cfg *Config) (network.ResourceManager, int, error) {
 	limits := rcmgr.DefaultLimits
 	libp2p.SetDefaultServiceLimits(&limits)
 	scaled := limits.Scale(cfg.ResourceMemory, cfg.ResourceFDs)
+	inbound := int(scaled.ToPartialLimitConfig().System.ConnsInbound)
 	// The allowlist takes /ip4|ip6/<addr>/p2p/<id>; DNS addresses cannot be
 	// allowlisted and are skipped.
 	var allow []ma.Multiaddr
@@ -112,11 +116,18 @@ func newResourceManager(cfg *Config) (network.ResourceManager, error) {
 			allow = append(allow, ma.Multiaddr{*ipc, *pc})
 		}
 	}
-	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(scaled), rcmgr.WithAllowlistedMultiaddrs(allow))
+	perIP := orDefault(cfg.ConnsPerIP, 8)
+	perSubnet := orDefault(cfg.ConnsPerSubnet, 32)
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(scaled),
+		rcmgr.WithAllowlistedMultiaddrs(allow),
+		rcmgr.WithLimitPerSubnet(
+			[]rcmgr.ConnLimitPerSubnet{{PrefixLength: 32, ConnCount: perIP}, {PrefixLength: 24, ConnCount: perSubnet}},
+			[]rcmgr.ConnLimitPerSubnet{{PrefixLength: 56, ConnCount: perIP}, {PrefixLength: 48, ConnCount: perSubnet * 2}},
+		))
 	if err != nil {
-		return nil, fmt.Errorf("p2p: resource manager: %w", err)
+		return nil, 0, fmt.Errorf("p2p: resource manager: %w", err)
 	}
-	return rm, nil
+	return rm, inbound, nil
 }
 
 // relayPeerSource feeds auto-relay with candidate relays: the configured

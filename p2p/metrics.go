@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // metrics are the p2p layer's own series. Gauges are read at scrape time,
-// so there is no sampling loop to keep alive.
+// so there is no sampling loop to keep alive. They are built before the
+// host (so that everything built after can count) and registered last.
 type metrics struct {
 	reg        prometheus.Registerer
 	collectors []prometheus.Collector
@@ -16,26 +18,38 @@ type metrics struct {
 	messages   *prometheus.CounterVec
 	validation *prometheus.CounterVec
 	redials    *prometheus.CounterVec
+
+	abusePoints *prometheus.CounterVec
+	abuseEvents *prometheus.CounterVec
+	bans        *prometheus.CounterVec
+	streamRefs  *prometheus.CounterVec
+	connRefs    *prometheus.CounterVec
+	dhtPuts     *prometheus.CounterVec
+	throttledN  prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
+func newMetrics(n *Node) *metrics {
+	counter := func(sub, name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "idlegrid", Subsystem: sub, Name: name, Help: help}, labels)
+	}
 	m := &metrics{
-		reg: reg,
-		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "idlegrid", Subsystem: "gossip", Name: "messages_total",
-			Help: "Gossip messages by topic and direction (published, received).",
-		}, []string{"topic", "direction"}),
-		validation: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "idlegrid", Subsystem: "gossip", Name: "validation_total",
-			Help: "Topic validator verdicts by topic and result.",
-		}, []string{"topic", "result"}),
-		redials: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "idlegrid", Subsystem: "p2p", Name: "redials_total",
-			Help: "Reconnect-loop dial attempts by result.",
-		}, []string{"result"}),
+		messages:    counter("gossip", "messages_total", "Gossip messages by topic and direction (published, received).", "topic", "direction"),
+		validation:  counter("gossip", "validation_total", "Topic validator verdicts by topic and result.", "topic", "result"),
+		redials:     counter("p2p", "redials_total", "Reconnect-loop dial attempts by result.", "result"),
+		abusePoints: counter("p2p", "abuse_points_total", "Abuse points charged to peers, by reason.", "reason"),
+		abuseEvents: counter("p2p", "abuse_events_total", "Abuse charges against peers, by reason.", "reason"),
+		bans:        counter("p2p", "bans_total", "Peers banned for abuse, by the reason of the last charge.", "reason"),
+		streamRefs:  counter("p2p", "stream_refusals_total", "Inbound streams refused or cut, by protocol and reason.", "protocol", "reason"),
+		connRefs:    counter("p2p", "conn_refusals_total", "Connections refused or evicted, by reason.", "reason"),
+		dhtPuts:     counter("dht", "puts_total", "Inbound DHT record PUTs by result (valid, invalid, throttled, banned).", "result"),
+		throttledN: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "idlegrid", Subsystem: "gossip", Name: "throttled_total",
+			Help: "Gossip messages dropped unvalidated because their peer was over its rate.",
+		}),
 	}
 	m.collectors = []prometheus.Collector{
 		m.messages, m.validation, m.redials,
+		m.abusePoints, m.abuseEvents, m.bans, m.streamRefs, m.connRefs, m.dhtPuts, m.throttledN,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "idlegrid", Subsystem: "p2p", Name: "connected_peers",
 			Help: "Peers with at least one open connection.",
@@ -44,20 +58,41 @@ func newMetrics(reg prometheus.Registerer, n *Node) (*metrics, error) {
 			Namespace: "idlegrid", Subsystem: "dht", Name: "routing_table_size",
 			Help: "Peers in the Kademlia routing table.",
 		}, func() float64 { return float64(n.dht.RoutingTable().Size()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "idlegrid", Subsystem: "gossip", Name: "graylisted_peers",
+			Help: "Peers whose gossipsub score is below the graylist threshold.",
+		}, func() float64 { return float64(n.graylisted()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "idlegrid", Subsystem: "p2p", Name: "banned_peers",
+			Help: "Peers banned (abuse) or blocked (fraud) now.",
+		}, func() float64 { return float64(n.blocklist.Count()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "idlegrid", Subsystem: "p2p", Name: "abuse_tracked_peers",
+			Help: "Peers the abuse guard keeps state for (bounded).",
+		}, func() float64 { return float64(n.guard.Tracked()) }),
 	}
+	return m
+}
+
+// register adds the series to reg; a nil reg registers nothing.
+func (m *metrics) register(reg prometheus.Registerer) error {
 	if reg == nil {
-		return m, nil
+		return nil
 	}
-	for _, c := range m.collectors {
+	for i, c := range m.collectors {
 		if err := reg.Register(c); err != nil {
+			for _, done := range m.collectors[:i] {
+				reg.Unregister(done)
+			}
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {
-				return nil, fmt.Errorf("p2p: metrics: a node is already registered on this registry: %w", err)
+				return fmt.Errorf("p2p: metrics: a node is already registered on this registry: %w", err)
 			}
-			return nil, fmt.Errorf("p2p: metrics: %w", err)
+			return fmt.Errorf("p2p: metrics: %w", err)
 		}
 	}
-	return m, nil
+	m.reg = reg
+	return nil
 }
 
 func (m *metrics) unregister() {
@@ -90,3 +125,18 @@ func (m *metrics) redial(ok bool) {
 		m.redials.WithLabelValues("failed").Inc()
 	}
 }
+
+func (m *metrics) charged(r AbuseReason, points float64) {
+	m.abusePoints.WithLabelValues(string(r)).Add(points)
+	m.abuseEvents.WithLabelValues(string(r)).Inc()
+}
+
+func (m *metrics) banned(r AbuseReason) { m.bans.WithLabelValues(string(r)).Inc() }
+
+func (m *metrics) streamRefused(proto protocol.ID, reason string) {
+	m.streamRefs.WithLabelValues(string(proto), reason).Inc()
+}
+
+func (m *metrics) connRefused(reason string) { m.connRefs.WithLabelValues(reason).Inc() }
+func (m *metrics) dhtPut(result string)      { m.dhtPuts.WithLabelValues(result).Inc() }
+func (m *metrics) throttled(n int)           { m.throttledN.Add(float64(n)) }

@@ -48,6 +48,14 @@ type Node struct {
 	metrics  *metrics
 	started  time.Time
 
+	// The abuse guard and what it drives: bans (persisted through bans),
+	// inbound stream caps, inbound admission, and the protected test.
+	guard     *Guard
+	bans      BanStore
+	streams   *streamGate
+	admit     *admission
+	protected atomic.Pointer[func(peer.ID) bool]
+
 	routing  *drouting.RoutingDiscovery
 	psCancel context.CancelFunc
 	boot     map[peer.ID]bool
@@ -103,9 +111,16 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	if n.blocklist == nil {
 		n.blocklist = NewBlocklist()
 	}
+	// Metrics come first (registered at the end) so that everything built
+	// below can count.
+	n.metrics = newMetrics(n)
+	if err := n.setupGuard(deps.Bans); err != nil {
+		return nil, err
+	}
 	n.host = deps.Host
+	rcmgrInbound := 0
 	if n.host == nil {
-		n.host, err = newHost(&n.cfg, deps.Registerer, n.blocklist, relayPeerSource(cfg.Bootstrap, func() host.Host { return n.host }))
+		n.host, rcmgrInbound, err = newHost(&n.cfg, deps.Registerer, n.blocklist, relayPeerSource(cfg.Bootstrap, func() host.Host { return n.host }))
 		if err != nil {
 			return nil, err
 		}
@@ -114,16 +129,13 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	for _, b := range cfg.Bootstrap {
 		n.host.Peerstore().AddAddrs(b.ID, b.Addrs, time.Hour)
 	}
-	n.host.Network().Notify(&network.NotifyBundle{
-		DisconnectedF: func(network.Network, network.Conn) { n.lostConn.Store(true) },
-		// The gater refuses blocked peers on hosts built here; an injected
-		// host may have none, so their connections are closed as they come.
-		ConnectedF: func(_ network.Network, c network.Conn) {
-			if n.blocklist.Has(c.RemotePeer()) {
-				go func() { _ = c.Close() }()
-			}
-		},
-	})
+	if limit := admissionMax(&n.cfg, rcmgrInbound); limit > 0 {
+		n.admit = newAdmission(limit, cfg.Admission.Subnet, n.isProtected, func(c network.Conn) {
+			n.metrics.connRefused(RefusedCrowdedSubnet)
+			go func() { _ = c.Close() }()
+		})
+	}
+	n.watchConns()
 
 	mode := dht.ModeClient
 	if cfg.DHTServer {
@@ -134,6 +146,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 		dht.Mode(mode),
 		dht.BootstrapPeersFunc(n.bootstrapPeers),
 	}, cfg.DHTOptions...)
+	dopts = append(dopts, dht.OnRequestHook(n.dhtRequestHook))
 	n.dht, err = dht.New(n.host, dopts...)
 	if err != nil {
 		return nil, fmt.Errorf("p2p: dht.New: %w", err)
@@ -150,12 +163,12 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	if !cfg.Bootstrapper {
 		disc = retryingDiscovery{Discovery: n.routing, retry: 5 * time.Second}
 	}
-	n.ps, err = newPubSub(psCtx, n.host, &n.cfg, disc, n.isBootstrap, n.setScores)
+	n.ps, err = newPubSub(psCtx, n.host, &n.cfg, disc, n.isBootstrap, n.setScores,
+		gossipGuard{guard: n.guard, blocklist: n.blocklist, graylisted: n.isGraylisted, throttled: n.metrics.throttled})
 	if err != nil {
 		return nil, err
 	}
-	n.metrics, err = newMetrics(deps.Registerer, n)
-	if err != nil {
+	if err := n.metrics.register(deps.Registerer); err != nil {
 		return nil, err
 	}
 	return n, nil
@@ -228,6 +241,7 @@ func (n *Node) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { n.recordPeers(ctx) })
 	wg.Go(func() { n.reconnectLoop(ctx) })
+	wg.Go(func() { n.protectLoop(ctx) })
 	wg.Wait()
 	return nil
 }

@@ -25,6 +25,17 @@ type StreamLimits struct {
 	MaxRequest  int
 	MaxResponse int
 	Timeout     time.Duration
+	// HeaderTimeout is how long a serving side waits for the whole request
+	// (default 5 s, at most Timeout): idle and slowloris streams are cut
+	// then, and charged.
+	HeaderTimeout time.Duration
+	// MaxPerPeer and MaxConcurrent cap the streams one peer, and all peers
+	// together, may have open on the protocol (defaults 32 and 256).
+	MaxPerPeer, MaxConcurrent int
+}
+
+func (l StreamLimits) header() time.Duration {
+	return min(orDefault(l.HeaderTimeout, defaultHeaderTimeout), l.Timeout)
 }
 
 // HandleRequests registers a size-limited, deadline-bound request/response
@@ -32,19 +43,14 @@ type StreamLimits struct {
 // error. Memory for both frames is reserved against the resource manager
 // under the given service name first.
 func (n *Node) HandleRequests(proto protocol.ID, service string, lim StreamLimits, h Handler) {
+	maxPeer := orDefault(lim.MaxPerPeer, defaultStreamsPerPeer)
+	maxProto := orDefault(lim.MaxConcurrent, defaultStreamsPerProtocol)
 	n.host.SetStreamHandler(proto, func(s network.Stream) {
-		if err := s.Scope().SetService(service); err != nil {
-			n.log.Debug("stream refused: service scope", "proto", proto, "err", err)
-			_ = s.Reset()
+		release, ok := n.admitStream(s, proto, service, maxPeer, maxProto, lim.MaxRequest+lim.MaxResponse)
+		if !ok {
 			return
 		}
-		reserve := lim.MaxRequest + lim.MaxResponse
-		if err := s.Scope().ReserveMemory(reserve, network.ReservationPriorityAlways); err != nil {
-			n.log.Debug("stream refused: memory", "proto", proto, "err", err)
-			_ = s.Reset()
-			return
-		}
-		defer s.Scope().ReleaseMemory(reserve)
+		defer release()
 		ctx, cancel := context.WithTimeout(context.Background(), lim.Timeout)
 		defer cancel()
 		_ = s.SetDeadline(time.Now().Add(lim.Timeout))
@@ -52,17 +58,19 @@ func (n *Node) HandleRequests(proto protocol.ID, service string, lim StreamLimit
 		// bounds the exchange either way.
 		stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
 		defer stop()
-		req, err := msgio.NewVarintReaderSize(s, lim.MaxRequest).ReadMsg()
-		if err != nil {
-			_ = s.Reset()
+		req, ok := n.readRequest(s, proto, lim.MaxRequest, lim.header())
+		if !ok {
 			return
 		}
-		resp, err := h(ctx, s.Conn().RemotePeer(), req)
+		from := s.Conn().RemotePeer()
+		resp, err := h(ctx, from, req)
 		if err != nil || len(resp) > lim.MaxResponse {
-			n.log.Debug("request failed", "proto", proto, "peer", s.Conn().RemotePeer(), "err", err, "resp_bytes", len(resp))
+			n.log.Debug("request failed", "proto", proto, "peer", from, "err", err, "resp_bytes", len(resp))
+			n.handlerFailed(proto, from, err)
 			_ = s.Reset()
 			return
 		}
+		_ = s.SetWriteDeadline(time.Now().Add(lim.Timeout))
 		if err := msgio.NewVarintWriter(s).WriteMsg(resp); err != nil {
 			_ = s.Reset()
 			return

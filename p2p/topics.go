@@ -60,11 +60,14 @@ func (n *Node) topic(name string) (*pubsub.Topic, error) {
 
 // RegisterValidator installs the validator for a topic. Every message on
 // the topic, ours included, passes through it before delivery or
-// forwarding. Register before subscribing.
+// forwarding. Register before subscribing. The validator is guarded
+// (GuardValidator): Ignore and Reject verdicts are charged to the
+// forwarding peer, and peers over their rate never reach it.
 func (n *Node) RegisterValidator(topic string, v Validator) error {
 	if !n.cfg.allowed(topic) {
 		return fmt.Errorf("p2p: validator for %q: %w", topic, ErrTopicNotAllowed)
 	}
+	v = n.guard.GuardValidator(n.host.ID(), v)
 	counted := func(ctx context.Context, from peer.ID, m *pubsub.Message) pubsub.ValidationResult {
 		verdict := v(ctx, from, m.GetFrom(), m.GetData())
 		n.metrics.validated(topic, verdict)

@@ -1,0 +1,69 @@
+package p2p
+
+import (
+	"context"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// GuardValidator wraps a topic validator so that its verdicts cost the
+// forwarding peer: Ignore is charged AbuseGossipIgnore and Reject
+// AbuseGossipReject (on top of gossipsub's own penalty for invalid
+// messages). Our own messages are never charged. RegisterValidator applies
+// it to every validator, so the node must not wrap a second time.
+func (g *Guard) GuardValidator(self peer.ID, v Validator) Validator {
+	return func(ctx context.Context, from, signer peer.ID, data []byte) Verdict {
+		verdict := v(ctx, from, signer, data)
+		if from == self {
+			return verdict
+		}
+		switch verdict {
+		case Ignore:
+			g.Charge(from, AbuseGossipIgnore, 0)
+		case Reject:
+			g.Charge(from, AbuseGossipReject, 0)
+		}
+		return verdict
+	}
+}
+
+// rpcInspector throttles each peer's published messages before gossipsub
+// looks at them, so a flood costs one map lookup per message rather than
+// a signature check: messages over the peer's budget are cut from the RPC
+// (its control part is kept) and charged. It runs on gossipsub's event
+// loop and must stay cheap.
+//
+// A graylisted peer's RPCs are dropped by gossipsub right after this, so
+// its messages cost nothing more, and its points would decay until it is
+// let back in to abuse again. Every message it keeps pushing while
+// graylisted is therefore charged AbuseGossipGraylisted: a peer that does
+// not stop ends banned.
+func (g *Guard) rpcInspector(graylisted func(peer.ID) bool, throttled func(n int)) func(peer.ID, *pubsub.RPC) error {
+	return func(from peer.ID, rpc *pubsub.RPC) error {
+		if len(rpc.Publish) == 0 {
+			return nil
+		}
+		if graylisted != nil && graylisted(from) {
+			g.Charge(from, AbuseGossipGraylisted, float64(len(rpc.Publish))*g.Penalty(AbuseGossipGraylisted))
+			return nil
+		}
+		kept := rpc.Publish[:0]
+		dropped := 0
+		for _, m := range rpc.Publish {
+			if g.Allow(from) {
+				kept = append(kept, m)
+			} else {
+				dropped++
+			}
+		}
+		rpc.Publish = kept
+		if dropped > 0 {
+			g.Charge(from, AbuseGossipRate, float64(dropped)*g.Penalty(AbuseGossipRate))
+			if throttled != nil {
+				throttled(dropped)
+			}
+		}
+		return nil
+	}
+}
