@@ -122,6 +122,10 @@ type MarketConfig struct {
 	// GoldNeedsBadge awards gold-tier work only to providers whose
 	// reputation earned the gold badge.
 	GoldNeedsBadge bool `toml:"gold_needs_badge"`
+	// WantBids is how many bids an RFQ asks for (bounded bidding: the
+	// cheapest providers always bid, the others by lot, so an auction
+	// costs the same whatever the network's size).
+	WantBids int `toml:"want_bids"`
 }
 
 // LogConfig configures logging.
@@ -181,7 +185,7 @@ func DefaultConfig(role Role) Config {
 			VoucherInterval: time.Minute, VoucherGrace: 30 * time.Second,
 			EnergyTolerance: 0.15, MaxSkew: 2 * time.Minute,
 		},
-		Market: MarketConfig{ReliabilityPrior: 0.8, Refresh: 15 * time.Second, SearchTimeout: 15 * time.Second, Reauction: true, GoldNeedsBadge: true},
+		Market: MarketConfig{ReliabilityPrior: 0.8, Refresh: 15 * time.Second, SearchTimeout: 15 * time.Second, Reauction: true, GoldNeedsBadge: true, WantBids: 16},
 		Store:  StoreConfig{LowSpaceMiB: store.DefaultLowSpaceMiB},
 	}
 }

@@ -76,6 +76,9 @@ func (c *Config) validateMarket() error {
 	if !(m.ReliabilityPrior >= 0 && m.ReliabilityPrior <= 1) {
 		return bad("market.reliability_prior", "%v: must be within 0..1", m.ReliabilityPrior)
 	}
+	if m.WantBids < 1 || m.WantBids > auction.MaxWantBids {
+		return bad("market.want_bids", "%d: must be within 1..%d", m.WantBids, auction.MaxWantBids)
+	}
 	if m.Refresh < 0 || m.SearchTimeout <= 0 {
 		return bad("market.search_timeout", "refresh must be >= 0 and search_timeout > 0")
 	}

@@ -191,6 +191,9 @@ reauction = {{.Market.Reauction}}
 # Award gold-tier work only to providers with the gold reputation badge
 # (score x volume; see idlegrid rep).
 gold_needs_badge = {{.Market.GoldNeedsBadge}}
+# Bids an RFQ asks for (1..64): the cheapest providers of each shard always
+# bid, the others by lot, so an auction costs the same at any network size.
+want_bids = {{.Market.WantBids}}
 
 [store]
 # Free disk space (MiB) below which the store refuses writes and a provider

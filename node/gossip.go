@@ -30,18 +30,27 @@ func (n *Node) topicValidators() map[string]p2p.Validator {
 }
 
 func (n *Node) validateRFQ(_ context.Context, _, signer peer.ID, data []byte) p2p.Verdict {
+	_, v := n.checkRFQ(p2p.TopicRFQ, signer, data)
+	return v
+}
+
+// checkRFQ is the edge check of an RFQ on a topic: decoded within its
+// size limit, signed by its gossip signer, not expired or dated ahead,
+// and not seen before on this topic (one RFQ may be published on several
+// shards; each copy is checked once).
+func (n *Node) checkRFQ(topic string, signer peer.ID, data []byte) (*auction.RFQ, p2p.Verdict) {
 	rfq, author, err := auction.OpenRFQ(data)
 	if err != nil || author != signer {
-		return p2p.Reject
+		return nil, p2p.Reject
 	}
 	now := time.Now()
 	if rfq.Expired(now) || time.UnixMilli(rfq.IssuedAtMs).After(now.Add(trust.MaxClockSkew)) {
-		return p2p.Ignore
+		return nil, p2p.Ignore
 	}
-	if n.rfqSeen.Seen(attest.RecordID(data).String(), rfq.ExpiresAtMs, now) {
-		return p2p.Ignore // a replay
+	if n.rfqSeen.Seen(topic+" "+attest.RecordID(data).String(), rfq.ExpiresAtMs, now) {
+		return nil, p2p.Ignore // a replay
 	}
-	return p2p.Accept
+	return rfq, p2p.Accept
 }
 
 func (n *Node) registerValidators() error {

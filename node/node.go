@@ -86,7 +86,12 @@ type Node struct {
 	workDir     string
 	cleanupWork func() error
 
-	trust    *trust.Trust
+	trust     *trust.Trust
+	shardSubs shardSubscriptions
+	// runCtx is Run's context, for topics followed later (a renter
+	// follows the digest topic of each shard it learns of).
+	runCtx   context.Context
+	runCtxMu sync.Mutex
 	provider *provider.Provider // providers only
 	renter   *renter.Renter     // renters only
 
@@ -232,6 +237,7 @@ func (n *Node) p2pConfig() (p2p.Config, error) {
 	c.MaxMessageSize = n.cfg.P2P.GossipMaxMessageKiB << 10
 	c.GossipHeartbeat = n.cfg.P2P.GossipHeartbeat
 	c.UserAgent = "idlegrid/" + Version
+	c.TopicPolicy = shardTopic
 	return c, nil
 }
 
@@ -247,8 +253,10 @@ func parseAddrs(ss []string) ([]ma.Multiaddr, error) {
 	return out, nil
 }
 
-// subscribedTopics are the topics a role listens to. Renters publish RFQs
-// without subscribing to them. Bootstrap peers join every topic with mesh
+// subscribedTopics are the fixed topics a role listens to; providers also
+// follow their shards' RFQ and digest topics (shards.go), renters the
+// digest topics of the shards they learn of. Renters publish RFQs without
+// subscribing to them. Bootstrap peers join every topic with mesh
 // degree 0: they keep no mesh, but pruning the peers that graft to them is
 // how they hand out peer exchange (PX) lists to newcomers.
 func subscribedTopics(r Role) []string {
@@ -256,7 +264,7 @@ func subscribedTopics(r Role) []string {
 	case RoleRenter:
 		return []string{p2p.TopicAttest, p2p.TopicFraud}
 	default:
-		return []string{p2p.TopicRFQ, p2p.TopicAttest, p2p.TopicFraud}
+		return []string{p2p.TopicAttest, p2p.TopicFraud}
 	}
 }
 
@@ -266,10 +274,16 @@ func subscribedTopics(r Role) []string {
 func (n *Node) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	n.runCtxMu.Lock()
+	n.runCtx = ctx
+	n.runCtxMu.Unlock()
 	for _, t := range subscribedTopics(n.cfg.Role) {
 		if err := n.p2p.Subscribe(ctx, t, n.onGossip(ctx, t)); err != nil {
 			return fmt.Errorf("node.Run: %w", err)
 		}
+	}
+	if err := n.followShards(ctx); err != nil {
+		return fmt.Errorf("node.Run: %w", err)
 	}
 	if n.api != nil && n.cfg.Home != "" {
 		if err := writeFileAtomic(APIURLPath(n.cfg.Home), []byte(n.api.URL()+"\n"), 0o644); err != nil {
@@ -277,10 +291,11 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 	}
 	n.trust.BlockProven()
-	errc := make(chan error, 4)
+	errc := make(chan error, 5)
 	var wg sync.WaitGroup
 	wg.Go(func() { errc <- n.p2p.Run(ctx) })
 	wg.Go(func() { n.pruneKnownPeers(ctx) })
+	wg.Go(func() { errc <- n.trust.Run(ctx) })
 	if n.provider != nil {
 		wg.Go(func() { errc <- n.provider.Run(ctx) })
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/executor"
 	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/node/jobproto"
@@ -26,6 +27,9 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 	tdeps := trust.Deps{
 		Logger: n.log.With("component", "trust"), Clock: time.Now, Key: n.key, P2P: n.p2p, Store: n.db,
 	}
+	if n.cfg.Role == RoleRenter {
+		tdeps.OnShard = n.followDigests
+	}
 	if n.cfg.Role == RoleProvider {
 		n.gpus = deps.GPU
 		if n.gpus == nil {
@@ -39,6 +43,7 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 		}, provider.Deps{
 			Logger: n.log, Clock: time.Now, Key: n.key, P2P: n.p2p, Store: n.db, Leases: n.leases, GPU: n.gpus,
 			Artifacts: artifacts, WorkDir: n.workDir, Executors: deps.Executors, AdmitAward: deps.AdmitAward,
+			ShardView: n.shardView,
 		}); err != nil {
 			return err
 		}
@@ -56,12 +61,13 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 	}
 	if n.cfg.Role == RoleRenter {
 		if n.renter, err = renter.New(renter.Config{
-			ReliabilityPrior: m.ReliabilityPrior, Reauction: m.Reauction, GoldNeedsBadge: m.GoldNeedsBadge,
+			ReliabilityPrior: m.ReliabilityPrior, Reauction: m.Reauction, GoldNeedsBadge: m.GoldNeedsBadge, WantBids: m.WantBids,
 			Attest: n.cfg.Attest, CancelWait: n.cfg.Executor.StopGrace,
 		}, renter.Deps{
 			Logger: n.log, Clock: time.Now, Key: n.key, P2P: n.p2p, Store: n.db, Leases: n.leases,
 			Artifacts: artifacts, WorkDir: n.workDir,
-			Offers: n.trust.Offers, Reputation: n.trust.Reputation(), ReportFraud: n.trust.ApplyFraud,
+			Offers: n.trust.Offers, Shards: n.trust.ShardsFor, ExpectBidders: n.trust.ExpectedBidders,
+			Reputation: n.trust.Reputation(), ReportFraud: n.trust.ApplyFraud,
 			WithholdPayment: deps.WithholdPayment,
 		}); err != nil {
 			return err
@@ -82,6 +88,31 @@ func (n *Node) route() {
 	}
 	if n.provider != nil || n.renter != nil {
 		n.p2p.HandleFrames(lease.JobProto, "idlegrid.job", lease.JobLimits, n.handleJob)
+	}
+	n.p2p.HandleRequests(trust.DigestsProto, "idlegrid.digests", trust.DigestsLimits, n.trust.ServeDigests)
+	n.p2p.SetValidatorFactory(n.shardValidator)
+}
+
+// shardView is trust's book of one shard, for the provider's bid
+// decision. trust is built after the provider, so it is read late.
+func (n *Node) shardView(s auction.Shard) []*auction.Digest {
+	if n.trust == nil {
+		return nil
+	}
+	return n.trust.Digests(s)
+}
+
+// followDigests subscribes a renter to the digest topic of a shard it just
+// learnt of, keeping its market view of that shard current.
+func (n *Node) followDigests(s auction.Shard) {
+	n.runCtxMu.Lock()
+	ctx := n.runCtx
+	n.runCtxMu.Unlock()
+	if ctx == nil || ctx.Err() != nil {
+		return
+	}
+	if err := n.follow(ctx, s.DigestTopic()); err != nil {
+		n.log.Debug("follow shard digests", "shard", s, "err", err)
 	}
 }
 

@@ -62,6 +62,8 @@ type Node struct {
 
 	mu     sync.Mutex
 	topics map[string]*pubsub.Topic
+	// validatorFor makes the validators of policy-admitted topics.
+	validatorFor func(topic string) Validator
 	closed bool
 
 	// Reconnect-loop state: lostConn is set by the network when a

@@ -44,6 +44,13 @@ func (n *Node) topic(name string) (*pubsub.Topic, error) {
 	if len(n.topics) >= n.cfg.maxTopics() {
 		return nil, fmt.Errorf("p2p: join %q: %d topics joined already: %w", name, len(n.topics), ErrTooManyTopics)
 	}
+	if !slices.Contains(n.cfg.Topics, name) && n.validatorFor != nil {
+		// A topic the policy admits gets its validator before any of its
+		// messages can arrive.
+		if err := n.RegisterValidator(name, n.validatorFor(name)); err != nil {
+			return nil, err
+		}
+	}
 	t, err := n.ps.Join(name)
 	if err != nil {
 		return nil, fmt.Errorf("p2p: join %q: %w", name, err)
@@ -56,6 +63,15 @@ func (n *Node) topic(name string) (*pubsub.Topic, error) {
 	}
 	n.topics[name] = t
 	return t, nil
+}
+
+// SetValidatorFactory gives the validator of each topic the topic policy
+// admits; it is registered when the topic is first joined (published on
+// or subscribed to). Set it before Run.
+func (n *Node) SetValidatorFactory(f func(topic string) Validator) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.validatorFor = f
 }
 
 // RegisterValidator installs the validator for a topic. Every message on

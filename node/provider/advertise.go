@@ -52,6 +52,9 @@ type advertiser struct {
 	version  string
 
 	changed chan struct{}
+	// onChange is called when a GPU is leased or freed and after each
+	// record published (the digester gossips the change); may be nil.
+	onChange func()
 
 	mu       sync.Mutex
 	leases   map[string]string // GPU UUID -> lease ID
@@ -141,6 +144,9 @@ func (a *advertiser) signal() {
 	select {
 	case a.changed <- struct{}{}:
 	default:
+	}
+	if a.onChange != nil {
+		a.onChange()
 	}
 }
 
@@ -284,6 +290,9 @@ func (a *advertiser) publish(ctx context.Context) error {
 	a.current = rec
 	a.mu.Unlock()
 	a.log.Info("capacity published", "seq", seq, "gpus", len(rec.GPUs), "free", rec.FreeGPUs())
+	if a.onChange != nil {
+		a.onChange()
+	}
 	// Keys that fail to announce are retried at the next publish; the
 	// record itself is out, so this is not a publish failure.
 	if err := a.provide(ctx, rec); err != nil {

@@ -135,6 +135,9 @@ func (b *bidder) onRFQ(ctx context.Context, msg p2p.Message) {
 		return
 	}
 	rfqID := attest.RecordID(msg.Data).String()
+	if !b.p.selected(rfq, rfqID, msg.Topic) {
+		return
+	}
 	// quote holds the GPUs under a provisional ID in the same critical
 	// section that chose them, so concurrent RFQs never get the same GPU.
 	provisional := "pending:" + rfqID
@@ -464,4 +467,17 @@ func (b *bidder) sendPreempt(p preemption, at time.Time) {
 			}
 		}
 	})
+}
+
+// heldGPUs are the GPUs under a live hold, for the capacity digest.
+func (b *bidder) heldGPUs(now time.Time) map[string]bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := map[string]bool{}
+	for g, h := range b.holds {
+		if now.Before(h.until) {
+			out[g] = true
+		}
+	}
+	return out
 }

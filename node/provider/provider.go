@@ -60,6 +60,9 @@ type Deps struct {
 	Executors []executor.Executor
 	// AdmitAward is the operator's award admission policy; nil admits all.
 	AdmitAward AdmitAward
+	// ShardView returns the digests this node holds of one shard, for the
+	// bounded-bidding rule; nil: bid on every feasible RFQ.
+	ShardView func(s auction.Shard) []*auction.Digest
 }
 
 // Provider is the running provider room.
@@ -79,6 +82,10 @@ type Provider struct {
 	adv    *advertiser
 	bidder *bidder
 	runner *leaseRunner
+	digest *digester
+
+	// shardView is this node's digests of one shard (trust's book).
+	shardView func(s auction.Shard) []*auction.Digest
 
 	group     sync.WaitGroup
 	closeOnce sync.Once
@@ -94,7 +101,7 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	}
 	p := &Provider{
 		cfg: cfg, log: deps.Logger, now: deps.Clock, key: deps.Key, self: deps.P2P.ID(),
-		p2p: deps.P2P, db: deps.Store, leases: deps.Leases, gpus: deps.GPU,
+		p2p: deps.P2P, db: deps.Store, leases: deps.Leases, gpus: deps.GPU, shardView: deps.ShardView,
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
@@ -119,6 +126,8 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	if p.adv, err = newAdvertiser(p, p.key, p.gpus); err != nil {
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
+	p.digest = newDigester(p)
+	p.adv.onChange = p.digest.signal
 	p.bidder = newBidder(p, deps.AdmitAward)
 	p.runner = p.bidder.runner
 	if err := p.bidder.restore(); err != nil {
@@ -132,6 +141,7 @@ func (p *Provider) Run(ctx context.Context) error {
 	p.group.Go(func() { p.adv.run(ctx) })
 	p.group.Go(func() { p.runner.run(ctx) })
 	p.group.Go(func() { p.attest.run(ctx) })
+	p.group.Go(func() { p.digest.run(ctx) })
 	<-ctx.Done()
 	p.group.Wait()
 	return nil

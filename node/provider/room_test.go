@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/executor"
@@ -17,7 +19,6 @@ import (
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/node/roomtest"
 	"github.com/idlegrid/idlegrid/p2p"
-	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // testModule is a WASM module CID for specs (never fetched: the runner

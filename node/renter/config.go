@@ -8,6 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 
 	"github.com/idlegrid/idlegrid/attest/reputation"
+	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/auction/query"
 	"github.com/idlegrid/idlegrid/node/executor"
 	"github.com/idlegrid/idlegrid/node/lease"
@@ -26,7 +27,10 @@ type Config struct {
 	// GoldNeedsBadge awards gold-tier work only to providers whose
 	// reputation earned the gold badge (market.gold_needs_badge).
 	GoldNeedsBadge bool
-	Attest         lease.Terms // [attest]
+	// WantBids is how many bids an RFQ asks for, over all its shards
+	// (market.want_bids; 0: auction.DefaultWantBids).
+	WantBids int
+	Attest   lease.Terms // [attest]
 	// CancelWait is how long a cancelled lease's provider gets to stop the
 	// work (its stop grace) before the renter records it cancelled anyway.
 	CancelWait time.Duration
@@ -58,6 +62,13 @@ type Deps struct {
 	// Offers is the market view: the offers of every known provider, for
 	// the providers an auction expects to bid.
 	Offers func(ctx context.Context) ([]query.Offer, error)
+	// Shards lists the RFQ shards a job should be published on, from the
+	// market view; nil: only the shards of the GPU models a job names.
+	Shards func(r *auction.RFQ) []auction.Shard
+	// ExpectBidders names the providers the bounded-bidding rule selects
+	// for an RFQ, so the window closes once they all answered; nil: every
+	// provider in the market view that could bid.
+	ExpectBidders func(r *auction.RFQ, rfqID string, shards []auction.Shard) map[string]bool
 	// Reputation scores providers for the matcher and the gold badge.
 	Reputation Reputation
 	// ReportFraud hands a sealed fraud proof this renter built (a double

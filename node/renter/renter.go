@@ -56,10 +56,12 @@ type Renter struct {
 	artifacts *executor.DirArtifacts
 	jobs      *jobTracker
 
-	offers      func(ctx context.Context) ([]query.Offer, error)
-	rep         Reputation
-	reportFraud func(proof []byte)
-	withhold    func(leaseID string) bool
+	offers        func(ctx context.Context) ([]query.Offer, error)
+	shards        func(r *auction.RFQ) []auction.Shard
+	expectBidders func(r *auction.RFQ, rfqID string, shards []auction.Shard) map[string]bool
+	rep           Reputation
+	reportFraud   func(proof []byte)
+	withhold      func(leaseID string) bool
 
 	mu      sync.Mutex
 	pending map[string]*pendingAuction // by RFQ ID
@@ -82,6 +84,7 @@ type pendingAuction struct {
 	rfq      *auction.RFQ
 	rfqID    string
 	jobID    string
+	shards   []auction.Shard // published on
 	bids     []*auction.Bid
 	bidIDs   []string
 	answered map[string]bool
@@ -99,7 +102,7 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 	a := &Renter{
 		cfg: cfg, log: deps.Logger, now: deps.Clock, key: deps.Key, self: deps.P2P.ID(),
 		p2p: deps.P2P, db: deps.Store, leases: deps.Leases, artifacts: deps.Artifacts,
-		offers: deps.Offers, rep: deps.Reputation, reportFraud: deps.ReportFraud, withhold: deps.WithholdPayment,
+		offers: deps.Offers, shards: deps.Shards, expectBidders: deps.ExpectBidders, rep: deps.Reputation, reportFraud: deps.ReportFraud, withhold: deps.WithholdPayment,
 		pending: map[string]*pendingAuction{}, inflight: map[string]inflightAward{},
 		cancels:   map[string]*jobRun{},
 		downloads: &downloads{dir: filepath.Join(deps.WorkDir, "downloads"), per: map[string]*sync.Mutex{}},
@@ -109,6 +112,9 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 	}
 	if a.now == nil {
 		a.now = time.Now
+	}
+	if a.cfg.WantBids <= 0 {
+		a.cfg.WantBids = auction.DefaultWantBids
 	}
 	if a.reportFraud == nil {
 		a.reportFraud = func([]byte) {}
@@ -249,13 +255,15 @@ func (a *Renter) auction(ctx context.Context, jobID string, spec *auction.JobSpe
 			rfq.Addrs = append(rfq.Addrs, addr)
 		}
 	}
+	shards := a.shardsFor(ctx, rfq)
+	rfq.WantBids = wantPerShard(a.cfg.WantBids, len(shards))
 	raw, err := auction.SealRFQ(rfq, a.key)
 	if err != nil {
 		a.jobs.set(jobID, lease.JobFailed, "failed", "seal RFQ: %v", err)
 		return
 	}
 	rfqID := attest.RecordID(raw).String()
-	pa := &pendingAuction{rfq: rfq, rfqID: rfqID, jobID: jobID, answered: map[string]bool{}, early: make(chan struct{})}
+	pa := &pendingAuction{rfq: rfq, rfqID: rfqID, jobID: jobID, shards: shards, answered: map[string]bool{}, early: make(chan struct{})}
 	a.mu.Lock()
 	a.pending[rfqID] = pa
 	a.mu.Unlock()
@@ -268,10 +276,7 @@ func (a *Renter) auction(ctx context.Context, jobID string, spec *auction.JobSpe
 		func(j *store.Job) { j.RFQs = append(j.RFQs, rfqID) })
 
 	go a.expectProviders(ctx, pa)
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err = a.p2p.Publish(pctx, p2p.TopicRFQ, raw, 1)
-	cancel()
-	if err != nil {
+	if err := a.publish(ctx, raw, shards); err != nil {
 		a.jobs.set(jobID, lease.JobFailed, "failed", "publish RFQ: %v", err)
 		return
 	}
@@ -309,16 +314,22 @@ func (a *Renter) auction(ctx context.Context, jobID string, spec *auction.JobSpe
 // expectProviders computes which providers the market view expects to
 // answer, so the bid window can close as soon as all of them have.
 func (a *Renter) expectProviders(ctx context.Context, pa *pendingAuction) {
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(pa.rfq.BidWindowMs)*time.Millisecond)
-	defer cancel()
-	offers, err := a.offers(ctx)
-	if err != nil {
-		return
-	}
-	expected := map[string]bool{}
-	for _, o := range offers {
-		if auction.CouldBid(pa.rfq, o.Capacity) && o.Capacity.Peer != a.ID().String() {
-			expected[o.Capacity.Peer] = true
+	var expected map[string]bool
+	if a.expectBidders != nil {
+		// The digests' selection rule: the providers that will bid.
+		expected = a.expectBidders(pa.rfq, pa.rfqID, pa.shards)
+	} else {
+		ctx, cancel := context.WithTimeout(ctx, time.Duration(pa.rfq.BidWindowMs)*time.Millisecond)
+		defer cancel()
+		offers, err := a.offers(ctx)
+		if err != nil {
+			return
+		}
+		expected = map[string]bool{}
+		for _, o := range offers {
+			if auction.CouldBid(pa.rfq, o.Capacity) && o.Capacity.Peer != a.ID().String() {
+				expected[o.Capacity.Peer] = true
+			}
 		}
 	}
 	a.mu.Lock()

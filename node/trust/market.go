@@ -31,6 +31,10 @@ type market struct {
 	log *slog.Logger
 	now func() time.Time
 
+	// fromDigests is the digest book's view; while it is empty the market
+	// is walked in the DHT instead.
+	fromDigests func() ([]query.Offer, bool)
+
 	mu    sync.Mutex
 	cache map[peer.ID]cachedRecord
 }
@@ -111,6 +115,11 @@ func (m *market) record(ctx context.Context, p peer.ID) (*auction.Capacity, erro
 // offers fetches the records of every provider found. Problems with
 // single providers are returned alongside, never silently dropped.
 func (m *market) offers(ctx context.Context) (offers []query.Offer, seen int, problems []string, err error) {
+	if m.fromDigests != nil {
+		if offers, ok := m.fromDigests(); ok {
+			return offers, len(offers), nil, nil
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.SearchTimeout)
 	defer cancel()
 	ids, err := m.providers(ctx)

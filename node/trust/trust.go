@@ -10,6 +10,7 @@ package trust
 import (
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -49,6 +50,9 @@ type Deps struct {
 	// OnSummary is told of every verified award summary (a provider
 	// releases what its bids for that auction still hold); nil: nobody.
 	OnSummary func(sum *auction.AwardSummary)
+	// OnShard is told of each shard the first time a digest names it
+	// (a renter follows the shard's digest topic); nil: nobody.
+	OnShard func(s auction.Shard)
 	// LeaseEntries returns this node's own chain entries that attest a
 	// provider-side lease (nil on nodes that keep no chain).
 	LeaseEntries func(l *store.Lease) ([][]byte, error)
@@ -65,10 +69,15 @@ type Trust struct {
 	db   *store.DB
 
 	onSummary    func(sum *auction.AwardSummary)
+	onShard      func(s auction.Shard)
+	shardsMu     sync.Mutex
+	shards       map[auction.Shard]bool
 	leaseEntries func(l *store.Lease) ([][]byte, error)
 
-	rep    *ReputationBook
-	market *market
+	rep     *ReputationBook
+	market  *market
+	digests *auction.DigestBook
+	sync    *digestSync
 }
 
 // New builds the trust room.
@@ -79,6 +88,7 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 	t := &Trust{
 		cfg: cfg, log: deps.Logger, now: deps.Clock, key: deps.Key, self: deps.P2P.ID(),
 		p2p: deps.P2P, db: deps.Store, onSummary: deps.OnSummary, leaseEntries: deps.LeaseEntries,
+		onShard: deps.OnShard, shards: map[auction.Shard]bool{},
 	}
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
@@ -87,7 +97,10 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 		t.now = time.Now
 	}
 	t.rep = newReputationBook(t)
+	t.digests = auction.NewDigestBook(auction.MaxBookDigests)
 	t.market = newMarket(t)
+	t.market.fromDigests = t.digestOffers
+	t.sync = newDigestSync(t)
 	return t, nil
 }
 

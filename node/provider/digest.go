@@ -1,0 +1,149 @@
+package provider
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node/lease"
+)
+
+// digestMinGap bounds how often a provider gossips a changed digest: a
+// burst of leases and releases costs one digest a second, not one each.
+const digestMinGap = time.Second
+
+// digester gossips this provider's signed capacity digest on the digest
+// topic of each of its shards: when its capacity changes (after the
+// advertiser publishes) and on the republish timer, well within the
+// digest's lifetime.
+type digester struct {
+	p       *Provider
+	changed chan struct{}
+
+	mu   sync.Mutex
+	seq  uint64
+	last *auction.Digest
+}
+
+func newDigester(p *Provider) *digester {
+	return &digester{p: p, changed: make(chan struct{}, 1)}
+}
+
+// signal asks for a fresh digest.
+func (d *digester) signal() {
+	select {
+	case d.changed <- struct{}{}:
+	default:
+	}
+}
+
+// current is the last digest issued (nil before the first).
+func (d *digester) current() *auction.Digest {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.last
+}
+
+func (d *digester) run(ctx context.Context) {
+	if err := d.p.p2p.WaitReady(ctx); err != nil {
+		return
+	}
+	every := time.NewTicker(max(d.p.cfg.Offer.Republish/2, time.Second))
+	defer every.Stop()
+	var lastSent time.Time
+	for {
+		d.publish(ctx)
+		lastSent = time.Now()
+		select {
+		case <-ctx.Done():
+			return
+		case <-every.C:
+		case <-d.changed:
+			if gap := digestMinGap - time.Since(lastSent); gap > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(gap):
+				}
+			}
+		}
+	}
+}
+
+// publish builds, signs and gossips one digest.
+func (d *digester) publish(ctx context.Context) {
+	rec, err := d.p.adv.build(1)
+	if err != nil {
+		d.p.log.Warn("build digest", "err", err)
+		return
+	}
+	now := d.p.now()
+	d.mu.Lock()
+	d.seq = max(d.seq+1, uint64(now.UnixMilli()))
+	seq := d.seq
+	d.mu.Unlock()
+	if cur := d.p.adv.Current(); cur != nil {
+		rec.Seq = cur.Seq
+	}
+	dg, err := auction.NewDigest(auction.DigestInput{
+		Capacity: rec, Held: d.p.bidder.heldGPUs(now), Seq: seq, Now: now, TTL: d.p.cfg.Offer.RecordTTL,
+	})
+	if err != nil {
+		d.p.log.Warn("build digest", "err", err)
+		return
+	}
+	raw, err := auction.SealDigest(dg, d.p.key)
+	if err != nil {
+		d.p.log.Warn("seal digest", "err", err)
+		return
+	}
+	d.mu.Lock()
+	d.last = dg
+	d.mu.Unlock()
+	for _, s := range dg.Shards() {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := d.p.p2p.Publish(pctx, s.DigestTopic(), raw, 0); err != nil {
+			d.p.log.Debug("publish digest", "shard", s, "err", err)
+		}
+		cancel()
+	}
+}
+
+// Shards are the RFQ shards this provider serves (by its GPUs' families
+// and the CPU shard when it offers CPU-only work).
+func (p *Provider) Shards() []auction.Shard {
+	rec, err := p.adv.build(1)
+	if err != nil {
+		return nil
+	}
+	return auction.ProviderShards(rec)
+}
+
+// selected is the bounded-bidding rule: of the providers in the RFQ's
+// shard, only the cheapest few and a random sample bid, so an auction
+// costs the same whatever the shard's size. Every provider decides alone
+// from the digests it holds, with the same rule the renter uses to know
+// whom to expect. A provider that does not know its shard yet bids.
+func (p *Provider) selected(rfq *auction.RFQ, rfqID, topic string) bool {
+	st, err := auction.ParseShardTopic(topic)
+	if err != nil || st.Kind != auction.ShardTopicRFQ || p.shardView == nil {
+		return true
+	}
+	mine := p.digest.current()
+	if mine == nil {
+		return true
+	}
+	self := p.self.String()
+	view := []*auction.Digest{mine}
+	for _, d := range p.shardView(st.Shard) {
+		if d.Peer != self {
+			view = append(view, d)
+		}
+	}
+	ok, sel := auction.ShouldBid(auction.BidSelectInput{RFQ: rfq, RFQID: rfqID, Shard: st.Shard, Digests: view}, self)
+	if !ok {
+		p.log.Debug("not selected to bid", "rfq", lease.Short(rfqID), "feasible", sel.Feasible, "p", sel.Probability)
+	}
+	return ok
+}

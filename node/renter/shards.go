@@ -1,0 +1,71 @@
+package renter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/idlegrid/idlegrid/auction"
+)
+
+// shardWait bounds how long an auction waits for the market view to name
+// a shard for its RFQ, or for a shard to have a subscriber: a renter that
+// just started has not synced the digests yet.
+const shardWait = 10 * time.Second
+
+// shardsFor picks the RFQ shards of a job: those of the GPU models it
+// names, and those in the market view that fit it, cheapest first. A job
+// that names no model waits (bounded) for the view to know a shard.
+func (a *Renter) shardsFor(ctx context.Context, rfq *auction.RFQ) []auction.Shard {
+	if a.shards == nil {
+		return auction.RFQShards(rfq, nil)
+	}
+	deadline := a.now().Add(shardWait)
+	for {
+		if s := a.shards(rfq); len(s) > 0 {
+			return s
+		}
+		if !a.now().Before(deadline) {
+			return auction.RFQShards(rfq, nil)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// wantPerShard splits the bids the renter wants over the shards it asks.
+func wantPerShard(want, shards int) uint32 {
+	if shards < 1 {
+		shards = 1
+	}
+	return uint32(max(1, min((want+shards-1)/shards, auction.MaxWantBids)))
+}
+
+// publish sends a sealed RFQ to each shard's topic, waiting (bounded) for
+// a subscriber of each so a fresh renter does not publish into the void.
+// It succeeds when at least one shard took it.
+func (a *Renter) publish(ctx context.Context, raw []byte, shards []auction.Shard) error {
+	if len(shards) == 0 {
+		return errors.New("no shard serves the GPUs this job asks for")
+	}
+	var errs []error
+	sent := 0
+	for _, s := range shards {
+		pctx, cancel := context.WithTimeout(ctx, shardWait)
+		err := a.p2p.Publish(pctx, s.RFQTopic(), raw, 1)
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("shard %s: %w", s, err))
+			continue
+		}
+		sent++
+	}
+	if sent == 0 {
+		return errors.Join(errs...)
+	}
+	return nil
+}

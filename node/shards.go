@@ -1,0 +1,98 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/p2p"
+)
+
+// Sharded gossip (docs/protocol.md §3.5): RFQs go to the topic of each GPU
+// family they can run on, and providers gossip their capacity digests on
+// their families' digest topics. The topic names are open (a new GPU
+// family needs no new release), so p2p admits them by a policy, and the
+// node gives each its validator when it is first joined.
+
+// shardTopic is the topic policy: a well-formed shard topic.
+func shardTopic(topic string) bool {
+	_, err := auction.ParseShardTopic(topic)
+	return err == nil
+}
+
+// shardValidator is the validator of a shard topic.
+func (n *Node) shardValidator(topic string) p2p.Validator {
+	st, err := auction.ParseShardTopic(topic)
+	if err != nil {
+		return func(context.Context, peer.ID, peer.ID, []byte) p2p.Verdict { return p2p.Reject }
+	}
+	if st.Kind == auction.ShardTopicDigest {
+		return n.trust.ValidateDigest(topic)
+	}
+	return func(_ context.Context, _, signer peer.ID, data []byte) p2p.Verdict {
+		rfq, v := n.checkRFQ(topic, signer, data)
+		if v != p2p.Accept {
+			return v
+		}
+		if !auction.RFQOnShard(rfq, st.Shard) {
+			return p2p.Reject // no honest renter sends it here
+		}
+		return p2p.Accept
+	}
+}
+
+// shardSubscriptions tracks the shard topics this node follows.
+type shardSubscriptions struct {
+	mu     sync.Mutex
+	joined map[string]bool
+}
+
+// follow subscribes to a shard topic once, with its handler.
+func (n *Node) follow(ctx context.Context, topic string) error {
+	n.shardSubs.mu.Lock()
+	if n.shardSubs.joined == nil {
+		n.shardSubs.joined = map[string]bool{}
+	}
+	if n.shardSubs.joined[topic] {
+		n.shardSubs.mu.Unlock()
+		return nil
+	}
+	n.shardSubs.joined[topic] = true
+	n.shardSubs.mu.Unlock()
+	if err := n.p2p.Subscribe(ctx, topic, n.onShardGossip(ctx, topic)); err != nil {
+		n.shardSubs.mu.Lock()
+		delete(n.shardSubs.joined, topic)
+		n.shardSubs.mu.Unlock()
+		return fmt.Errorf("follow %s: %w", topic, err)
+	}
+	return nil
+}
+
+// followShards subscribes a provider to the RFQ and digest topics of its
+// shards.
+func (n *Node) followShards(ctx context.Context) error {
+	if n.provider == nil {
+		return nil
+	}
+	for _, s := range n.provider.Shards() {
+		if err := n.follow(ctx, s.RFQTopic()); err != nil {
+			return err
+		}
+		if err := n.follow(ctx, s.DigestTopic()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// onShardGossip handles validated messages of a shard topic.
+func (n *Node) onShardGossip(ctx context.Context, topic string) func(p2p.Message) {
+	st, _ := auction.ParseShardTopic(topic)
+	if st.Kind == auction.ShardTopicDigest {
+		return func(m p2p.Message) { n.trust.OnDigest(m.Data) }
+	}
+	return n.onGossip(ctx, p2p.TopicRFQ)
+}
