@@ -21,9 +21,8 @@ type digester struct {
 	p       *Provider
 	changed chan struct{}
 
-	mu   sync.Mutex
-	seq  uint64
-	last *auction.Digest
+	mu  sync.Mutex
+	seq uint64
 }
 
 func newDigester(p *Provider) *digester {
@@ -36,13 +35,6 @@ func (d *digester) signal() {
 	case d.changed <- struct{}{}:
 	default:
 	}
-}
-
-// current is the last digest issued (nil before the first).
-func (d *digester) current() *auction.Digest {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.last
 }
 
 func (d *digester) run(ctx context.Context) {
@@ -98,9 +90,6 @@ func (d *digester) publish(ctx context.Context) {
 		d.p.log.Warn("seal digest", "err", err)
 		return
 	}
-	d.mu.Lock()
-	d.last = dg
-	d.mu.Unlock()
 	for _, s := range dg.Shards() {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		if err := d.p.p2p.Publish(pctx, s.DigestTopic(), raw, 0); err != nil {
@@ -124,14 +113,20 @@ func (p *Provider) Shards() []auction.Shard {
 // shard, only the cheapest few and a random sample bid, so an auction
 // costs the same whatever the shard's size. Every provider decides alone
 // from the digests it holds, with the same rule the renter uses to know
-// whom to expect. A provider that does not know its shard yet bids.
+// whom to expect. A provider decides on its own live state (its gossiped
+// digest may be a second old), and one the digests cannot show fit (it
+// would preempt bronze work, or it does not know its shard yet) bids:
+// an extra bid costs little, a missing one can leave a job unfilled.
 func (p *Provider) selected(rfq *auction.RFQ, rfqID, topic string) bool {
 	st, err := auction.ParseShardTopic(topic)
 	if err != nil || st.Kind != auction.ShardTopicRFQ || p.shardView == nil {
 		return true
 	}
-	mine := p.digest.current()
-	if mine == nil {
+	mine, err := p.liveDigest()
+	if err != nil {
+		return true
+	}
+	if _, _, fits := auction.DigestFitsOn(rfq, mine, st.Shard); !fits {
 		return true
 	}
 	self := p.self.String()
@@ -146,4 +141,14 @@ func (p *Provider) selected(rfq *auction.RFQ, rfqID, topic string) bool {
 		p.log.Debug("not selected to bid", "rfq", lease.Short(rfqID), "feasible", sel.Feasible, "p", sel.Probability)
 	}
 	return ok
+}
+
+// liveDigest is this provider's digest as of now (unsigned, not sent).
+func (p *Provider) liveDigest() (*auction.Digest, error) {
+	rec, err := p.adv.build(1)
+	if err != nil {
+		return nil, err
+	}
+	now := p.now()
+	return auction.NewDigest(auction.DigestInput{Capacity: rec, Held: p.bidder.heldGPUs(now), Seq: 1, Now: now, TTL: p.cfg.Offer.RecordTTL})
 }

@@ -1,0 +1,79 @@
+package nodetest_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/node/nodetest"
+)
+
+// TestMarketAt100Providers: 100 one-GPU providers of one family, floors
+// 1.00 to 1.99. Bounded bidding keeps the bids per RFQ near want_bids (16)
+// and within twice it, and the cheapest provider still wins at its floor;
+// a renter that joins the running network gets the whole market view
+// from digest sync and gossip.
+func TestMarketAt100Providers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100 providers: not in -short")
+	}
+	const n = 100
+	provs := make([]provOpts, n)
+	for i := range provs {
+		provs[i] = provOpts{profile: "a10", gpus: 1, bronze: 1 + float64(i)/100}
+	}
+	c, renter := auctionCluster(t, provs, nodetest.Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	for round := range 3 {
+		j, err := renter.Renter().Submit(jobYAML(jobOpts{name: fmt.Sprintf("r%d", round), gpus: 1, duration: "1s"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		j = waitJob(t, ctx, renter, j.ID, lease.JobCompleted)
+		bids := 0
+		for _, ev := range j.Events {
+			if ev.Kind == "window" {
+				bids = ev.Bids
+			}
+		}
+		if bids < 1 || bids > 32 {
+			t.Fatalf("round %d: %d bids for want_bids 16 on %d providers (want 1..32)", round, bids, n)
+		}
+		l, err := renter.Store().GetLease(j.Leases[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("round %d: %d bids, won at %s", round, bids, lease.USD(l.PriceMicro))
+		if l.PriceMicro != 1_000_000 {
+			t.Fatalf("round %d: won at %s, want the cheapest floor $1.0000 (everyone bidding gives the same)", round, lease.USD(l.PriceMicro))
+		}
+	}
+
+	// A renter that starts now, with an empty store: its view comes from
+	// digest sync and gossip, not a DHT walk.
+	idx := len(c.Members) - 1
+	if err := c.Restart(idx); err != nil {
+		t.Fatal(err)
+	}
+	fresh := c.Members[idx].Node
+	if err := fresh.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ready := time.Now()
+	if err := nodetest.WaitFor(ctx, "the fresh renter's market view", func() bool {
+		res, err := fresh.Trust().Search(ctx, "", "", 0, false)
+		return err == nil && len(res.Offers) == n
+	}); err != nil {
+		res, _ := fresh.Trust().Search(context.Background(), "", "", 0, false)
+		t.Fatalf("%v: %d of %d offers", err, len(res.Offers), n)
+	}
+	// How long it took is measured by BenchmarkAuction (a timed assertion
+	// would flake on a loaded machine); here: the view is the digests'.
+	t.Logf("fresh renter's view complete %s after ready", time.Since(ready).Round(time.Millisecond))
+	if got := len(fresh.Trust().Digests("")); got != n {
+		t.Fatalf("the fresh renter's view holds %d digests, want all %d providers'", got, n)
+	}
+}

@@ -1,0 +1,88 @@
+package nodetest_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node"
+	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/node/nodetest"
+	"github.com/idlegrid/idlegrid/store"
+)
+
+// rfqsSeen counts the RFQs a node received on one shard.
+func rfqsSeen(n *node.Node, family string) int {
+	return len(n.RecentGossip(auction.GPUShard(family).RFQTopic()))
+}
+
+// TestRFQsStayInTheirShard: an RFQ for one GPU family reaches only that
+// family's providers; a provider with two families is on both shards; a
+// job that allows two families is published on both and gets bids from
+// each.
+func TestRFQsStayInTheirShard(t *testing.T) {
+	provs := []provOpts{
+		{profile: "h100-sxm-80gb", gpus: 1, bronze: 2},
+		{profile: "t4", gpus: 1, bronze: 0.3},
+		{profile: "h100-sxm-80gb", gpus: 1, bronze: 2.5}, // also a T4 (below)
+	}
+	c, renter := auctionCluster(t, provs, nodetest.Options{Configure: func(i int, cfg *node.Config) {
+		if i == 3 {
+			cfg.GPU.Sim.Profiles = []string{"h100-sxm-80gb", "t4"}
+		}
+	}})
+	ps := c.ByRole(node.RoleProvider)
+	h100, t4, both := ps[0].Node, ps[1].Node, ps[2].Node
+	for _, want := range []string{auction.GPUShard("h100").RFQTopic(), auction.GPUShard("t4").RFQTopic()} {
+		if !slices.Contains(both.P2P().JoinedTopics(), want) {
+			t.Fatalf("the two-family provider is not on %s: %v", want, both.P2P().JoinedTopics())
+		}
+	}
+	if slices.Contains(t4.P2P().JoinedTopics(), auction.GPUShard("h100").RFQTopic()) {
+		t.Fatal("a T4-only provider joined the H100 shard")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+
+	j, err := renter.Renter().Submit(jobYAML(jobOpts{name: "h100-only", gpus: 1, model: "h100", duration: "1s"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, ctx, renter, j.ID, lease.JobCompleted)
+	if n := rfqsSeen(t4, "h100"); n != 0 {
+		t.Fatalf("the T4 provider received %d H100 RFQs", n)
+	}
+	if rfqsSeen(h100, "h100") == 0 || rfqsSeen(both, "h100") == 0 {
+		t.Fatal("an H100 provider missed the H100 RFQ")
+	}
+
+	// Two families, two GPUs: the cheapest of each shard bids.
+	j, err = renter.Renter().Submit(jobYAML(jobOpts{name: "two-families", gpus: 2, model: "h100, t4", duration: "1s", maxPrice: 9}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j = waitJob(t, ctx, renter, j.ID, lease.JobCompleted, lease.JobFailed, lease.JobUnfilled)
+	if rfqsSeen(t4, "t4") == 0 {
+		t.Fatal("the T4 provider did not receive the two-family RFQ")
+	}
+	var bids int
+	for _, ev := range j.Events {
+		if ev.Kind == "window" {
+			bids = max(bids, ev.Bids)
+		}
+	}
+	if bids < 2 {
+		t.Fatalf("the two-family job drew %d bids, want bids from both shards; events %v", bids, eventKinds(j))
+	}
+}
+
+func eventKinds(j *store.Job) string {
+	var out []string
+	for _, ev := range j.Events {
+		out = append(out, ev.Kind+": "+ev.Message)
+	}
+	return strings.Join(out, "; ")
+}
