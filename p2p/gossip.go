@@ -97,7 +97,6 @@ func topicScoreParams() *pubsub.TopicScoreParams {
 	}
 }
 
-
 const graylistThreshold = -2500
 
 // scoreThresholds: a peer below -500 gets no gossip from us, below -1000

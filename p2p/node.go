@@ -64,7 +64,7 @@ type Node struct {
 	topics map[string]*pubsub.Topic
 	// validatorFor makes the validators of policy-admitted topics.
 	validatorFor func(topic string) Validator
-	closed bool
+	closed       bool
 
 	// Reconnect-loop state: lostConn is set by the network when a
 	// connection closes; hadEnough and countedAt belong to the loop.
