@@ -43,7 +43,7 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 		}, provider.Deps{
 			Logger: n.log, Clock: time.Now, Key: n.key, P2P: n.p2p, Store: n.db, Leases: n.leases, GPU: n.gpus,
 			Artifacts: artifacts, WorkDir: n.workDir, Executors: deps.Executors, AdmitAward: deps.AdmitAward,
-			ShardView: n.shardView,
+			ShardView: n.shardView, PriceIndex: n.priceIndex,
 		}); err != nil {
 			return err
 		}
@@ -51,6 +51,7 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 		// Advertise only the runtimes that can run here.
 		n.cfg.Provider.Runtimes = n.provider.Offered().Runtimes
 		tdeps.OnSummary = n.provider.AuctionClosed
+		tdeps.SyncShards = n.provider.Shards
 		tdeps.LeaseEntries = n.provider.LeaseEntries
 	}
 	m := n.cfg.Market
@@ -100,6 +101,14 @@ func (n *Node) shardView(s auction.Shard) []*auction.Digest {
 		return nil
 	}
 	return n.trust.Digests(s)
+}
+
+// priceIndex is trust's price index, for the provider's scarcity cap.
+func (n *Node) priceIndex(since, until time.Time) ([]auction.PriceStat, error) {
+	if n.trust == nil {
+		return nil, nil
+	}
+	return n.trust.PriceIndex(since, until)
 }
 
 // followDigests subscribes a renter to the digest topic of a shard it just

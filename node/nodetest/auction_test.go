@@ -101,7 +101,8 @@ func auctionCluster(t *testing.T, provs []provOpts, o nodetest.Options) (*nodete
 		}
 	}
 	c := nodetest.New(t, n, o)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	// A big cluster takes longer to form on a loaded 2-core machine.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute+time.Duration(len(provs))*time.Second)
 	defer cancel()
 	if err := c.WaitReady(ctx); err != nil {
 		t.Fatal(err)

@@ -234,6 +234,7 @@ func (b *bidder) quote(rfq *auction.RFQ, rfqID, holdID string) (*auction.Bid, er
 		return nil, err
 	}
 	health := b.health()
+	market := b.p.marketSignal(rfq)
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -253,6 +254,7 @@ func (b *bidder) quote(rfq *auction.RFQ, rfqID, holdID string) (*auction.Bid, er
 	}
 	q, err := auction.Quote(auction.QuoteInput{
 		RFQ: rfq, RFQID: rfqID, Capacity: capacity, Held: held, Bronze: bronze, Telemetry: health, Now: now, Policy: b.policy,
+		Market: market,
 	})
 	if err != nil {
 		return nil, err

@@ -41,16 +41,25 @@ func (d *digester) run(ctx context.Context) {
 	if err := d.p.p2p.WaitReady(ctx); err != nil {
 		return
 	}
-	every := time.NewTicker(max(d.p.cfg.Offer.Republish/2, time.Second))
-	defer every.Stop()
+	every := max(d.p.cfg.Offer.Republish/2, time.Second)
+	// Right after start the shard's mesh is still forming and a digest
+	// reaches few peers: send it again a few times, sooner.
+	early := []time.Duration{2 * time.Second, 5 * time.Second, 15 * time.Second, 30 * time.Second}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
 	var lastSent time.Time
 	for {
 		d.publish(ctx)
 		lastSent = time.Now()
+		next := every
+		if len(early) > 0 {
+			next, early = min(early[0], every), early[1:]
+		}
+		timer.Reset(next)
 		select {
 		case <-ctx.Done():
 			return
-		case <-every.C:
+		case <-timer.C:
 		case <-d.changed:
 			if gap := digestMinGap - time.Since(lastSent); gap > 0 {
 				select {

@@ -63,6 +63,9 @@ type Deps struct {
 	// ShardView returns the digests this node holds of one shard, for the
 	// bounded-bidding rule; nil: bid on every feasible RFQ.
 	ShardView func(s auction.Shard) []*auction.Digest
+	// PriceIndex is the network's cleared prices (signed award summaries),
+	// which cap the scarcity markup; nil: no cap.
+	PriceIndex func(since, until time.Time) ([]auction.PriceStat, error)
 }
 
 // Provider is the running provider room.
@@ -86,6 +89,9 @@ type Provider struct {
 
 	// shardView is this node's digests of one shard (trust's book).
 	shardView func(s auction.Shard) []*auction.Digest
+	// priceIndex is trust's price index, for the scarcity cap.
+	priceIndex func(since, until time.Time) ([]auction.PriceStat, error)
+	index      indexCache
 
 	group     sync.WaitGroup
 	closeOnce sync.Once
@@ -101,7 +107,7 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	}
 	p := &Provider{
 		cfg: cfg, log: deps.Logger, now: deps.Clock, key: deps.Key, self: deps.P2P.ID(),
-		p2p: deps.P2P, db: deps.Store, leases: deps.Leases, gpus: deps.GPU, shardView: deps.ShardView,
+		p2p: deps.P2P, db: deps.Store, leases: deps.Leases, gpus: deps.GPU, shardView: deps.ShardView, priceIndex: deps.PriceIndex,
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)

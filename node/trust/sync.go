@@ -2,6 +2,7 @@ package trust
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -30,6 +31,10 @@ const (
 	syncMaxPages  = auction.MaxBookDigests/syncPage + 1
 	syncEvery     = 5 * time.Minute
 	syncWhenEmpty = 2 * time.Second
+	// syncYoung is the sync interval for the first syncYoungFor after
+	// start, while the shards' meshes form and early digests are missed.
+	syncYoung    = 10 * time.Second
+	syncYoungFor = 5 * time.Minute
 )
 
 // DigestsLimits bound one exchange of DigestsProto.
@@ -65,10 +70,28 @@ type digestSync struct {
 
 	mu    sync.Mutex
 	rates map[peer.ID]*rate.Limiter
+	seen  map[[sha256.Size]byte]time.Time
 }
 
 func newDigestSync(t *Trust) *digestSync {
-	return &digestSync{t: t, rates: map[peer.ID]*rate.Limiter{}}
+	return &digestSync{t: t, rates: map[peer.ID]*rate.Limiter{}, seen: map[[sha256.Size]byte]time.Time{}}
+}
+
+// known reports whether these exact bytes were seen within the last
+// syncEvery, and remembers them: a sync from several peers gets the same
+// digests many times, and each costs a signature check to open.
+func (s *digestSync) known(raw []byte, now time.Time) bool {
+	h := sha256.Sum256(raw)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if at, ok := s.seen[h]; ok && now.Sub(at) < syncEvery {
+		return true
+	}
+	if len(s.seen) >= auction.MaxBookDigests {
+		clear(s.seen)
+	}
+	s.seen[h] = now
+	return false
 }
 
 // maxSyncClients bounds the per-peer rate state.
@@ -122,9 +145,25 @@ func (t *Trust) ServeDigests(_ context.Context, from peer.ID, req []byte) ([]byt
 // verifies (each is opened and checked like a gossiped one). It returns
 // how many were new.
 func (t *Trust) syncFrom(ctx context.Context, p peer.ID) (int, error) {
+	if t.syncShards == nil {
+		return t.syncShard(ctx, p, "")
+	}
+	added := 0
+	for _, s := range t.syncShards() {
+		n, err := t.syncShard(ctx, p, s)
+		added += n
+		if err != nil {
+			return added, err
+		}
+	}
+	return added, nil
+}
+
+// syncShard pages through one shard ("" for all) of a peer's book.
+func (t *Trust) syncShard(ctx context.Context, p peer.ID, shard auction.Shard) (int, error) {
 	added, after := 0, ""
 	for range syncMaxPages {
-		req, err := syncEnc.Marshal(digestsRequest{V: 1, After: after, Limit: syncPage})
+		req, err := syncEnc.Marshal(digestsRequest{V: 1, Shard: string(shard), After: after, Limit: syncPage})
 		if err != nil {
 			return added, err
 		}
@@ -138,6 +177,9 @@ func (t *Trust) syncFrom(ctx context.Context, p peer.ID) (int, error) {
 		}
 		now := t.now()
 		for _, raw := range page.Digests {
+			if t.sync.known(raw, now) {
+				continue // the same bytes as a digest already checked
+			}
 			d, signer, err := auction.OpenDigest(raw)
 			if err != nil || signer.String() != d.Peer || d.CheckTime(now) != nil {
 				continue
@@ -161,6 +203,7 @@ func (t *Trust) syncFrom(ctx context.Context, p peer.ID) (int, error) {
 func (t *Trust) runSync(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	started := t.now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -168,6 +211,7 @@ func (t *Trust) runSync(ctx context.Context) {
 		case <-timer.C:
 		}
 		peers := t.syncPeers()
+		grew := false
 		for _, p := range peers {
 			sctx, cancel := context.WithTimeout(ctx, time.Minute)
 			n, err := t.syncFrom(sctx, p)
@@ -177,15 +221,16 @@ func (t *Trust) runSync(ctx context.Context) {
 				continue
 			}
 			if n > 0 {
+				grew = true
 				t.log.Debug("digests synced", "peer", p, "new", n, "book", t.digests.Len())
-			}
-			if n == 0 && t.digests.Len() > 0 {
-				break // this peer knows nothing new; the book is current
 			}
 		}
 		wait := syncEvery
-		if t.digests.Len() == 0 || len(peers) == 0 {
-			wait = syncWhenEmpty
+		switch {
+		case t.digests.Len() == 0 || len(peers) == 0 || grew:
+			wait = syncWhenEmpty // until a round learns nothing new
+		case t.now().Sub(started) < syncYoungFor:
+			wait = syncYoung
 		}
 		timer.Reset(wait)
 	}

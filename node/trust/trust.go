@@ -53,6 +53,9 @@ type Deps struct {
 	// OnShard is told of each shard the first time a digest names it
 	// (a renter follows the shard's digest topic); nil: nobody.
 	OnShard func(s auction.Shard)
+	// SyncShards are the shards whose digests this node syncs (a
+	// provider's own); nil: every shard (a renter's whole market view).
+	SyncShards func() []auction.Shard
 	// LeaseEntries returns this node's own chain entries that attest a
 	// provider-side lease (nil on nodes that keep no chain).
 	LeaseEntries func(l *store.Lease) ([][]byte, error)
@@ -70,6 +73,7 @@ type Trust struct {
 
 	onSummary    func(sum *auction.AwardSummary)
 	onShard      func(s auction.Shard)
+	syncShards   func() []auction.Shard
 	shardsMu     sync.Mutex
 	shards       map[auction.Shard]bool
 	leaseEntries func(l *store.Lease) ([][]byte, error)
@@ -88,7 +92,7 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 	t := &Trust{
 		cfg: cfg, log: deps.Logger, now: deps.Clock, key: deps.Key, self: deps.P2P.ID(),
 		p2p: deps.P2P, db: deps.Store, onSummary: deps.OnSummary, leaseEntries: deps.LeaseEntries,
-		onShard: deps.OnShard, shards: map[auction.Shard]bool{},
+		onShard: deps.OnShard, syncShards: deps.SyncShards, shards: map[auction.Shard]bool{},
 	}
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
