@@ -121,7 +121,7 @@ func TestImportDirection(t *testing.T) {
 		// One exception: idlegrid sim is an offline tool that replays traces
 		// through the pure market rules, with no node to ask, so cmd may
 		// import auction/sim (and through it auction), nothing else of them.
-		{from: "cmd", forbidden: []string{"p2p", "store", "auction", "attest", "node/gpu", "node/nodetest"}, allow: []string{"auction/sim"}},
+		{from: "cmd", forbidden: []string{"p2p", "store", "auction", "attest", "node/gpu", "node/nodetest"}, allow: []string{"auction/sim", "auction/netmodel"}},
 	}
 	for _, p := range loadPackages(t) {
 		for _, r := range rules {

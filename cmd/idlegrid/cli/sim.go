@@ -55,6 +55,7 @@ func newSimCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.seeds, "seeds", "1,2,3,4,5", "comma-separated seeds")
 	fl.StringVar(&f.policies, "policies", "", "comma-separated policies (default all: "+strings.Join(sim.AllPolicies(), ",")+")")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON instead of a table")
+	cmd.AddCommand(newSimScaleCmd(g))
 	return cmd
 }
 
