@@ -52,6 +52,8 @@ type advertiser struct {
 	version  string
 
 	changed chan struct{}
+	// firmHeld are the GPUs under firm hold now (shown as held).
+	firmHeld func() map[string]bool
 
 	mu       sync.Mutex
 	leases   map[string]string // GPU UUID -> lease ID
@@ -77,6 +79,7 @@ func newAdvertiser(p *Provider, key crypto.PrivKey, backend gpu.Backend) (*adver
 		now:      p.now,
 		version:  p.cfg.Version,
 		changed:  make(chan struct{}, 1),
+		firmHeld: p.firm.heldNow,
 		leases:   map[string]string{},
 		provided: map[cid.Cid]time.Time{},
 	}
@@ -206,6 +209,7 @@ func (a *advertiser) build(seq uint64) (*auction.Capacity, error) {
 			c.Floor.Bronze = micro
 		}
 	}
+	held := a.firmHeld()
 	a.mu.Lock()
 	for _, d := range a.offered(devs) {
 		lease := a.leases[d.UUID]
@@ -218,6 +222,7 @@ func (a *advertiser) build(seq uint64) (*auction.Capacity, error) {
 			ComputeCap: fmt.Sprintf("%d.%d", d.ComputeMajor, d.ComputeMinor),
 			Free:       lease == "",
 			LeaseID:    lease,
+			Held:       lease == "" && held[d.UUID],
 		})
 	}
 	a.mu.Unlock()
