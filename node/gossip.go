@@ -41,6 +41,9 @@ func (n *Node) validateRFQ(_ context.Context, _, signer peer.ID, data []byte) p2
 	if n.rfqSeen.Seen(attest.RecordID(data).String(), rfq.ExpiresAtMs, now) {
 		return p2p.Ignore // a replay
 	}
+	if !n.rfqRate.allow(rfq.Renter, now) {
+		return p2p.Ignore // over the renter's RFQ rate (rfq_rate.go)
+	}
 	return p2p.Accept
 }
 
