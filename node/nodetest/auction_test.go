@@ -197,7 +197,8 @@ func TestCheapestFeasibleBidWins(t *testing.T) {
 
 // TestConcurrentRFQsNeverOvercommit: 50 jobs posted at once against 5
 // providers with 2 GPUs each. At no moment does a provider hold more
-// leased GPUs than it has, or one GPU in two leases.
+// leased GPUs than it has, or one GPU in two leases, and at least 9 of the
+// 10 GPUs are leased.
 func TestConcurrentRFQsNeverOvercommit(t *testing.T) {
 	var provs []provOpts
 	for i := range 5 {
@@ -275,11 +276,13 @@ func TestConcurrentRFQsNeverOvercommit(t *testing.T) {
 	if violation != nil {
 		t.Fatal(violation)
 	}
-	// Bids hold their GPUs until they expire, so a burst far larger than
-	// the market serves only the first RFQs each provider saw; the rest
-	// are reported unfilled rather than over-committed.
-	if leased < 2 {
-		t.Fatalf("%d of 50 jobs got leases; the first RFQs should be served", leased)
+	// Bids hold nothing, so every provider bids on every RFQ and the
+	// awards, re-checked at the provider, fill every GPU: a declined award
+	// passes to the next-best bid. At least 9 jobs must be leased (all 10
+	// GPUs, less one that a bid expiring while its renter worked through
+	// declines on a loaded machine may miss).
+	if leased < 9 {
+		t.Fatalf("%d of 50 jobs got leases on 10 GPUs, want at least 9", leased)
 	}
 	t.Logf("%d of 50 concurrent jobs leased on 10 GPUs", leased)
 }
