@@ -265,7 +265,7 @@ func (a *Renter) offerAward(ctx context.Context, rfq *auction.RFQ, rfqID string,
 
 // publishSummary gossips the cleared price for the market price index. It
 // also tells the auction's losing bidders that it is over, so they release
-// the GPUs their bids held at once instead of when the bids expire.
+// any firm holds of their bids at once instead of when the holds end.
 func (a *Renter) publishSummary(ctx context.Context, l *store.Lease, rfqID string) {
 	sum := &auction.AwardSummary{
 		V: auction.MessagesVersion, Renter: a.ID().String(), Award: l.ID, RFQ: rfqID, Model: l.Model,
