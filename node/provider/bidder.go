@@ -238,7 +238,9 @@ func (b *bidder) quote(rfq *auction.RFQ, rfqID, holdID string) (*auction.Bid, er
 	}
 	bid := q.Bid
 	bid.Provider = b.p.ID().String()
-	b.p.firm.grant(rfq.Renter, holdID, bid.GPUs, now, time.UnixMilli(bid.ValidUntilMs))
+	if held := b.p.firm.grant(rfq.Renter, holdID, bid.GPUs, now, time.UnixMilli(bid.ValidUntilMs)); len(held) > 0 {
+		b.p.adv.signal() // the record shows them held
+	}
 	return &bid, nil
 }
 
@@ -299,8 +301,10 @@ func (b *bidder) handleAward(ctx context.Context, from peer.ID, req []byte) ([]b
 	// The inventory is read before the bidder's lock: the advertiser reads
 	// firm holds, and they are changed under that lock.
 	var inventory []auction.GPU
-	if capacity, err := b.p.adv.build(1); err == nil {
-		inventory = capacity.GPUs
+	if b.p.adv != nil {
+		if capacity, err := b.p.adv.build(1); err == nil {
+			inventory = capacity.GPUs
+		}
 	}
 	l, preempt, reason := b.commit(aw, awardID, req, inventory)
 	if reason != "" {

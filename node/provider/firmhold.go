@@ -14,7 +14,9 @@ import (
 // bid window) and on at most perRenter GPUs at once.
 //
 // The bidder changes holds under its own lock; the advertiser only reads
-// them (held), so firmHolds has its own lock and never calls out.
+// them (held), so firmHolds has its own lock and never calls out. A grant
+// re-publishes the capacity record (its GPUs show held); an ended hold
+// leaves the record at the advertiser's next inventory poll.
 type firmHolds struct {
 	ttl       time.Duration // provider.firm_hold; 0: no firm holds
 	perRenter int           // provider.firm_hold_gpus
@@ -152,3 +154,7 @@ func (f *firmHolds) expireLocked(now time.Time) {
 		}
 	}
 }
+
+// FirmHeld is the set of offered GPUs under firm hold now (for capacity
+// digests: auction.DigestInput.Held).
+func (p *Provider) FirmHeld() map[string]bool { return p.firm.heldNow() }
