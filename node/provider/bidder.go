@@ -58,13 +58,17 @@ type commitment struct {
 	noticeSec uint32
 }
 
-// bidPolicy is the default policy with the operator's promised notice. A
-// bid outlives the bid window by 3 s: awards follow the window within
-// milliseconds. It holds no GPU for that time (see firmHolds).
+// bidValidity is how long a bid outlives the bid window. A bid holds no
+// GPU for that time (see firmHolds), so it need not be short: it only has
+// to outlast the renter's way through declines to the next-best bids,
+// which under load takes seconds.
+const bidValidity = 20 * time.Second
+
+// bidPolicy is the default policy with the operator's promised notice.
 func bidPolicy(c OfferConfig) auction.BidPolicy {
 	p := auction.DefaultBidPolicy()
 	p.NoticeSec = uint32(c.PreemptNotice / time.Second)
-	p.BidValidity = 3 * time.Second
+	p.BidValidity = bidValidity
 	return p
 }
 
