@@ -64,6 +64,11 @@ type GPU struct {
 	ComputeCap string `cbor:"compute_cap"` // "major.minor", e.g. "9.0"
 	Free       bool   `cbor:"free,omitempty"`
 	LeaseID    string `cbor:"lease_id,omitempty"` // set only on a leased GPU
+	// Held marks a free GPU under a provider's firm hold for a pending bid
+	// (seconds at most): renters should not count on it now, but it is
+	// not leased. Omitted when false, so records from before the field
+	// encode and decode as they did.
+	Held bool `cbor:"held,omitempty"`
 }
 
 // Host is the machine around the GPUs.

@@ -131,6 +131,8 @@ func TestCapacityValidate(t *testing.T) {
 		{"zero_vram", func(c *Capacity) { c.GPUs[0].VRAMMiB = 0 }, "gpus[0].vram_mib: 0 out of range"},
 		{"bad_compute_cap", func(c *Capacity) { c.GPUs[0].ComputeCap = "9" }, `gpus[0].compute_cap: compute capability "9" is not major.minor`},
 		{"free_with_lease", func(c *Capacity) { c.GPUs[0].LeaseID = "x" }, "gpus[0].lease_id: a free GPU cannot carry a lease"},
+		{"held_free_gpu", func(c *Capacity) { c.GPUs[0].Free, c.GPUs[0].Held = true, true }, ""},
+		{"held_leased_gpu", func(c *Capacity) { c.GPUs[0].Free, c.GPUs[0].Held, c.GPUs[0].LeaseID = false, true, "x" }, "gpus[0].held: only a free GPU"},
 		{"zero_cpu", func(c *Capacity) { c.Host.CPUCores = 0 }, "host.cpu_cores: 0 out of range"},
 		{"upper_case_country", func(c *Capacity) { c.Region.Country = "DE" }, `region.country: "DE" is not a lower-case ISO`},
 		{"bad_zone", func(c *Capacity) { c.Region.Zone = "Fra 1" }, `region.zone: "Fra 1" is not a slug`},

@@ -118,6 +118,9 @@ func (c *Capacity) validateGPUs(p *problems) {
 		if g.Free && g.LeaseID != "" {
 			p.addf(path+".lease_id", "a free GPU cannot carry a lease")
 		}
+		if g.Held && !g.Free {
+			p.addf(path+".held", "only a free GPU can be under a firm hold")
+		}
 		if !printable(g.LeaseID, MaxTextLen) {
 			p.addf(path+".lease_id", "must be at most %d printable ASCII characters", MaxTextLen)
 		}

@@ -170,6 +170,8 @@ func DefaultConfig(role Role) Config {
 			Calendar:      []string{},
 			MaxDuration:   7 * 24 * time.Hour,
 			PreemptNotice: 2 * time.Minute,
+			FirmHold:      2 * time.Second,
+			FirmHoldGPUs:  8,
 			AllowedImages: []string{},
 			OfferGPUs:     []string{},
 			Datasets:      []string{},

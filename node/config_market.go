@@ -64,6 +64,12 @@ func (c *Config) validateMarket() error {
 	if p.PreemptNotice < time.Second || p.PreemptNotice > time.Hour {
 		return bad("provider.preempt_notice", "%s: must be within 1s..1h", p.PreemptNotice)
 	}
+	if p.FirmHold < 0 || p.FirmHold > time.Minute {
+		return bad("provider.firm_hold", "%s: must be within 0s..1m", p.FirmHold)
+	}
+	if p.FirmHoldGPUs < 0 || p.FirmHoldGPUs > auction.MaxGPUs {
+		return bad("provider.firm_hold_gpus", "%d: must be within 0..%d", p.FirmHoldGPUs, auction.MaxGPUs)
+	}
 	if p.RecordTTL < 10*time.Second || p.Republish <= 0 || p.Republish >= p.RecordTTL {
 		return bad("provider.republish", "need 0 < republish (%s) < record_ttl (%s), record_ttl at least 10s", p.Republish, p.RecordTTL)
 	}

@@ -127,6 +127,12 @@ egress = {{.Provider.Egress}}
 # Notice promised to bronze (interruptible) leases before their GPUs are taken
 # back for gold or silver work.
 preempt_notice = {{dur .Provider.PreemptNotice}}
+# A bid reserves nothing: it is an offer subject to availability, re-checked
+# when the award comes. Only renters this host holds a paid receipt from get
+# a firm hold on their bid's GPUs, for firm_hold ("0s": never) and on at
+# most firm_hold_gpus GPUs per renter at once.
+firm_hold = {{dur .Provider.FirmHold}}
+firm_hold_gpus = {{.Provider.FirmHoldGPUs}}
 # GPUs offered, by UUID or index. Empty: all of them.
 offer_gpus = {{list .Provider.OfferGPUs}}
 # CIDs of datasets cached on this host (renters can look for them).

@@ -50,6 +50,9 @@ func (n *Node) checkRFQ(topic string, signer peer.ID, data []byte) (*auction.RFQ
 	if n.rfqSeen.Seen(topic+" "+attest.RecordID(data).String(), rfq.ExpiresAtMs, now) {
 		return nil, p2p.Ignore // a replay
 	}
+	if !n.rfqRate.allow(rfq.Renter, now) {
+		return nil, p2p.Ignore // over the renter's RFQ rate (rfq_rate.go)
+	}
 	return rfq, p2p.Accept
 }
 

@@ -81,6 +81,7 @@ type Node struct {
 	gpus    gpu.Backend // providers only; the node owns it
 	leases  *lease.Book
 	rfqSeen *auction.SeenCache
+	rfqRate *renterRate
 	// workDir holds executor state, artifacts, results and downloads;
 	// cleanupWork removes it when it is temporary.
 	workDir     string
@@ -150,6 +151,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	undo = append(undo, n.p2p.Close)
 
 	n.rfqSeen = auction.NewSeenCache(100_000)
+	n.rfqRate = newRenterRate(rfqRatePerSec, rfqRateBurst, rfqRateRenter)
 	n.leases = lease.NewBook(n.db, time.Now)
 	dir, cleanup, err := workDir(cfg, deps)
 	if err != nil {

@@ -198,7 +198,8 @@ func TestCheapestFeasibleBidWins(t *testing.T) {
 
 // TestConcurrentRFQsNeverOvercommit: 50 jobs posted at once against 5
 // providers with 2 GPUs each. At no moment does a provider hold more
-// leased GPUs than it has, or one GPU in two leases.
+// leased GPUs than it has, or one GPU in two leases, and at least 9 of the
+// 10 GPUs are leased.
 func TestConcurrentRFQsNeverOvercommit(t *testing.T) {
 	var provs []provOpts
 	for i := range 5 {
@@ -265,22 +266,39 @@ func TestConcurrentRFQsNeverOvercommit(t *testing.T) {
 	}
 	wg.Wait()
 	leased := 0
+	unfilled := map[string]int{} // why the others went unfilled
 	for _, id := range ids {
-		j := waitJob(t, ctx, renter, id, lease.JobCompleted, lease.JobUnfilled)
-		if j.State == lease.JobCompleted {
+		// Leasing is under test, not the runs: on a loaded machine a
+		// 2 s run may overstay its maximum and end expired.
+		j := waitJob(t, ctx, renter, id, lease.JobCompleted, lease.JobUnfilled, lease.JobExpired, lease.JobFailed)
+		if len(j.Leases) > 0 {
 			leased++
+			continue
 		}
+		reason, _, _ := strings.Cut(j.Reason, ";")
+		declines := 0
+		for _, ev := range j.Events {
+			if ev.Kind == "decline" {
+				declines++
+			}
+		}
+		unfilled[fmt.Sprintf("%s (after %d declines)", reason, declines)]++
+	}
+	for reason, n := range unfilled {
+		t.Logf("%d unfilled: %s", n, reason)
 	}
 	close(stop)
 	<-sampled
 	if violation != nil {
 		t.Fatal(violation)
 	}
-	// Bids hold their GPUs until they expire, so a burst far larger than
-	// the market serves only the first RFQs each provider saw; the rest
-	// are reported unfilled rather than over-committed.
-	if leased < 2 {
-		t.Fatalf("%d of 50 jobs got leases; the first RFQs should be served", leased)
+	// Bids hold nothing, so every provider bids on every RFQ and the
+	// awards, re-checked at the provider, fill every GPU: a declined award
+	// passes to the next-best bid. At least 9 jobs must be leased (all 10
+	// GPUs, less one that a bid expiring while its renter worked through
+	// declines on a loaded machine may miss).
+	if leased < 9 {
+		t.Fatalf("%d of 50 jobs got leases on 10 GPUs, want at least 9", leased)
 	}
 	t.Logf("%d of 50 concurrent jobs leased on 10 GPUs", leased)
 }
@@ -465,7 +483,7 @@ func TestBadJobSpecPostsNothing(t *testing.T) {
 		t.Fatal("a bad spec must not lead to a lease")
 	}
 	for _, m := range c.Members {
-		if got := m.Node.RecentGossip(p2p.TopicRFQ); len(got) != 0 {
+		if got := m.Node.RecentGossip(auction.GPUShard("a10").RFQTopic()); len(got) != 0 {
 			t.Fatalf("member %d saw %d RFQs after only bad specs", m.Index, len(got))
 		}
 	}

@@ -55,6 +55,8 @@ type advertiser struct {
 	// onChange is called when a GPU is leased or freed and after each
 	// record published (the digester gossips the change); may be nil.
 	onChange func()
+	// firmHeld are the GPUs under firm hold now (shown as held).
+	firmHeld func() map[string]bool
 
 	mu       sync.Mutex
 	leases   map[string]string // GPU UUID -> lease ID
@@ -80,6 +82,7 @@ func newAdvertiser(p *Provider, key crypto.PrivKey, backend gpu.Backend) (*adver
 		now:      p.now,
 		version:  p.cfg.Version,
 		changed:  make(chan struct{}, 1),
+		firmHeld: p.firm.heldNow,
 		leases:   map[string]string{},
 		provided: map[cid.Cid]time.Time{},
 	}
@@ -212,6 +215,7 @@ func (a *advertiser) build(seq uint64) (*auction.Capacity, error) {
 			c.Floor.Bronze = micro
 		}
 	}
+	held := a.firmHeld()
 	a.mu.Lock()
 	for _, d := range a.offered(devs) {
 		lease := a.leases[d.UUID]
@@ -224,6 +228,7 @@ func (a *advertiser) build(seq uint64) (*auction.Capacity, error) {
 			ComputeCap: fmt.Sprintf("%d.%d", d.ComputeMajor, d.ComputeMinor),
 			Free:       lease == "",
 			LeaseID:    lease,
+			Held:       lease == "" && held[d.UUID],
 		})
 	}
 	a.mu.Unlock()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -26,10 +25,12 @@ import (
 type AdmitAward func(aw *auction.Award) error
 
 // bidder is the provider's side of the auction: it answers RFQs with
-// signed bids, holding the offered GPUs until the bid expires so that it
-// never commits a GPU twice, and turns awards into countersigned leases,
-// preempting bronze leases with the promised notice when gold or silver
-// work needs their GPUs.
+// signed bids, which hold nothing unless the renter earned a firm hold
+// (firmHolds), and turns awards into countersigned leases after
+// re-checking the GPUs under one lock, so that it never commits a GPU
+// twice, substituting free GPUs of the same model for ones taken since the
+// bid and preempting bronze leases with the promised notice when gold or
+// silver work needs their GPUs.
 type bidder struct {
 	p      *Provider
 	log    *slog.Logger
@@ -39,17 +40,10 @@ type bidder struct {
 	policy auction.BidPolicy
 
 	mu sync.Mutex
-	// holds: GPU UUID -> the pending bid holding it.
-	holds map[string]hold
 	// bids we sent and that may still be awarded, by record ID.
 	bids map[string]sentBid
 	// committed: GPU UUID -> the lease (pending or active) it belongs to.
 	committed map[string]commitment
-}
-
-type hold struct {
-	bidID string
-	until time.Time
 }
 
 type sentBid struct {
@@ -64,14 +58,17 @@ type commitment struct {
 	noticeSec uint32
 }
 
-// bidPolicy is the default policy with the operator's promised notice. A
-// bid (and the hold on its GPUs) outlives the bid window by 3 s: awards
-// follow the window within milliseconds, and a losing bid is never told it
-// lost, so a long hold would keep GPUs out of the next auctions.
+// bidValidity is how long a bid outlives the bid window. A bid holds no
+// GPU for that time (see firmHolds), so it need not be short: it only has
+// to outlast the renter's way through declines to the next-best bids,
+// which under load takes seconds.
+const bidValidity = 20 * time.Second
+
+// bidPolicy is the default policy with the operator's promised notice.
 func bidPolicy(c OfferConfig) auction.BidPolicy {
 	p := auction.DefaultBidPolicy()
 	p.NoticeSec = uint32(c.PreemptNotice / time.Second)
-	p.BidValidity = 3 * time.Second
+	p.BidValidity = bidValidity
 	return p
 }
 
@@ -79,7 +76,7 @@ func newBidder(p *Provider, admit AdmitAward) *bidder {
 	b := &bidder{
 		p: p, log: p.log.With("component", "bidder"), now: p.now, admit: admit,
 		policy: bidPolicy(p.cfg.Offer),
-		holds:  map[string]hold{}, bids: map[string]sentBid{}, committed: map[string]commitment{},
+		bids:   map[string]sentBid{}, committed: map[string]commitment{},
 	}
 	b.runner = newLeaseRunner(p, p.ex, b.leaseEnded)
 	return b
@@ -94,6 +91,9 @@ func (b *bidder) restore() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, l := range leases {
+		if l.Side == lease.SideProvider && len(l.Receipt) > 0 && l.PaidMicro > 0 {
+			b.p.firm.notePaid(l.Renter)
+		}
 		if l.Side != lease.SideProvider || lease.State(l.State).Terminal() {
 			continue
 		}
@@ -114,13 +114,9 @@ func (b *bidder) leaseEnded(l *store.Lease) {
 	}
 }
 
-// expireHolds drops holds and bids past their validity. Callers hold b.mu.
-func (b *bidder) expireHolds(now time.Time) {
-	for g, h := range b.holds {
-		if !now.Before(h.until) {
-			delete(b.holds, g)
-		}
-	}
+// expire drops firm holds and bids past their validity. Callers hold b.mu.
+func (b *bidder) expire(now time.Time) {
+	b.p.firm.expire(now)
 	for id, sb := range b.bids {
 		if sb.bid.Expired(now) {
 			delete(b.bids, id)
@@ -138,8 +134,9 @@ func (b *bidder) onRFQ(ctx context.Context, msg p2p.Message) {
 	if !b.p.selected(rfq, rfqID, msg.Topic) {
 		return
 	}
-	// quote holds the GPUs under a provisional ID in the same critical
-	// section that chose them, so concurrent RFQs never get the same GPU.
+	// quote takes any firm hold under a provisional ID in the same
+	// critical section that chose the GPUs, so concurrent RFQs never get
+	// the same firmly held GPU.
 	provisional := "pending:" + rfqID
 	bid, err := b.quote(rfq, rfqID, provisional)
 	if err != nil {
@@ -154,9 +151,7 @@ func (b *bidder) onRFQ(ctx context.Context, msg p2p.Message) {
 	}
 	bidID := attest.RecordID(raw).String()
 	b.mu.Lock()
-	for _, g := range bid.GPUs {
-		b.holds[g] = hold{bidID: bidID, until: time.UnixMilli(bid.ValidUntilMs)}
-	}
+	b.p.firm.rekey(provisional, bidID)
 	b.bids[bidID] = sentBid{bid: bid, rfq: rfq}
 	b.mu.Unlock()
 
@@ -193,9 +188,10 @@ func (b *bidder) addAddrs(p peer.ID, addrs []string) {
 	}
 }
 
-// auctionClosed releases what our bids for a finished auction still hold.
-// Only the RFQ's own renter can close it (the summary is signed by it);
-// GPUs a winning bid leased were already moved to the lease by commit.
+// auctionClosed forgets our bids for a finished auction and releases
+// their firm holds. Only the RFQ's own renter can close it (the summary is
+// signed by it); GPUs a winning bid leased were already moved to the lease
+// by commit.
 func (b *bidder) auctionClosed(sum *auction.AwardSummary) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -203,11 +199,7 @@ func (b *bidder) auctionClosed(sum *auction.AwardSummary) {
 		if sb.bid.RFQ != sum.RFQ || sb.rfq.Renter != sum.Renter {
 			continue
 		}
-		for g, h := range b.holds {
-			if h.bidID == id {
-				delete(b.holds, g)
-			}
-		}
+		b.p.firm.release(id)
 		delete(b.bids, id)
 	}
 }
@@ -215,16 +207,13 @@ func (b *bidder) auctionClosed(sum *auction.AwardSummary) {
 func (b *bidder) release(bidID string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for g, h := range b.holds {
-		if h.bidID == bidID {
-			delete(b.holds, g)
-		}
-	}
+	b.p.firm.release(bidID)
 	delete(b.bids, bidID)
 }
 
-// quote snapshots this provider, asks the pure bidder policy for a bid and
-// holds the chosen GPUs under holdID.
+// quote snapshots this provider, asks the pure bidder policy for a bid
+// and, for a renter with evidence, firmly holds the chosen GPUs under
+// holdID. GPUs under another bid's firm hold are not offered.
 func (b *bidder) quote(rfq *auction.RFQ, rfqID, holdID string) (*auction.Bid, error) {
 	if b.p.adv == nil {
 		return nil, ErrNotAdvertiser
@@ -238,11 +227,8 @@ func (b *bidder) quote(rfq *auction.RFQ, rfqID, holdID string) (*auction.Bid, er
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.expireHolds(now)
-	held := map[string]bool{}
-	for g := range b.holds {
-		held[g] = true
-	}
+	b.expire(now)
+	held := b.p.firm.held(now)
 	bronze := map[string]auction.BronzeLease{}
 	for i := range capacity.GPUs {
 		g := &capacity.GPUs[i]
@@ -261,8 +247,8 @@ func (b *bidder) quote(rfq *auction.RFQ, rfqID, holdID string) (*auction.Bid, er
 	}
 	bid := q.Bid
 	bid.Provider = b.p.ID().String()
-	for _, g := range bid.GPUs {
-		b.holds[g] = hold{bidID: holdID, until: time.UnixMilli(bid.ValidUntilMs)}
+	if held := b.p.firm.grant(rfq.Renter, holdID, bid.GPUs, now, time.UnixMilli(bid.ValidUntilMs)); len(held) > 0 {
+		b.p.adv.signal() // the record shows them held
 	}
 	return &bid, nil
 }
@@ -321,7 +307,15 @@ func (b *bidder) handleAward(ctx context.Context, from peer.ID, req []byte) ([]b
 			return b.decline(awardID, err.Error())
 		}
 	}
-	l, preempt, reason := b.commit(aw, awardID, req)
+	// The inventory is read before the bidder's lock: the advertiser reads
+	// firm holds, and they are changed under that lock.
+	var inventory []auction.GPU
+	if b.p.adv != nil {
+		if capacity, err := b.p.adv.build(1); err == nil {
+			inventory = capacity.GPUs
+		}
+	}
+	l, preempt, reason := b.commit(aw, awardID, req, inventory)
 	if reason != "" {
 		return b.decline(awardID, reason)
 	}
@@ -338,10 +332,10 @@ type preemption struct {
 	noticeSec uint32
 }
 
-// commit re-checks an award against the bid it names and the GPUs'
-// current commitments, and if it still holds, countersigns and stores the
-// lease before anything runs.
-func (b *bidder) commit(aw *auction.Award, awardID string, raw []byte) (*store.Lease, []preemption, string) {
+// commit re-checks an award against the bid it names and places it on
+// GPUs free now (placeAward), and if that succeeds, countersigns and
+// stores the lease, naming the GPUs committed, before anything runs.
+func (b *bidder) commit(aw *auction.Award, awardID string, raw []byte, inventory []auction.GPU) (*store.Lease, []preemption, string) {
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -364,33 +358,13 @@ func (b *bidder) commit(aw *auction.Award, awardID string, raw []byte) (*store.L
 	if len(aw.GPUs) == 0 {
 		return nil, nil, "award names no GPUs"
 	}
-	start := now
-	var preempt []preemption
-	seen := map[string]bool{}
-	for _, g := range aw.GPUs {
-		if !slices.Contains(sb.bid.GPUs, g) {
-			return nil, nil, fmt.Sprintf("GPU %s was not in the bid", g)
-		}
-		if h, ok := b.holds[g]; ok && h.bidID != aw.Bid && now.Before(h.until) {
-			return nil, nil, fmt.Sprintf("GPU %s is held by another bid", g)
-		}
-		c, ok := b.committed[g]
-		switch {
-		case !ok:
-		case c.tier == auction.TierBronze && aw.Tier != auction.TierBronze:
-			if !seen[c.leaseID] {
-				seen[c.leaseID] = true
-				preempt = append(preempt, preemption{leaseID: c.leaseID, renter: c.renter, noticeSec: c.noticeSec})
-			}
-			if s := now.Add(time.Duration(c.noticeSec) * time.Second); s.After(start) {
-				start = s
-			}
-		default:
-			return nil, nil, fmt.Sprintf("GPU %s is already leased", g)
-		}
+	pl, reason := b.placeAward(aw, sb, inventory, now)
+	if reason != "" {
+		return nil, nil, reason
 	}
+	start, preempt := pl.start, pl.preempt
 	acc := &auction.LeaseAcceptance{
-		V: auction.MessagesVersion, Provider: b.p.ID().String(), Award: awardID, GPUs: aw.GPUs,
+		V: auction.MessagesVersion, Provider: b.p.ID().String(), Award: awardID, GPUs: pl.gpus,
 		AcceptedMs: now.UnixMilli(), StartsAtMs: start.UnixMilli(),
 	}
 	accRaw, err := auction.SealLeaseAcceptance(acc, b.p.key)
@@ -399,7 +373,7 @@ func (b *bidder) commit(aw *auction.Award, awardID string, raw []byte) (*store.L
 	}
 	l := &store.Lease{
 		ID: awardID, Side: "provider", Award: raw, Acceptance: accRaw, JobCID: aw.JobCID,
-		Renter: aw.Renter, Provider: aw.Provider, GPUs: aw.GPUs, PriceMicro: aw.PriceMicro, Model: sb.bid.Model,
+		Renter: aw.Renter, Provider: aw.Provider, GPUs: pl.gpus, PriceMicro: aw.PriceMicro, Model: sb.bid.Model,
 		Tier: string(aw.Tier), NoticeSec: aw.NoticeSec, ExpectedSec: sb.rfq.ExpectedDurationSec,
 		Runtime: sb.rfq.Runtime, State: lease.Awarded,
 		StartsAtMs: start.UnixMilli(), EndsAtMs: start.Add(time.Duration(aw.MaxDurationSec) * time.Second).UnixMilli(),
@@ -409,12 +383,12 @@ func (b *bidder) commit(aw *auction.Award, awardID string, raw []byte) (*store.L
 	if err := b.p.leases.Put(l); err != nil {
 		return nil, nil, "internal: " + err.Error()
 	}
-	for _, g := range aw.GPUs {
+	for _, g := range pl.gpus {
 		b.committed[g] = commitment{leaseID: awardID, tier: aw.Tier, renter: aw.Renter, noticeSec: aw.NoticeSec}
-		delete(b.holds, g)
+		b.p.firm.take(g)
 	}
-	// The rest of the bid's GPUs stay held until the bid expires: another
-	// part of the renter's micro-pool may still come.
+	// Firm holds on the rest of the bid's GPUs stay until they end:
+	// another part of the renter's micro-pool may still come.
 	return l, preempt, ""
 }
 
@@ -469,17 +443,4 @@ func (b *bidder) sendPreempt(p preemption, at time.Time) {
 			}
 		}
 	})
-}
-
-// heldGPUs are the GPUs under a live hold, for the capacity digest.
-func (b *bidder) heldGPUs(now time.Time) map[string]bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := map[string]bool{}
-	for g, h := range b.holds {
-		if now.Before(h.until) {
-			out[g] = true
-		}
-	}
-	return out
 }

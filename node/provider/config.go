@@ -28,6 +28,14 @@ type OfferConfig struct {
 	// PreemptNotice is the notice promised on bronze bids before their
 	// GPUs are taken back for gold or silver work.
 	PreemptNotice time.Duration `toml:"preempt_notice"`
+	// FirmHold is how long a bid's GPUs are reserved for a renter that
+	// this provider has a paid receipt from; other renters' bids hold
+	// nothing (they are offers subject to availability, re-checked at the
+	// award). It is the provider's cap, whatever the renter's bid window;
+	// 0 turns firm holds off.
+	FirmHold time.Duration `toml:"firm_hold"`
+	// FirmHoldGPUs bounds the GPUs under firm hold for one renter at once.
+	FirmHoldGPUs int `toml:"firm_hold_gpus"`
 	// OfferGPUs lists the GPUs offered, by UUID or index; empty: all.
 	OfferGPUs []string `toml:"offer_gpus"`
 	// Datasets are CIDs of datasets cached on this host.

@@ -88,7 +88,7 @@ func (d *digester) publish(ctx context.Context) {
 		rec.Seq = cur.Seq
 	}
 	dg, err := auction.NewDigest(auction.DigestInput{
-		Capacity: rec, Held: d.p.bidder.heldGPUs(now), Seq: seq, Now: now, TTL: d.p.cfg.Offer.RecordTTL,
+		Capacity: rec, Held: d.p.FirmHeld(), Seq: seq, Now: now, TTL: d.p.cfg.Offer.RecordTTL,
 	})
 	if err != nil {
 		d.p.log.Warn("build digest", "err", err)
@@ -159,5 +159,5 @@ func (p *Provider) liveDigest() (*auction.Digest, error) {
 		return nil, err
 	}
 	now := p.now()
-	return auction.NewDigest(auction.DigestInput{Capacity: rec, Held: p.bidder.heldGPUs(now), Seq: 1, Now: now, TTL: p.cfg.Offer.RecordTTL})
+	return auction.NewDigest(auction.DigestInput{Capacity: rec, Held: p.FirmHeld(), Seq: 1, Now: now, TTL: p.cfg.Offer.RecordTTL})
 }

@@ -11,46 +11,68 @@ import (
 	"github.com/idlegrid/idlegrid/node/lease"
 )
 
-// TestConcurrentRFQsNeverHoldAGPUTwice: 20 RFQs for one GPU each arrive at
-// once on a 4-GPU provider. Every GPU is offered in exactly one bid while
-// the bids are valid; once the bids expire (the clock moves past their
-// validity) the GPUs are offered again.
-func TestConcurrentRFQsNeverHoldAGPUTwice(t *testing.T) {
+// TestConcurrentAwardsNeverCommitAGPUTwice: 20 RFQs for one GPU each
+// arrive at once on a 4-GPU provider. Plain bids hold nothing, so every
+// RFQ gets a bid; the 20 awards, sent at once, commit each GPU exactly
+// once (substituting free GPUs for the ones the bids named) and the rest
+// are declined.
+func TestConcurrentAwardsNeverCommitAGPUTwice(t *testing.T) {
 	r := newRoom(t, 4)
+	rfqs := map[string]sentRFQ{}
 	var wg sync.WaitGroup
 	for range 20 {
-		raw, _ := r.rfq(t, 1, auction.TierSilver)
+		raw, rfq := r.rfq(t, 1, auction.TierSilver)
+		rfqs[recordID(raw)] = sentRFQ{raw, rfq}
 		wg.Go(func() { r.send(raw) })
 	}
 	wg.Wait()
 	bids := r.takeBids(t)
-	if len(bids) != 4 {
-		t.Fatalf("%d bids for 20 RFQs on 4 GPUs, want 4 (one per free GPU)", len(bids))
+	if len(bids) != 20 {
+		t.Fatalf("%d bids for 20 RFQs on 4 free GPUs, want 20 (a plain bid holds nothing)", len(bids))
 	}
-	seen := map[string]bool{}
-	for _, b := range bids {
-		for _, g := range b.GPUs {
-			if seen[g] {
-				t.Fatalf("GPU %s offered in two live bids", g)
+	resps := make([][]byte, len(bids))
+	for i, b := range bids {
+		q := rfqs[b.RFQ]
+		award := r.award(t, q.raw, q.rfq, b, 1)
+		wg.Go(func() {
+			resp, err := r.p.HandleAward(context.Background(), r.renter.ID, award)
+			if err != nil {
+				t.Errorf("award %d: %v", i, err)
 			}
-			seen[g] = true
+			resps[i] = resp
+		})
+	}
+	wg.Wait()
+	committed := map[string]bool{}
+	for _, resp := range resps {
+		if len(resp) == 0 || resp[0] != lease.TagAccept {
+			continue
 		}
+		acc, _, err := auction.OpenLeaseAcceptance(resp[1:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range acc.GPUs {
+			if committed[g] {
+				t.Fatalf("GPU %s committed to two leases", g)
+			}
+			committed[g] = true
+		}
+	}
+	if len(committed) != 4 {
+		t.Fatalf("%d GPUs committed by 20 awards on 4 GPUs, want all 4", len(committed))
 	}
 	raw, _ := r.rfq(t, 1, auction.TierSilver)
 	r.send(raw)
 	if n := len(r.takeBids(t)); n != 0 {
-		t.Fatalf("%d bids while every GPU is held by a live bid", n)
+		t.Fatalf("%d bids while every GPU is leased", n)
 	}
-	var until int64
-	for _, b := range bids {
-		until = max(until, b.ValidUntilMs)
-	}
-	r.prov.Clock.Advance(time.Duration(until-r.prov.Clock.Now().UnixMilli()+1) * time.Millisecond)
-	raw, _ = r.rfq(t, 1, auction.TierSilver)
-	r.send(raw)
-	if n := len(r.takeBids(t)); n != 1 {
-		t.Fatalf("%d bids after the holds expired, want 1", n)
-	}
+}
+
+// sentRFQ is an RFQ as the renter sealed it.
+type sentRFQ struct {
+	raw []byte
+	rfq *auction.RFQ
 }
 
 // TestAwardCommitsAndPreemptsBronze: a bronze lease is countersigned and
@@ -113,10 +135,11 @@ func TestAwardCommitsAndPreemptsBronze(t *testing.T) {
 	}
 }
 
-// TestAwardForAGPUHeldByAnotherBidIsDeclined: two renters' RFQs; the
-// provider bids its one GPU to the first; an award that names that GPU
-// for a bid that never held it is declined with the reason.
-func TestAwardForAGPUHeldByAnotherBidIsDeclined(t *testing.T) {
+// TestAwardForAGPUOutsideItsBidIsDeclined: two RFQs on a 2-GPU provider
+// both get a bid on the first GPU; an award that names the other GPU,
+// which its bid never offered, is declined with the reason, and the
+// honest award is accepted.
+func TestAwardForAGPUOutsideItsBidIsDeclined(t *testing.T) {
 	r := newRoom(t, 2)
 	ctx := context.Background()
 	aRaw, a := r.rfq(t, 1, auction.TierSilver)
@@ -124,8 +147,8 @@ func TestAwardForAGPUHeldByAnotherBidIsDeclined(t *testing.T) {
 	r.send(aRaw)
 	r.send(bRaw)
 	bids := r.takeBids(t)
-	if len(bids) != 2 || bids[0].GPUs[0] == bids[1].GPUs[0] {
-		t.Fatalf("want two bids on different GPUs, got %d", len(bids))
+	if len(bids) != 2 {
+		t.Fatalf("want two bids, got %d", len(bids))
 	}
 	byRFQ := map[string]gotBid{}
 	for _, x := range bids {
@@ -133,9 +156,9 @@ func TestAwardForAGPUHeldByAnotherBidIsDeclined(t *testing.T) {
 	}
 	bidA := byRFQ[recordID(aRaw)]
 	bidB := byRFQ[recordID(bRaw)]
-	// Swap the GPUs: the award names the other bid's GPU.
+	other := otherGPU(t, r, bidB.GPUs[0])
 	bidB.Bid = cloneBid(bidB.Bid)
-	bidB.GPUs = bidA.GPUs
+	bidB.GPUs = []string{other}
 	resp, err := r.p.HandleAward(ctx, r.renter.ID, r.award(t, bRaw, b, bidB, 1))
 	if err != nil {
 		t.Fatal(err)
@@ -150,4 +173,20 @@ func TestAwardForAGPUHeldByAnotherBidIsDeclined(t *testing.T) {
 	if resp, _ := r.p.HandleAward(ctx, r.renter.ID, r.award(t, aRaw, a, bidA, 1)); resp[0] != lease.TagAccept {
 		t.Fatal("the honest award was not accepted")
 	}
+}
+
+// otherGPU is a GPU of the room's provider other than g.
+func otherGPU(t *testing.T, r *room, g string) string {
+	t.Helper()
+	devs, err := r.p.GPUs().Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range devs {
+		if d.UUID != g {
+			return d.UUID
+		}
+	}
+	t.Fatalf("no GPU other than %s", g)
+	return ""
 }

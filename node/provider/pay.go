@@ -213,6 +213,10 @@ func (r *leaseRunner) issueReceipt(ctx context.Context, l *store.Lease) {
 	if _, err := r.book.Update(l.ID, func(l *store.Lease) bool { l.Receipt = raw; return true }); err != nil {
 		r.log.Warn("store receipt", "lease", lease.Short(l.ID), "err", err)
 	}
+	if l.PaidMicro > 0 {
+		// Evidence for a firm hold on this renter's next bids.
+		r.p.firm.notePaid(l.Renter)
+	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := r.p.p2p.Publish(pctx, p2p.TopicAttest, raw, 0); err != nil {

@@ -83,6 +83,7 @@ type Provider struct {
 	ex     *executors
 	attest *attestor
 	adv    *advertiser
+	firm   *firmHolds
 	bidder *bidder
 	runner *leaseRunner
 	digest *digester
@@ -129,6 +130,7 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	if p.attest, err = openAttestor(p); err != nil {
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
+	p.firm = newFirmHolds(cfg.Offer.FirmHold, cfg.Offer.FirmHoldGPUs, p.now)
 	if p.adv, err = newAdvertiser(p, p.key, p.gpus); err != nil {
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}

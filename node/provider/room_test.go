@@ -47,6 +47,12 @@ func testOffer() OfferConfig {
 
 func newRoom(t *testing.T, gpus int) *room {
 	t.Helper()
+	return newRoomWith(t, gpus, testOffer())
+}
+
+// newRoomWith builds the room with the provider offering offer.
+func newRoomWith(t *testing.T, gpus int, offer OfferConfig) *room {
+	t.Helper()
 	peers := roomtest.Peers(t, 2)
 	r := &room{prov: peers[0], renter: peers[1]}
 	profiles := make([]string, gpus)
@@ -66,7 +72,7 @@ func newRoom(t *testing.T, gpus int) *room {
 	fake := executortest.NewFake(filepath.Join(dir, "fake"), nil)
 	fake.Runtime = "wasm"
 	r.p, err = New(Config{
-		Offer:    testOffer(),
+		Offer:    offer,
 		Executor: ExecutorConfig{StopGrace: time.Second, KeepResults: time.Hour},
 		Attest:   lease.Terms{Sample: time.Second, Window: time.Minute, VoucherInterval: time.Minute, VoucherGrace: 30 * time.Second},
 		Version:  "test",

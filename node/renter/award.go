@@ -241,15 +241,18 @@ func (a *Renter) offerAward(ctx context.Context, rfq *auction.RFQ, rfqID string,
 	if err != nil {
 		return nil, fmt.Errorf("award: acceptance: %w", err)
 	}
-	if signer != provider || acc.Award != awardID || !slices.Equal(acc.GPUs, aw.GPUs) {
+	if signer != provider || acc.Award != awardID || !sameSizedSet(acc.GPUs, aw.GPUs) {
 		return nil, errors.New("award: acceptance does not match the award")
 	}
+	// A bid holds nothing, so the provider may have committed other GPUs
+	// of the bid's model than the award named (ones taken meanwhile are
+	// substituted); the lease runs on the GPUs it accepted with.
 	// The provider says when the work starts (after any preemption notice
 	// it owes); both sides then agree on the lease's state.
 	start := time.UnixMilli(acc.StartsAtMs)
 	l := &store.Lease{
 		ID: awardID, Side: "renter", Award: raw, Acceptance: resp[1:], JobCID: rfq.JobCID,
-		Renter: aw.Renter, Provider: aw.Provider, GPUs: aw.GPUs, PriceMicro: aw.PriceMicro, Model: bid.Model,
+		Renter: aw.Renter, Provider: aw.Provider, GPUs: acc.GPUs, PriceMicro: aw.PriceMicro, Model: bid.Model,
 		Tier: string(aw.Tier), NoticeSec: aw.NoticeSec, ExpectedSec: rfq.ExpectedDurationSec, Runtime: rfq.Runtime,
 		State: lease.Awarded, StartsAtMs: start.UnixMilli(),
 		EndsAtMs: start.Add(time.Duration(rfq.MaxDurationSec) * time.Second).UnixMilli(),
@@ -262,7 +265,7 @@ func (a *Renter) offerAward(ctx context.Context, rfq *auction.RFQ, rfqID string,
 
 // publishSummary gossips the cleared price for the market price index. It
 // also tells the auction's losing bidders that it is over, so they release
-// the GPUs their bids held at once instead of when the bids expire.
+// any firm holds of their bids at once instead of when the holds end.
 func (a *Renter) publishSummary(ctx context.Context, l *store.Lease, rfqID string) {
 	sum := &auction.AwardSummary{
 		V: auction.MessagesVersion, Renter: a.ID().String(), Award: l.ID, RFQ: rfqID, Model: l.Model,
@@ -366,4 +369,22 @@ func completionSummary(leases []*store.Lease, db *store.DB) string {
 		return "exited 0"
 	}
 	return fmt.Sprintf("all %d leases exited 0", len(leases))
+}
+
+// sameSizedSet reports whether an acceptance's GPUs can stand for an
+// award's: as many, each named once and none empty. Which GPUs they are is
+// the provider's to say (it substitutes for GPUs taken since its bid);
+// the award's price and model bind it whatever their names.
+func sameSizedSet(accepted, awarded []string) bool {
+	if len(accepted) != len(awarded) {
+		return false
+	}
+	seen := make(map[string]bool, len(accepted))
+	for _, g := range accepted {
+		if g == "" || seen[g] {
+			return false
+		}
+		seen[g] = true
+	}
+	return true
 }

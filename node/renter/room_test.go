@@ -37,6 +37,9 @@ func (prior) Invalidate()                {}
 type fakeProvider struct {
 	*roomtest.Peer
 	decline string // non-empty: decline every award with this reason
+	// accept, when set, are the GPUs its acceptances name instead of the
+	// award's (a provider that substituted GPUs taken since its bid).
+	accept []string
 
 	mu       sync.Mutex
 	awards   int
@@ -59,8 +62,12 @@ func (f *fakeProvider) serve(t *testing.T) {
 			raw, err := auction.SealDecline(&auction.Decline{V: auction.MessagesVersion, Provider: f.ID.String(), Award: id, Reason: f.decline, AtMs: now}, f.Key)
 			return append([]byte{lease.TagDecline}, raw...), err
 		}
+		gpus := aw.GPUs
+		if f.accept != nil {
+			gpus = f.accept
+		}
 		raw, err := auction.SealLeaseAcceptance(&auction.LeaseAcceptance{
-			V: auction.MessagesVersion, Provider: f.ID.String(), Award: id, GPUs: aw.GPUs, AcceptedMs: now, StartsAtMs: now,
+			V: auction.MessagesVersion, Provider: f.ID.String(), Award: id, GPUs: gpus, AcceptedMs: now, StartsAtMs: now,
 		}, f.Key)
 		return append([]byte{lease.TagAccept}, raw...), err
 	})
