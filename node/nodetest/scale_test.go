@@ -16,8 +16,8 @@ import (
 // a renter that joins the running network gets the whole market view
 // from digest sync and gossip.
 func TestMarketAt100Providers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("100 providers: not in -short")
+	if testing.Short() || raceDetector {
+		t.Skip("100 providers: not in -short, and not under the race detector (make test runs it without)")
 	}
 	const n = 100
 	provs := make([]provOpts, n)

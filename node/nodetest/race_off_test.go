@@ -1,0 +1,5 @@
+//go:build !race
+
+package nodetest_test
+
+const raceDetector = false
