@@ -90,6 +90,9 @@ func openAttestor(p *Provider) (*attestor, error) {
 		}
 		head = h
 	}
+	// The window is open from the start: the lease runner may record a
+	// job event (a resumed lease ending) before run samples anything.
+	a.openWindow(a.now())
 	if a.chain, err = attest.NewChain(p.key, head); err != nil {
 		return nil, fmt.Errorf("open chain: %w", err)
 	}

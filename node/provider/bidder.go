@@ -131,7 +131,7 @@ func (b *bidder) onRFQ(ctx context.Context, msg p2p.Message) {
 		return
 	}
 	rfqID := attest.RecordID(msg.Data).String()
-	if !b.p.selected(rfq, rfqID, msg.Topic) {
+	if !b.p.diskOpen() || !b.p.selected(rfq, rfqID, msg.Topic) {
 		return
 	}
 	// quote takes any firm hold under a provisional ID in the same

@@ -93,6 +93,7 @@ type Provider struct {
 	// priceIndex is trust's price index, for the scarcity cap.
 	priceIndex func(since, until time.Time) ([]auction.PriceStat, error)
 	index      indexCache
+	disk       diskGate
 
 	group     sync.WaitGroup
 	closeOnce sync.Once

@@ -51,9 +51,12 @@ func newRoom(t *testing.T, gpus int) *room {
 }
 
 // newRoomWith builds the room with the provider offering offer.
-func newRoomWith(t *testing.T, gpus int, offer OfferConfig) *room {
+func newRoomWith(t *testing.T, gpus int, offer OfferConfig, prep ...func(prov *roomtest.Peer)) *room {
 	t.Helper()
 	peers := roomtest.Peers(t, 2)
+	for _, f := range prep {
+		f(peers[0])
+	}
 	r := &room{prov: peers[0], renter: peers[1]}
 	profiles := make([]string, gpus)
 	for i := range profiles {
