@@ -122,6 +122,10 @@ type MarketConfig struct {
 	// GoldNeedsBadge awards gold-tier work only to providers whose
 	// reputation earned the gold badge.
 	GoldNeedsBadge bool `toml:"gold_needs_badge"`
+	// ProviderTimeout is how long a running lease's provider may stay
+	// silent before the renter fails the lease as unreachable and, with
+	// Reauction, auctions the work again.
+	ProviderTimeout time.Duration `toml:"provider_timeout"`
 	// WantBids is how many bids an RFQ asks for (bounded bidding: the
 	// cheapest providers always bid, the others by lot, so an auction
 	// costs the same whatever the network's size).
@@ -187,7 +191,7 @@ func DefaultConfig(role Role) Config {
 			VoucherInterval: time.Minute, VoucherGrace: 30 * time.Second,
 			EnergyTolerance: 0.15, MaxSkew: 2 * time.Minute,
 		},
-		Market: MarketConfig{ReliabilityPrior: 0.8, Refresh: 15 * time.Second, SearchTimeout: 15 * time.Second, Reauction: true, GoldNeedsBadge: true, WantBids: 16},
+		Market: MarketConfig{ReliabilityPrior: 0.8, Refresh: 15 * time.Second, SearchTimeout: 15 * time.Second, Reauction: true, GoldNeedsBadge: true, WantBids: 16, ProviderTimeout: 30 * time.Second},
 		Store:  StoreConfig{LowSpaceMiB: store.DefaultLowSpaceMiB},
 	}
 }

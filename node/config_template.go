@@ -200,6 +200,10 @@ gold_needs_badge = {{.Market.GoldNeedsBadge}}
 # Bids an RFQ asks for (1..64): the cheapest providers of each shard always
 # bid, the others by lot, so an auction costs the same at any network size.
 want_bids = {{.Market.WantBids}}
+# A running lease whose provider stays silent this long is failed as
+# unreachable, and its work re-auctioned when reauction is on (0s: only
+# past the lease's end).
+provider_timeout = {{dur .Market.ProviderTimeout}}
 
 [store]
 # Free disk space (MiB) below which the store refuses writes and a provider

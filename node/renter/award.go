@@ -141,7 +141,8 @@ func lossSummary(plan auction.Plan) string {
 	return "; bids lost: " + strings.Join(parts, ", ")
 }
 
-// maxReauctions bounds the auctions of preempted work; reauctionBackoff
+// maxReauctions bounds the auctions of preempted work and of work whose
+// provider became unreachable; reauctionBackoff
 // spaces them, doubling up to reauctionMaxBackoff.
 const (
 	maxReauctions       = 8
@@ -343,6 +344,18 @@ func (a *Renter) watchCompletion(ctx context.Context, jobID string, spec *auctio
 			a.jobs.set(jobID, lease.JobAuctioning, "reauction", "re-auctioning the preempted work")
 			a.auction(ctx, jobID, spec, round+1)
 			return
+		case lease.Failed:
+			if !strings.HasPrefix(l.Reason, reasonUnreachable) || !a.cfg.Reauction || round+1 >= maxReauctions {
+				break
+			}
+			stopFollowing()
+			cancelOthers("sibling lease's provider unreachable; job re-auctioned")
+			a.jobs.set(jobID, lease.JobAuctioning, "reauction", "lease %s: %s; re-auctioning the work", lease.Short(l.ID), l.Reason)
+			a.auction(ctx, jobID, spec, round+1)
+			return
+		}
+		switch l.State {
+		case lease.Completed, lease.Preempted:
 		default:
 			stopFollowing()
 			cancelOthers(fmt.Sprintf("sibling lease %s", l.State))

@@ -27,6 +27,11 @@ type Config struct {
 	// GoldNeedsBadge awards gold-tier work only to providers whose
 	// reputation earned the gold badge (market.gold_needs_badge).
 	GoldNeedsBadge bool
+	// ProviderTimeout is how long a running lease's provider may stay
+	// silent before the lease is failed as unreachable (and its work
+	// re-auctioned when Reauction is on); 0: only past the lease's end
+	// (market.provider_timeout).
+	ProviderTimeout time.Duration
 	// WantBids is how many bids an RFQ asks for, over all its shards
 	// (market.want_bids; 0: auction.DefaultWantBids).
 	WantBids int

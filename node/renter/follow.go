@@ -76,6 +76,10 @@ const statusWait = 20 * time.Second
 // reach a silent provider before it records the lease failed.
 const unreachableGrace = 2 * time.Minute
 
+// reasonUnreachable starts the reason of a lease failed because its
+// provider stopped answering (reputation counts it as unreachable).
+const reasonUnreachable = "provider unreachable"
+
 // followLease mirrors a lease's state from its provider (long-polling
 // status) until the lease ends, and returns the final lease. Progress is
 // recorded on the lease and in the job's history.
@@ -88,6 +92,7 @@ func (a *Renter) followLease(ctx context.Context, l *store.Lease) *store.Lease {
 	var seen uint64
 	backoff := 500 * time.Millisecond
 	var lastErr error
+	var silentSince time.Time
 	for ctx.Err() == nil {
 		h, fr, err := a.jobCall(ctx, provider, &jobproto.Request{Op: jobproto.OpStatus, Lease: l.ID, After: seen, WaitMs: uint32(statusWait / time.Millisecond)})
 		if err == nil {
@@ -104,10 +109,17 @@ func (a *Renter) followLease(ctx context.Context, l *store.Lease) *store.Lease {
 			}
 			if lastErr == nil {
 				a.log.Info("provider not answering status; retrying", "lease", lease.Short(l.ID), "err", err)
+				silentSince = a.now()
 			}
 			lastErr = err
 			if a.now().After(time.UnixMilli(l.EndsAtMs).Add(unreachableGrace)) {
 				fl, _, _ := a.leases.Finish(l.ID, lease.Failed, fmt.Sprintf("provider unreachable past the lease's end: %v", err), nil)
+				return fl
+			}
+			if silent := a.now().Sub(silentSince); a.cfg.ProviderTimeout > 0 && silent > a.cfg.ProviderTimeout {
+				// A dead provider is given up on now, not at the lease's
+				// end: the work can be re-auctioned (watchCompletion).
+				fl, _, _ := a.leases.Finish(l.ID, lease.Failed, fmt.Sprintf("%s for %s: %v", reasonUnreachable, silent.Round(time.Second), err), nil)
 				return fl
 			}
 			select {

@@ -3,6 +3,7 @@ package renter
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -45,6 +46,9 @@ type fakeProvider struct {
 	awards   int
 	vouchers []*attest.Voucher
 	refuse   bool // refuse vouchers with a remote error
+	silent   bool // reset status requests, as a dead provider's host would
+
+	statusRefused int
 }
 
 func (f *fakeProvider) serve(t *testing.T) {
@@ -77,11 +81,23 @@ func (f *fakeProvider) serve(t *testing.T) {
 			return err
 		}
 		if req.Op == jobproto.OpStatus {
-			// The lease runs: version 1 at once, then the long poll waits
-			// for a change that never comes.
+			f.mu.Lock()
+			silent := f.silent
+			f.mu.Unlock()
+			if silent {
+				f.mu.Lock()
+				f.statusRefused++
+				f.mu.Unlock()
+				return errors.New("gone")
+			}
+			// The lease runs: version 1 at once, then each long poll
+			// waits a little for a change that never comes.
 			if req.After >= 1 {
-				<-ctx.Done()
-				return ctx.Err()
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(100 * time.Millisecond):
+				}
 			}
 			return lease.SendHeader(send, &jobproto.Header{V: jobproto.Version, Status: &jobproto.Status{Version: 1, State: lease.Running}})
 		}

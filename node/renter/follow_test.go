@@ -1,0 +1,57 @@
+package renter
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/node/roomtest"
+	"github.com/idlegrid/idlegrid/store"
+)
+
+// TestSilentProviderFailsTheLease: a running lease's provider stops
+// answering; once the clock passes market.provider_timeout the follower
+// fails the lease as unreachable (the job is then re-auctioned), long
+// before the lease's end.
+func TestSilentProviderFailsTheLease(t *testing.T) {
+	a, me, provs := newRenter(t, 1)
+	a.cfg.ProviderTimeout = 30 * time.Second
+	f := provs[0]
+	l := renterLease(t, a, f, 1, 1_000_000)
+	done := make(chan *store.Lease, 1)
+	roomtest.Run(t, func(ctx context.Context) error {
+		done <- a.followLease(ctx, l)
+		return nil
+	})
+	// Running, as the provider says; then it goes silent.
+	roomtest.Eventually(t, 10*time.Second, "the lease mirrored running", func() bool {
+		cur, err := a.db.GetLease(l.ID)
+		return err == nil && cur.Version > 1
+	})
+	f.mu.Lock()
+	f.silent = true
+	f.mu.Unlock()
+	// Silent, but not yet for long: the follower keeps trying.
+	roomtest.Eventually(t, 10*time.Second, "the follower to see the silence", func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.statusRefused > 0
+	})
+	select {
+	case got := <-done:
+		t.Fatalf("the follower gave up at once: %s %q", got.State, got.Reason)
+	default:
+	}
+	me.Clock.Advance(31 * time.Second)
+	var got *store.Lease
+	select {
+	case got = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the follower did not give up on a provider silent past the timeout")
+	}
+	if got.State != lease.Failed || !strings.HasPrefix(got.Reason, reasonUnreachable) {
+		t.Fatalf("lease %s %q, want failed as unreachable", got.State, got.Reason)
+	}
+}
