@@ -12,7 +12,6 @@ import (
 	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/api"
-	"github.com/idlegrid/idlegrid/node/trust"
 	"github.com/idlegrid/idlegrid/p2p"
 )
 
@@ -35,8 +34,8 @@ func (n *Node) validateRFQ(_ context.Context, _, signer peer.ID, data []byte) p2
 		return p2p.Reject
 	}
 	now := time.Now()
-	if rfq.Expired(now) || time.UnixMilli(rfq.IssuedAtMs).After(now.Add(trust.MaxClockSkew)) {
-		return p2p.Ignore
+	if v := rfqTimeliness(rfq, now); v != p2p.Accept {
+		return v
 	}
 	if n.rfqSeen.Seen(attest.RecordID(data).String(), rfq.ExpiresAtMs, now) {
 		return p2p.Ignore // a replay
