@@ -106,23 +106,6 @@ func (b apiBackend) Status() api.Status {
 	}
 }
 
-func (b apiBackend) Peers() []api.Peer {
-	var out []api.Peer
-	for _, pi := range b.n.p2p.Peers() {
-		out = append(out, api.Peer{
-			ID:        pi.ID.String(),
-			Addrs:     addrStrings(pi.Addrs),
-			Direction: pi.Direction.String(),
-			LatencyMs: float64(pi.Latency) / float64(time.Millisecond),
-			Agent:     pi.Agent,
-			Bootstrap: pi.Bootstrap,
-			Idlegrid:  slices.Contains(pi.Protocols, string(p2p.DHTProtocol)) || slices.Contains(pi.Protocols, string(p2p.GossipProtocol)),
-			Protocols: pi.Protocols,
-		})
-	}
-	return out
-}
-
 func (b apiBackend) PublishDebug(ctx context.Context, topic string, data []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
