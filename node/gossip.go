@@ -12,7 +12,6 @@ import (
 	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/api"
-	"github.com/idlegrid/idlegrid/node/trust"
 	"github.com/idlegrid/idlegrid/p2p"
 )
 
@@ -44,8 +43,8 @@ func (n *Node) checkRFQ(topic string, signer peer.ID, data []byte) (*auction.RFQ
 		return nil, p2p.Reject
 	}
 	now := time.Now()
-	if rfq.Expired(now) || time.UnixMilli(rfq.IssuedAtMs).After(now.Add(trust.MaxClockSkew)) {
-		return nil, p2p.Ignore
+	if v := rfqTimeliness(rfq, now); v != p2p.Accept {
+		return nil, v
 	}
 	if n.rfqSeen.Seen(topic+" "+attest.RecordID(data).String(), rfq.ExpiresAtMs, now) {
 		return nil, p2p.Ignore // a replay
@@ -117,23 +116,6 @@ func (b apiBackend) Status() api.Status {
 		ConnectedPeers: len(p.ConnectedPeers()),
 		TopicPeers:     p.TopicPeers(),
 	}
-}
-
-func (b apiBackend) Peers() []api.Peer {
-	var out []api.Peer
-	for _, pi := range b.n.p2p.Peers() {
-		out = append(out, api.Peer{
-			ID:        pi.ID.String(),
-			Addrs:     addrStrings(pi.Addrs),
-			Direction: pi.Direction.String(),
-			LatencyMs: float64(pi.Latency) / float64(time.Millisecond),
-			Agent:     pi.Agent,
-			Bootstrap: pi.Bootstrap,
-			Idlegrid:  slices.Contains(pi.Protocols, string(p2p.DHTProtocol)) || slices.Contains(pi.Protocols, string(p2p.GossipProtocol)),
-			Protocols: pi.Protocols,
-		})
-	}
-	return out
 }
 
 func (b apiBackend) PublishDebug(ctx context.Context, topic string, data []byte) error {

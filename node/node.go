@@ -80,6 +80,7 @@ type Node struct {
 	key     crypto.PrivKey
 	gpus    gpu.Backend // providers only; the node owns it
 	leases  *lease.Book
+	parties *leaseParties // peers of live leases, protected from trimming
 	rfqSeen *auction.SeenCache
 	rfqRate *renterRate
 	// workDir holds executor state, artifacts, results and downloads;
@@ -143,6 +144,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	if n.p2p, err = p2p.New(pcfg, p2p.Deps{
 		Host:       deps.Host,
 		PeerBook:   peerBook{n.db},
+		Bans:       banStore{n.db},
 		Logger:     n.log.With("component", "p2p"),
 		Registerer: n.reg,
 	}); err != nil {
@@ -153,6 +155,9 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	n.rfqSeen = auction.NewSeenCache(100_000)
 	n.rfqRate = newRenterRate(rfqRatePerSec, rfqRateBurst, rfqRateRenter)
 	n.leases = lease.NewBook(n.db, time.Now)
+	if err := n.protectLeaseParties(); err != nil {
+		return nil, fmt.Errorf("node.New: %w", err)
+	}
 	dir, cleanup, err := workDir(cfg, deps)
 	if err != nil {
 		return nil, fmt.Errorf("node.New: work dir: %w", err)

@@ -31,8 +31,8 @@ func sealTestRFQ(t *testing.T, sk crypto.PrivKey, now time.Time) []byte {
 }
 
 // TestRFQValidator: valid RFQs pass once; a replay is ignored; a message
-// whose gossip signer is not the RFQ's renter, garbage and expired RFQs
-// never reach the bidder.
+// whose gossip signer is not the RFQ's renter, garbage and long-expired
+// RFQs never reach the bidder.
 func TestRFQValidator(t *testing.T) {
 	n := &Node{rfqSeen: auction.NewSeenCache(16)}
 	sk, _, _ := crypto.GenerateEd25519Key(nil)
@@ -52,7 +52,7 @@ func TestRFQValidator(t *testing.T) {
 		{"replay", renter, fresh, p2p.Ignore},
 		{"republished by another peer", stranger, sealTestRFQ(t, sk, time.Now()), p2p.Reject},
 		{"garbage", renter, []byte("not an rfq"), p2p.Reject},
-		{"expired", renter, old, p2p.Ignore},
+		{"long expired", renter, old, p2p.Reject},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

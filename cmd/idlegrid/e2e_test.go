@@ -260,7 +260,7 @@ func TestNetworkHealsAfterKill9(t *testing.T) {
 				return false, err.Error()
 			}
 			for _, q := range peers {
-				if q.ID == victims[0].peerID || q.ID == victims[1].peerID {
+				if q.Connected && (q.ID == victims[0].peerID || q.ID == victims[1].peerID) {
 					return false, p.name + " still connected to " + q.ID
 				}
 			}
@@ -293,7 +293,9 @@ func waitAllConnected(t *testing.T, ctx context.Context, procs []*proc) {
 			}
 			var ids []string
 			for _, q := range peers {
-				ids = append(ids, q.ID)
+				if q.Connected {
+					ids = append(ids, q.ID)
+				}
 			}
 			for _, q := range procs {
 				if q != p && !slices.Contains(ids, q.peerID) {

@@ -33,7 +33,9 @@ type Status struct {
 	TopicPeers map[string]int `json:"topic_peers"`
 }
 
-// Peer is one entry of GET /v1/peers.
+// Peer is one entry of GET /v1/peers: every connected peer, and every
+// peer the node holds abuse points against or has banned, connected or
+// not.
 type Peer struct {
 	ID        string   `json:"id"`
 	Addrs     []string `json:"addrs"`
@@ -44,6 +46,25 @@ type Peer struct {
 	// Idlegrid is true when the peer speaks our DHT or gossip protocol.
 	Idlegrid  bool     `json:"idlegrid"`
 	Protocols []string `json:"protocols,omitempty"`
+
+	// Connected: the peer has an open connection now.
+	Connected bool `json:"connected"`
+	// GossipScore is gossipsub's score of the peer, abuse included
+	// (refreshed every second). Below -500 the node stops gossiping to it;
+	// Graylisted (below -2500) means the node ignores its gossip.
+	GossipScore float64 `json:"gossip_score"`
+	Graylisted  bool    `json:"graylisted"`
+	// AbusePoints are what the peer has been charged for abuse, decaying
+	// by half every two minutes; LastAbuse is the reason of the latest
+	// charge (gossip_reject, stream_idle, ...). 200 points ban a peer.
+	AbusePoints float64 `json:"abuse_points"`
+	LastAbuse   string  `json:"last_abuse,omitempty"`
+	// Banned: refused until BannedUntil, for BanReason (kept across
+	// restarts). Blocked: refused for good (a proven fraud).
+	Banned      bool       `json:"banned"`
+	BannedUntil *time.Time `json:"banned_until,omitempty"`
+	BanReason   string     `json:"ban_reason,omitempty"`
+	Blocked     bool       `json:"blocked"`
 }
 
 // GossipMessage is one message seen on a topic (debug endpoint).

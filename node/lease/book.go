@@ -16,9 +16,15 @@ type Book struct {
 	db  *store.DB
 	now func() time.Time
 
-	mu      sync.Mutex
-	changed map[string]chan struct{} // closed and replaced on every change
+	mu       sync.Mutex
+	changed  map[string]chan struct{} // closed and replaced on every change
+	onChange func(l *store.Lease)
 }
+
+// OnChange installs fn to be told of every lease written, after the write
+// and under the book's lock: fn must be quick and must not call the book.
+// Call it before the book is used.
+func (b *Book) OnChange(fn func(l *store.Lease)) { b.onChange = fn }
 
 // NewBook returns the lease book over db; now dates each change.
 func NewBook(db *store.DB, now func() time.Time) *Book {
@@ -44,6 +50,9 @@ func (b *Book) write(l *store.Lease) error {
 	if ch, ok := b.changed[l.ID]; ok {
 		close(ch)
 		delete(b.changed, l.ID)
+	}
+	if b.onChange != nil {
+		b.onChange(l)
 	}
 	return nil
 }

@@ -20,8 +20,16 @@ const JobProto protocol.ID = "/idlegrid/job/1.0.0"
 
 // JobLimits bound one job-protocol exchange. A followed log or a large
 // result streams for as long as it needs; a silent peer is dropped after
-// Idle (the serving side sends keepalives).
-var JobLimits = p2p.FrameLimits{MaxRequest: jobproto.MaxRequestBytes, MaxFrame: jobproto.MaxFrameBytes, Idle: 30 * time.Second}
+// Idle (the serving side sends keepalives). The request itself must
+// arrive within HeaderTimeout, so an idle or slowloris stream holds its
+// server state seconds, not Idle; long-lived exchanges (a status long
+// poll, a followed log) are served only to a party of the lease, which
+// the servers check before they wait. One peer may hold MaxPerPeer
+// streams: a renter follows each of its leases on a provider (a status
+// poll, maybe a log and a download), a provider fetches a spec and an
+// artifact per lease.
+var JobLimits = p2p.FrameLimits{MaxRequest: jobproto.MaxRequestBytes, MaxFrame: jobproto.MaxFrameBytes, Idle: 30 * time.Second,
+	HeaderTimeout: 5 * time.Second, MaxPerPeer: 64}
 
 // SendHeader sends a response's header frame.
 func SendHeader(send func([]byte) error, h *jobproto.Header) error {

@@ -31,11 +31,25 @@ const (
 // Ack is the response to a bid or a preemption notice that was taken.
 var Ack = []byte{0}
 
-// Limits of each request/response protocol.
+// requestHeader is how long a serving side waits for a whole request on
+// the auction's protocols: each request is a few KiB written at once right
+// after the stream opens, so an honest peer sends it within milliseconds;
+// seconds leave room for a loaded machine. Idle and slowloris streams are
+// cut then, and charged to their sender.
+const requestHeader = 5 * time.Second
+
+// Limits of each request/response protocol. MaxPerPeer bounds what one
+// peer may hold open at once: a provider bids on each of a renter's RFQs
+// (a renter posting dozens of jobs at once gets dozens of bids from each
+// provider), a renter awards one lease per job, and preemption notices
+// come one per lease; MaxConcurrent keeps the default (256).
 var (
-	BidLimits     = p2p.StreamLimits{MaxRequest: 16 << 10, MaxResponse: 1 << 10, Timeout: 5 * time.Second}
-	LeaseLimits   = p2p.StreamLimits{MaxRequest: 16 << 10, MaxResponse: 16 << 10, Timeout: 5 * time.Second}
-	PreemptLimits = p2p.StreamLimits{MaxRequest: 2 << 10, MaxResponse: 1 << 10, Timeout: 5 * time.Second}
+	BidLimits = p2p.StreamLimits{MaxRequest: 16 << 10, MaxResponse: 1 << 10, Timeout: 5 * time.Second,
+		HeaderTimeout: requestHeader, MaxPerPeer: 64}
+	LeaseLimits = p2p.StreamLimits{MaxRequest: 16 << 10, MaxResponse: 16 << 10, Timeout: 5 * time.Second,
+		HeaderTimeout: requestHeader, MaxPerPeer: 64}
+	PreemptLimits = p2p.StreamLimits{MaxRequest: 2 << 10, MaxResponse: 1 << 10, Timeout: 5 * time.Second,
+		HeaderTimeout: requestHeader, MaxPerPeer: 16}
 )
 
 // MaxModuleBytes caps a WASM module a renter serves and a provider

@@ -287,10 +287,10 @@ func (b *bidder) health() map[string]auction.GPUHealth {
 func (b *bidder) handleAward(ctx context.Context, from peer.ID, req []byte) ([]byte, error) {
 	aw, signer, err := auction.OpenAward(req)
 	if err != nil {
-		return nil, err
+		return nil, malformed(err)
 	}
 	if signer != from {
-		return nil, fmt.Errorf("award signed by %s but sent by %s", signer, from)
+		return nil, malformed(fmt.Errorf("award signed by %s but sent by %s", signer, from))
 	}
 	if aw.Provider != b.p.ID().String() {
 		return nil, errors.New("award names another provider")

@@ -58,15 +58,20 @@ func (a *Renter) serveJob(ctx context.Context, from peer.ID, req *jobproto.Reque
 }
 
 // leaseJob returns the job of a lease held with provider p, whether the
-// lease is stored or its award is still in flight.
+// lease is stored or its award is still in flight. In-flight awards are
+// looked at first: an award leaves them only after its lease is stored,
+// so the other order could miss both.
 func (a *Renter) leaseJob(leaseID string, p peer.ID) (string, bool) {
+	a.mu.Lock()
+	in, ok := a.inflight[leaseID]
+	a.mu.Unlock()
+	if ok {
+		return in.jobCID, in.provider == p.String()
+	}
 	if l, err := a.db.GetLease(leaseID); err == nil {
 		return l.JobCID, l.Side == lease.SideRenter && l.Provider == p.String()
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	in, ok := a.inflight[leaseID]
-	return in.jobCID, ok && in.provider == p.String()
+	return "", false
 }
 
 // statusWait is how long one status long-poll waits on the provider.

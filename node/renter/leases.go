@@ -44,10 +44,10 @@ func (a *Renter) preemptions(jobID string) chan string {
 func (a *Renter) handlePreempt(_ context.Context, from peer.ID, req []byte) ([]byte, error) {
 	notice, signer, err := auction.OpenPreemptNotice(req)
 	if err != nil {
-		return nil, err
+		return nil, malformed(err)
 	}
 	if signer != from {
-		return nil, fmt.Errorf("notice signed by %s but sent by %s", signer, from)
+		return nil, malformed(fmt.Errorf("notice signed by %s but sent by %s", signer, from))
 	}
 	l, err := a.db.GetLease(notice.Lease)
 	if err != nil {

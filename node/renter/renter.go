@@ -357,10 +357,10 @@ func (a *Renter) maybeCloseEarly(pa *pendingAuction) {
 func (a *Renter) handleBid(_ context.Context, from peer.ID, req []byte) ([]byte, error) {
 	bid, signer, err := auction.OpenBid(req)
 	if err != nil {
-		return nil, err
+		return nil, malformed(err)
 	}
 	if signer != from {
-		return nil, fmt.Errorf("bid signed by %s but sent by %s", signer, from)
+		return nil, malformed(fmt.Errorf("bid signed by %s but sent by %s", signer, from))
 	}
 	if bid.Expired(a.now()) {
 		return nil, errors.New("bid expired")

@@ -85,7 +85,7 @@ func newPeersCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "peers",
-		Short: "List the running node's connected peers",
+		Short: "List the running node's peers: connected, charged for abuse, or banned",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.client()
@@ -99,23 +99,7 @@ func newPeersCmd(g *globals) *cobra.Command {
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), peers)
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "PEER\tDIR\tLATENCY\tKIND\tAGENT\tADDR")
-			for _, p := range peers {
-				kind := "libp2p"
-				switch {
-				case p.Bootstrap:
-					kind = "bootstrap"
-				case p.Idlegrid:
-					kind = "idlegrid"
-				}
-				addr := ""
-				if len(p.Addrs) > 0 {
-					addr = p.Addrs[0]
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%.1fms\t%s\t%s\t%s\n", p.ID, p.Direction, p.LatencyMs, kind, p.Agent, addr)
-			}
-			return tw.Flush()
+			return printPeers(cmd.OutOrStdout(), peers)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
