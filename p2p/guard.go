@@ -68,6 +68,11 @@ type GuardConfig struct {
 	MaxTracked int
 	// WarnEvery is how often at most one peer is named in a WARN line.
 	WarnEvery time.Duration
+	// WarnPoints is the total a peer must reach to be named in a WARN
+	// line: an honest relay earns a point now and then (a digest that
+	// arrives after a newer one, an RFQ late by a hair), which is not
+	// news for an operator.
+	WarnPoints float64
 }
 
 // DefaultGuardConfig returns the production defaults.
@@ -94,6 +99,7 @@ func DefaultGuardConfig() GuardConfig {
 		DHTPutBurst: 20,
 		MaxTracked:  4096,
 		WarnEvery:   time.Minute,
+		WarnPoints:  5,
 	}
 }
 
@@ -267,7 +273,7 @@ func (g *Guard) Charge(p peer.ID, reason AbuseReason, points float64) float64 {
 	e.at = now
 	e.last = reason
 	total := e.points
-	warn := now.Sub(e.warned) >= g.cfg.WarnEvery && g.warn.AllowN(now, 1)
+	warn := total >= g.cfg.WarnPoints && now.Sub(e.warned) >= g.cfg.WarnEvery && g.warn.AllowN(now, 1)
 	if warn {
 		e.warned = now
 	}

@@ -1,6 +1,7 @@
 package trust
 
 import (
+	"bytes"
 	"context"
 	"time"
 
@@ -32,8 +33,11 @@ func (t *Trust) ValidateDigest(topic string) p2p.Validator {
 		if err := d.CheckTime(t.now()); err != nil {
 			return p2p.Ignore // stale or early: a clock problem, not forgery
 		}
-		if old, _, ok := t.digests.Get(d.Peer); ok && !d.Supersedes(old) {
-			return p2p.Ignore // a replay or an older digest
+		if old, oldRaw, ok := t.digests.Get(d.Peer); ok && !d.Supersedes(old) {
+			if bytes.Equal(oldRaw, data) {
+				return p2p.Accept // the one we hold (synced before it was gossiped to us)
+			}
+			return p2p.Ignore // an older digest
 		}
 		return p2p.Accept
 	}
