@@ -82,6 +82,15 @@ type Weights struct {
 	// LocalityBonus is the fractional discount per requested dataset the
 	// bid says it holds.
 	LocalityBonus float64
+	// ExcludeBelowPrior refuses (RejectReliability) every bid whose
+	// reliability is more than this below MatchInput.Prior, on top of the
+	// RFQ's MinReliabilityPermille: a provider the evidence shows clearly
+	// worse than a newcomer is not worth any price, since a failure costs
+	// the work done and a rerun, and waiting for other GPUs costs only
+	// time. With the market's own reliability as the prior
+	// (reputation.Running.Overall) it refuses the outliers, never the
+	// market: newcomers sit at the prior and pass. 0: off.
+	ExcludeBelowPrior float64
 	// UnknownRTT is the RTT charged for a provider with no measurement
 	// when the RFQ sets no MaxRTTMs (with one, MaxRTTMs is charged).
 	UnknownRTT time.Duration
@@ -93,11 +102,13 @@ const MaxHostPremium = 0.25
 // DefaultWeights are the weights a renter uses unless configured: a
 // failure weighed at twice the lease's price (the work lost and the rerun's
 // delay; tuned on a Philly replay, docs/benchmarks.md), pools and single hosts ranked together
-// with 2% per extra host, 200 uUSD/GPU-h per ms of RTT (an H100 at about
-// 2.5 USD/h pays 0.8% per 100 ms), 5% off per dataset held.
+// with 2% per extra host, providers more than 0.05 below the prior
+// refused (tuned on Philly replays, docs/benchmarks.md), 200 uUSD/GPU-h per
+// ms of RTT (an H100 at about 2.5 USD/h pays 0.8% per 100 ms), 5% off per
+// dataset held.
 func DefaultWeights() Weights {
 	return Weights{
-		FailureCost: 2, RankPools: true, HostPremium: 0.02,
+		FailureCost: 2, RankPools: true, HostPremium: 0.02, ExcludeBelowPrior: 0.05,
 		RTTPerMs: 200, LocalityBonus: 0.05, UnknownRTT: 100 * time.Millisecond,
 	}
 }
@@ -116,6 +127,7 @@ func (w Weights) sanitized() Weights {
 	w.ReliabilityExp = nonNeg(w.ReliabilityExp)
 	w.FailureCost = nonNeg(w.FailureCost)
 	w.HostPremium = nonNeg(w.HostPremium)
+	w.ExcludeBelowPrior = nonNeg(w.ExcludeBelowPrior)
 	w.RTTPerMs = nonNeg(w.RTTPerMs)
 	w.LocalityBonus = nonNeg(w.LocalityBonus)
 	w.UnknownRTT = max(w.UnknownRTT, 0)

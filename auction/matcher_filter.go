@@ -76,6 +76,11 @@ type filter struct {
 
 func newFilter(in MatchInput) *filter {
 	f := &filter{in: in, rfq: in.RFQ, nowMs: in.Now.UnixMilli(), minRel: float64(in.RFQ.MinReliabilityPermille) / 1000}
+	// A provider whose record is clearly worse than a newcomer's (the
+	// prior) is refused outright; the renter waits for other GPUs.
+	if margin := in.Weights.sanitized().ExcludeBelowPrior; margin > 0 && in.Prior-margin > f.minRel {
+		f.minRel = in.Prior - margin
+	}
 	if len(in.RFQ.Regions) > 0 {
 		f.regions = make(map[string]bool, len(in.RFQ.Regions))
 		for _, r := range in.RFQ.Regions {

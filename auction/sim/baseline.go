@@ -11,18 +11,20 @@ import (
 
 // Policy names.
 const (
-	PolicyIdlegrid    = "idlegrid"    // Quote + Match with the shipped defaults
-	PolicyPriceOnly   = "price-only"  // the same market, ranking by price alone
-	PolicyLegacy      = "idlegrid-v0" // the market before issue 11: per-host markup, price/reliability, single host first
-	PolicyPosted      = "posted"      // first feasible provider (in table order) at its floor
-	PolicyGreedy      = "greedy"      // cheapest floors first
-	PolicyRandom      = "random"      // random feasible providers at their floors
-	PolicyClairvoyant = "clairvoyant" // cheapest floors first, skipping leases it knows will fail
+	PolicyIdlegrid    = "idlegrid"         // Quote + Match with the shipped defaults
+	PolicyPriceOnly   = "price-only"       // the same market, ranking by price alone
+	PolicyBounded     = "idlegrid-bounded" // idlegrid where providers bid only when auction.ShouldBid picks them (want_bids 16)
+	PolicyLegacy      = "idlegrid-v0"      // the market before issue 11: per-host markup, price/reliability, single host first
+	PolicyPosted      = "posted"           // first feasible provider (in table order) at its floor
+	PolicyGreedy      = "greedy"           // cheapest floors first
+	PolicyRandom      = "random"           // random feasible providers at their floors
+	PolicyClairvoyant = "clairvoyant"      // cheapest floors first, skipping leases it knows will fail
 )
 
 var policies = map[string]func() policy{
 	PolicyIdlegrid:    func() policy { return newMarket(marketIdlegrid) },
 	PolicyPriceOnly:   func() policy { return newMarket(marketPriceOnly) },
+	PolicyBounded:     func() policy { m := newMarket(marketIdlegrid); m.bounded = true; return m },
 	PolicyLegacy:      func() policy { return newMarket(marketLegacy) },
 	PolicyPosted:      func() policy { return baseline{order: orderTable} },
 	PolicyGreedy:      func() policy { return baseline{order: orderCheapest} },
@@ -32,7 +34,7 @@ var policies = map[string]func() policy{
 
 // AllPolicies lists the policies in report order.
 func AllPolicies() []string {
-	return []string{PolicyIdlegrid, PolicyPriceOnly, PolicyLegacy, PolicyPosted, PolicyGreedy, PolicyRandom, PolicyClairvoyant}
+	return []string{PolicyIdlegrid, PolicyBounded, PolicyPriceOnly, PolicyLegacy, PolicyPosted, PolicyGreedy, PolicyRandom, PolicyClairvoyant}
 }
 
 type order int

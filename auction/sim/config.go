@@ -48,6 +48,10 @@ type Config struct {
 	Reputation reputation.Config
 	// Bid is the providers' bidding policy (zero: auction.DefaultBidPolicy).
 	Bid auction.BidPolicy
+	// VerifyBidders makes every provider of idlegrid-bounded also decide
+	// alone with auction.ShouldBid; a replay fails if any decision differs
+	// from auction.SelectBidders (quadratic in the shard size per RFQ).
+	VerifyBidders bool
 	// Seeds are the replays to run (empty: 1..5).
 	Seeds []uint64
 	// Policies are run in order (empty: AllPolicies).

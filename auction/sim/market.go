@@ -21,6 +21,11 @@ const (
 type market struct {
 	kind    marketKind
 	weights auction.Weights
+	// bounded: providers bid only when auction's bid selection picks
+	// them (bounded.go); view is built on the first RFQ.
+	bounded bool
+	view    *bidView
+	stats   bidStats
 	bids    []*auction.Bid
 	rep     map[string]float64
 	byPeer  map[string]*provider
@@ -38,6 +43,13 @@ func newMarket(k marketKind) *market {
 	}
 	return m
 }
+
+// bidStats counts a market's RFQs and bids: Feasible is what the
+// providers' digests showed could serve each RFQ (for bounded bidding)
+// or the candidates asked (everyone bids).
+type bidStats struct{ rfqs, bids, feasible int }
+
+func (m *market) bidStats() bidStats { return m.stats }
 
 // indexAlpha is the weight of each award in the price index's moving
 // average.
@@ -73,7 +85,24 @@ func (m *market) place(w *World, j *jobState) ([]Take, error) {
 		total += w.totalByModel[model]
 	}
 	util := float64(busy) / float64(max(total, 1))
-	for _, p := range w.candidates(j) {
+	cands := w.candidates(j)
+	feasible := len(cands)
+	if m.bounded {
+		if m.view == nil {
+			v, err := newBidView(w)
+			if err != nil {
+				return nil, err
+			}
+			m.view = v
+		}
+		var err error
+		if cands, feasible, err = m.view.bidders(w, rfq, rfqID, cands, w.cfg.VerifyBidders); err != nil {
+			return nil, err
+		}
+	}
+	m.stats.rfqs++
+	m.stats.feasible += feasible
+	for _, p := range cands {
 		in := auction.QuoteInput{RFQ: rfq, RFQID: rfqID, Capacity: p.cap, Now: now, Policy: pol}
 		if m.kind != marketLegacy {
 			in.Market = &auction.MarketSignal{Utilization: util, IndexMicro: uint64(w.index[p.model()])}
@@ -84,6 +113,7 @@ func (m *market) place(w *World, j *jobState) ([]Take, error) {
 		}
 		b := q.Bid
 		m.bids = append(m.bids, &b)
+		m.stats.bids++
 		m.byPeer[p.cap.Peer] = p
 		if m.kind != marketPriceOnly {
 			m.rep[p.cap.Peer] = w.rep.ScoreWithPrior(p.cap.Peer, now, prior)

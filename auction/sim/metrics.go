@@ -35,8 +35,16 @@ type Metrics struct {
 	// share of CostUSD.
 	FailedUSD   float64 `json:"failed_usd"`
 	FailedShare float64 `json:"failed_share"`
-	Leases      int     `json:"leases"`
-	Failures    int     `json:"failed_runs"`
+	// RFQs the market posted (one per placement attempt), the bids they
+	// drew, and per RFQ the bids and the feasible providers (those the
+	// digests showed could serve it: what "everyone bids" would draw).
+	// Zero for the baselines.
+	RFQs           int     `json:"rfqs,omitempty"`
+	Bids           int     `json:"bids,omitempty"`
+	BidsPerRFQ     float64 `json:"bids_per_rfq,omitempty"`
+	FeasiblePerRFQ float64 `json:"feasible_per_rfq,omitempty"`
+	Leases         int     `json:"leases"`
+	Failures       int     `json:"failed_runs"`
 }
 
 // measure computes r's metrics (all but the bound).
@@ -59,6 +67,14 @@ func (r *replay) measure(name string) Metrics {
 		}
 	}
 	m.Leases = len(r.leases)
+	if bc, ok := r.pol.(interface{ bidStats() bidStats }); ok {
+		st := bc.bidStats()
+		m.RFQs, m.Bids = st.rfqs, st.bids
+		if st.rfqs > 0 {
+			m.BidsPerRFQ = float64(st.bids) / float64(st.rfqs)
+			m.FeasiblePerRFQ = float64(st.feasible) / float64(st.rfqs)
+		}
+	}
 	m.CostUSD = paid
 	if floor > 0 {
 		m.PriceOverFloor = paid / floor

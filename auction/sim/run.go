@@ -33,6 +33,8 @@ type Summary struct {
 	PriceOverFloor         Stat   `json:"price_over_floor"`
 	FailedUSD              Stat   `json:"failed_usd"`
 	FailedShare            Stat   `json:"failed_share"`
+	BidsPerRFQ             Stat   `json:"bids_per_rfq"`
+	FeasiblePerRFQ         Stat   `json:"feasible_per_rfq"`
 }
 
 // Run replays cfg: every policy on every seed.
@@ -88,19 +90,19 @@ func runOne(cfg *Config, seed uint64, name string) (Metrics, *World, error) {
 
 func summarize(name string, runs []Metrics) Summary {
 	s := Summary{Policy: name}
-	var f [11][]float64
+	var f [13][]float64
 	for _, m := range runs {
 		if m.Policy != name {
 			continue
 		}
 		s.Seeds++
 		for i, x := range []float64{m.CostUSD, m.CostOverBound, m.Fill, m.DelayP50Min, m.DelayP95Min,
-			m.ConstrainedDelayP95Min, m.Unplaced, m.Utilization, m.PriceOverFloor, m.FailedUSD, m.FailedShare} {
+			m.ConstrainedDelayP95Min, m.Unplaced, m.Utilization, m.PriceOverFloor, m.FailedUSD, m.FailedShare, m.BidsPerRFQ, m.FeasiblePerRFQ} {
 			f[i] = append(f[i], x)
 		}
 	}
 	for i, dst := range []*Stat{&s.CostUSD, &s.CostOverBound, &s.Fill, &s.DelayP50Min, &s.DelayP95Min,
-		&s.ConstrainedDelayP95Min, &s.Unplaced, &s.Utilization, &s.PriceOverFloor, &s.FailedUSD, &s.FailedShare} {
+		&s.ConstrainedDelayP95Min, &s.Unplaced, &s.Utilization, &s.PriceOverFloor, &s.FailedUSD, &s.FailedShare, &s.BidsPerRFQ, &s.FeasiblePerRFQ} {
 		*dst = stat(f[i])
 	}
 	return s
@@ -118,7 +120,7 @@ func (res Result) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "%d jobs, %d providers, %d GPUs\n", res.Jobs, res.Providers, res.GPUs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	cols := []string{"policy", "seeds", "cost USD", "cost/LB", "fill", "delay p50 min", "delay p95 min",
-		"constr. p95 min", "unplaced", "util", "paid/floor", "failed USD", "failed share"}
+		"constr. p95 min", "unplaced", "util", "paid/floor", "failed USD", "failed share", "bids/RFQ"}
 	fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
 	for _, s := range res.Summary {
 		pm := func(x Stat, f string) string { return fmt.Sprintf(f+" ±"+f, x.Mean, x.SD) }
@@ -126,7 +128,7 @@ func (res Result) WriteTable(w io.Writer) error {
 			pm(s.CostUSD, "%.0f"), pm(s.CostOverBound, "%.3f"), pm(s.Fill, "%.3f"),
 			pm(s.DelayP50Min, "%.1f"), pm(s.DelayP95Min, "%.0f"), pm(s.ConstrainedDelayP95Min, "%.0f"),
 			pm(s.Unplaced, "%.3f"), pm(s.Utilization, "%.3f"), pm(s.PriceOverFloor, "%.3f"),
-			pm(s.FailedUSD, "%.0f"), pm(s.FailedShare, "%.3f")}, "\t")+"\t")
+			pm(s.FailedUSD, "%.0f"), pm(s.FailedShare, "%.3f"), pm(s.BidsPerRFQ, "%.1f")}, "\t")+"\t")
 	}
 	return tw.Flush()
 }

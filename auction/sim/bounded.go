@@ -1,0 +1,160 @@
+package sim
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// Bounded bidding (issue 12) in the replay: providers gossip capacity
+// digests on their shards (auction.NewDigest, re-issued when their free
+// GPUs change and at least every digestRefresh), and on an RFQ each
+// provider bids only if auction's coordinator-free rule picks it, over
+// its shard's digests. The renter publishes on the shards that hold a
+// fitting digest (cheapest first, as DigestBook.ShardsFor), asks each for
+// ceil(WantBids / shards) bids and matches on the bids it got.
+
+// digestRefresh is the digest re-gossip timer (the record republish timer).
+const digestRefresh = 10 * 60
+
+// boundedWantBids is the RFQ's want_bids over all its shards.
+const boundedWantBids = auction.DefaultWantBids
+
+type digestEntry struct {
+	d    *auction.Digest
+	free int
+	at   int64
+	seq  uint64
+}
+
+// bidView is the market's shard view: one current digest per provider.
+type bidView struct {
+	peerOf  []string          // provider index -> digest peer ID
+	byPeer  map[string]int    // digest peer ID -> provider index
+	entries []digestEntry     // by provider index
+	shardOf [][]auction.Shard // provider index -> its shards
+	shards  map[auction.Shard][]int
+}
+
+func newBidView(w *World) (*bidView, error) {
+	v := &bidView{byPeer: map[string]int{}, shards: map[auction.Shard][]int{}}
+	for i, p := range w.provs {
+		id, err := simPeerID(w.seed, i)
+		if err != nil {
+			return nil, err
+		}
+		v.peerOf = append(v.peerOf, id)
+		v.byPeer[id] = i
+		sh := auction.ProviderShards(p.cap)
+		v.shardOf = append(v.shardOf, sh)
+		for _, s := range sh {
+			v.shards[s] = append(v.shards[s], i)
+		}
+	}
+	v.entries = make([]digestEntry, len(w.provs))
+	return v, nil
+}
+
+// simPeerID is a valid, deterministic peer ID for provider i: the
+// identity multihash of an ed25519 public key made of seeded bytes.
+// Digests must name a real peer ID; nothing is signed in a replay.
+func simPeerID(seed uint64, i int) (string, error) {
+	b := []byte{0x00, 36, 0x08, 0x01, 0x12, 32}
+	x := splitmix(seed ^ uint64(i)<<16 ^ 0x1d)
+	for k := 0; k < 4; k++ {
+		x = splitmix(x)
+		for s := 0; s < 64; s += 8 {
+			b = append(b, byte(x>>s))
+		}
+	}
+	id, err := peer.IDFromBytes(b)
+	if err != nil {
+		return "", fmt.Errorf("sim: peer ID %d: %w", i, err)
+	}
+	return id.String(), nil
+}
+
+// digest is provider i's current digest, re-issued when its free GPUs
+// changed or the refresh timer ran out.
+func (v *bidView) digest(w *World, i int) (*auction.Digest, error) {
+	e := &v.entries[i]
+	p := w.provs[i]
+	if e.d != nil && e.free == p.free && w.now-e.at < digestRefresh {
+		return e.d, nil
+	}
+	now := w.nowTime()
+	c := *p.cap
+	c.Peer = v.peerOf[i]
+	c.Reachability = auction.ReachPublic
+	c.IssuedAtMs = now.UnixMilli()
+	c.ExpiresAtMs = now.Add(auction.MaxDigestTTL).UnixMilli()
+	e.seq++
+	d, err := auction.NewDigest(auction.DigestInput{Capacity: &c, Seq: e.seq, Now: now})
+	if err != nil {
+		return nil, fmt.Errorf("sim: digest of %s: %w", p.cap.Peer, err)
+	}
+	e.d, e.free, e.at = d, p.free, w.now
+	return d, nil
+}
+
+// bidders returns which of cands bid on rfq, and how many providers the
+// digests showed as feasible (the bids "everyone bids" would draw). With
+// verify, every provider also decides alone with auction.ShouldBid, and
+// any disagreement with auction.SelectBidders is an error.
+func (v *bidView) bidders(w *World, rfq *auction.RFQ, rfqID string, cands []*provider, verify bool) ([]*provider, int, error) {
+	r := *rfq
+	if r.Runtime == "" {
+		r.Runtime = auction.RuntimeDocker // what Quote assumes for an empty one
+	}
+	rfq = &r
+	view := map[auction.Shard][]*auction.Digest{}
+	best := map[auction.Shard]uint64{}
+	for s, idx := range v.shards {
+		for _, i := range idx {
+			d, err := v.digest(w, i)
+			if err != nil {
+				return nil, 0, err
+			}
+			view[s] = append(view[s], d)
+			if price, _, ok := auction.DigestFitsOn(rfq, d, s); ok {
+				if b, seen := best[s]; !seen || price < b {
+					best[s] = price
+				}
+			}
+		}
+	}
+	known := make([]auction.Shard, 0, len(best))
+	for s := range best {
+		known = append(known, s)
+	}
+	slices.SortFunc(known, func(x, y auction.Shard) int { return cmp.Or(cmp.Compare(best[x], best[y]), cmp.Compare(x, y)) })
+	shards := auction.RFQShards(rfq, known)
+	if len(shards) == 0 {
+		return nil, 0, nil
+	}
+	r.WantBids = uint32((boundedWantBids + len(shards) - 1) / len(shards))
+	picked := map[int]bool{}
+	feasible := 0
+	for _, s := range shards {
+		in := auction.BidSelectInput{RFQ: &r, RFQID: rfqID, Shard: s, Digests: view[s]}
+		sel := auction.SelectBidders(in)
+		feasible += sel.Feasible
+		for _, id := range append(slices.Clone(sel.Always), sel.Sampled...) {
+			picked[v.byPeer[id]] = true
+		}
+		if !verify {
+			continue
+		}
+		for _, d := range view[s] {
+			bids, _ := auction.ShouldBid(in, d.Peer)
+			if bids != sel.Includes(d.Peer) {
+				return nil, 0, fmt.Errorf("sim: %s on %s: ShouldBid %v, SelectBidders %v", d.Peer, s, bids, !bids)
+			}
+		}
+	}
+	out := slices.DeleteFunc(slices.Clone(cands), func(p *provider) bool { return !picked[p.idx] })
+	return out, feasible, nil
+}
