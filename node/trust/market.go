@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/routing"
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/auction/query"
@@ -50,27 +51,6 @@ func newMarket(t *Trust) *market {
 	}
 }
 
-// providers lists every peer that announces the provider capability key.
-func (m *market) providers(ctx context.Context) ([]peer.ID, error) {
-	if err := m.p2p.WaitReady(ctx); err != nil {
-		return nil, err
-	}
-	key := auction.CapabilityCID(auction.CapabilityProvider)
-	seen := map[peer.ID]bool{}
-	var out []peer.ID
-	for ai := range m.p2p.DHT().FindProvidersAsync(ctx, key, 0) {
-		if !seen[ai.ID] {
-			seen[ai.ID] = true
-			out = append(out, ai.ID)
-		}
-	}
-	if len(out) == 0 && ctx.Err() != nil {
-		return nil, fmt.Errorf("find providers: %w", ctx.Err())
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out, nil
-}
-
 // record returns p's capacity record: from the cache while it is fresh,
 // else from the DHT (the DHT's validator has checked signature, owner and
 // expiry; the record is opened again here because the cache outlives it).
@@ -82,7 +62,7 @@ func (m *market) record(ctx context.Context, p peer.ID) (*auction.Capacity, erro
 	if ok && !c.rec.Expired(now) && now.Sub(c.fetched) < m.cfg.Refresh {
 		return c.rec, nil
 	}
-	raw, err := m.p2p.DHT().GetValue(ctx, auction.CapacityKey(p))
+	raw, err := m.fetch(ctx, auction.CapacityKey(p))
 	if err != nil {
 		if ok && !c.rec.Expired(now) {
 			// A transient lookup failure should not hide a valid offer.
@@ -108,31 +88,71 @@ func (m *market) record(ctx context.Context, p peer.ID) (*auction.Capacity, erro
 	return rec, nil
 }
 
+// fetch returns the best record the DHT yields for key before ctx ends.
+// GetValue waits for every one of the closest peers to answer and, when
+// one of them is slow and the search deadline comes first, returns the
+// record it already received together with the deadline error; taking
+// that as "not found" made a whole search come back empty on a loaded
+// network. A search shows the newest record it saw.
+func (m *market) fetch(ctx context.Context, key string) ([]byte, error) {
+	vals, err := m.p2p.DHT().SearchValue(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	var best []byte
+	for v := range vals {
+		best = v // SearchValue sends only values better than the last
+	}
+	if best == nil {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, routing.ErrNotFound
+	}
+	return best, nil
+}
+
 // offers fetches the records of every provider found. Problems with
 // single providers are returned alongside, never silently dropped.
+//
+// Providers come from the DHT's provider key, whose lookup (like a record
+// lookup) runs until every close peer answered or the search deadline:
+// each record is fetched as soon as its provider is found, not after the
+// lookup ends, so one slow peer cannot leave the fetches no time at all.
 func (m *market) offers(ctx context.Context) (offers []query.Offer, seen int, problems []string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.SearchTimeout)
 	defer cancel()
-	ids, err := m.providers(ctx)
-	if err != nil {
+	if err := m.p2p.WaitReady(ctx); err != nil {
 		return nil, 0, nil, err
 	}
 	type result struct {
+		id  peer.ID
 		rec *auction.Capacity
 		err error
 	}
-	results := make([]result, len(ids))
+	var results []*result
+	found := map[peer.ID]bool{}
 	sem := make(chan struct{}, fetchParallelism)
 	var wg sync.WaitGroup
-	for i, id := range ids {
+	key := auction.CapabilityCID(auction.CapabilityProvider)
+	for ai := range m.p2p.DHT().FindProvidersAsync(ctx, key, 0) {
+		if found[ai.ID] {
+			continue
+		}
+		found[ai.ID] = true
+		r := &result{id: ai.ID}
+		results = append(results, r)
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			rec, err := m.record(ctx, id)
-			results[i] = result{rec, err}
+			r.rec, r.err = m.record(ctx, r.id)
 		})
 	}
 	wg.Wait()
+	if len(results) == 0 && ctx.Err() != nil {
+		return nil, 0, nil, fmt.Errorf("find providers: %w", ctx.Err())
+	}
+	sort.Slice(results, func(i, j int) bool { return results[i].id < results[j].id })
 	for _, r := range results {
 		if r.err != nil {
 			problems = append(problems, r.err.Error())
@@ -140,7 +160,7 @@ func (m *market) offers(ctx context.Context) (offers []query.Offer, seen int, pr
 		}
 		offers = append(offers, query.Offer{Capacity: r.rec, Reliability: m.cfg.ReliabilityPrior})
 	}
-	return offers, len(ids), problems, nil
+	return offers, len(results), problems, nil
 }
 
 // SearchResult is the outcome of a market search.
