@@ -101,7 +101,7 @@ func auctionCluster(t *testing.T, provs []provOpts, o nodetest.Options) (*nodete
 		}
 	}
 	c := nodetest.New(t, n, o)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	if err := c.WaitReady(ctx); err != nil {
 		t.Fatal(err)

@@ -106,10 +106,7 @@ func BenchmarkAwardToRunning(b *testing.B) {
 	}
 	renter := c.ByRole(node.RoleRenter)[0].Node
 	prov := c.ByRole(node.RoleProvider)[0].Node
-	if err := WaitFor(ctx, "the provider's record", func() bool {
-		res, err := renter.Trust().Search(ctx, "", "", 0, false)
-		return err == nil && len(res.Offers) == 1
-	}); err != nil {
+	if err := WaitSearchable(ctx, renter, 1); err != nil {
 		b.Fatal(err)
 	}
 
@@ -541,10 +538,7 @@ func benchResultDownload(b *testing.B, transport string) {
 	if !strings.Contains(prov.Addr.String(), "/127.0.0.1/") || !strings.Contains(prov.Addr.String(), map[string]string{"tcp": "/tcp/", "quic": "/quic-v1"}[transport]) {
 		b.Fatalf("provider listens on %s", prov.Addr)
 	}
-	if err := WaitFor(ctx, "the provider's record", func() bool {
-		res, err := renter.Trust().Search(ctx, "", "", 0, false)
-		return err == nil && len(res.Offers) == 1
-	}); err != nil {
+	if err := WaitSearchable(ctx, renter, 1); err != nil {
 		b.Fatal(err)
 	}
 	spec := fmt.Sprintf("name: output\nmodule: %s\ncommand: [\"fill:out.bin=%d\"]\ngpus: 1\ngpu: [a10]\nmax_price: 5\nduration: 1m\nbid_window: 3s\n", DemoModule, *dlSize)
