@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	dht "github.com/libp2p/go-libp2p-kad-dht"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/routing"
 
@@ -20,8 +21,21 @@ import (
 // ErrNotFound is returned for a provider with no valid capacity record.
 var ErrNotFound = errors.New("no valid capacity record")
 
+// ErrIncomplete is returned with the offers found when the search
+// deadline came before the DHT lookups finished: more providers may exist.
+var ErrIncomplete = errors.New("market view incomplete: the DHT lookups ran out of time")
+
 // fetchParallelism bounds concurrent DHT lookups of capacity records.
 const fetchParallelism = 16
+
+// recordQuorum is how many copies of a capacity record a lookup gathers
+// before it settles on the newest of them. Without one it waits for all
+// 20 closest peers: a search then costs a full lookup per provider, and on
+// a busy machine the providers' own lookup ran out of time before it
+// found them all. A provider puts each record to all of those peers and
+// waits for them, so a handful of answers holds the newest record unless
+// puts failed, and the cache never goes back to an older one.
+const recordQuorum = 4
 
 // market is a node's view of the market: providers found through the
 // DHT's provider key, their signed capacity records fetched, verified and
@@ -95,7 +109,7 @@ func (m *market) record(ctx context.Context, p peer.ID) (*auction.Capacity, erro
 // that as "not found" made a whole search come back empty on a loaded
 // network. A search shows the newest record it saw.
 func (m *market) fetch(ctx context.Context, key string) ([]byte, error) {
-	vals, err := m.p2p.DHT().SearchValue(ctx, key)
+	vals, err := m.p2p.DHT().SearchValue(ctx, key, dht.Quorum(recordQuorum))
 	if err != nil {
 		return nil, err
 	}
@@ -113,17 +127,18 @@ func (m *market) fetch(ctx context.Context, key string) ([]byte, error) {
 }
 
 // offers fetches the records of every provider found. Problems with
-// single providers are returned alongside, never silently dropped.
+// single providers are returned alongside, never silently dropped;
+// complete is false when the deadline cut the lookups short.
 //
 // Providers come from the DHT's provider key, whose lookup (like a record
 // lookup) runs until every close peer answered or the search deadline:
 // each record is fetched as soon as its provider is found, not after the
 // lookup ends, so one slow peer cannot leave the fetches no time at all.
-func (m *market) offers(ctx context.Context) (offers []query.Offer, seen int, problems []string, err error) {
+func (m *market) offers(ctx context.Context) (offers []query.Offer, seen int, problems []string, complete bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.SearchTimeout)
 	defer cancel()
 	if err := m.p2p.WaitReady(ctx); err != nil {
-		return nil, 0, nil, err
+		return nil, 0, nil, false, err
 	}
 	type result struct {
 		id  peer.ID
@@ -149,8 +164,9 @@ func (m *market) offers(ctx context.Context) (offers []query.Offer, seen int, pr
 		})
 	}
 	wg.Wait()
-	if len(results) == 0 && ctx.Err() != nil {
-		return nil, 0, nil, fmt.Errorf("find providers: %w", ctx.Err())
+	complete = ctx.Err() == nil
+	if len(results) == 0 && !complete {
+		return nil, 0, nil, false, fmt.Errorf("find providers: %w", ctx.Err())
 	}
 	sort.Slice(results, func(i, j int) bool { return results[i].id < results[j].id })
 	for _, r := range results {
@@ -160,7 +176,7 @@ func (m *market) offers(ctx context.Context) (offers []query.Offer, seen int, pr
 		}
 		offers = append(offers, query.Offer{Capacity: r.rec, Reliability: m.cfg.ReliabilityPrior})
 	}
-	return offers, len(results), problems, nil
+	return offers, len(results), problems, complete, nil
 }
 
 // SearchResult is the outcome of a market search.
@@ -173,9 +189,12 @@ type SearchResult struct {
 
 // search runs a parsed query over the market.
 func (m *market) search(ctx context.Context, q *query.Query, sortKey query.SortKey, limit int, explain bool) (SearchResult, error) {
-	offers, seen, problems, err := m.offers(ctx)
+	offers, seen, problems, complete, err := m.offers(ctx)
 	if err != nil {
 		return SearchResult{}, err
+	}
+	if !complete {
+		problems = append(problems, ErrIncomplete.Error())
 	}
 	res := SearchResult{Offers: query.Search(q, offers, sortKey, limit), Providers: seen, Problems: problems}
 	if explain {

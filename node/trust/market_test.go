@@ -2,11 +2,13 @@ package trust
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p-kad-dht"
+	dht "github.com/libp2p/go-libp2p-kad-dht"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
@@ -69,7 +71,10 @@ func capacityRecord(t *testing.T, sk crypto.PrivKey, id peer.ID) []byte {
 // answers in time holds every DHT lookup open until the search deadline.
 // The search must still show the providers and records the other peers
 // returned; it used to throw them away with the deadline error and show
-// no offers at all (the "0 offers of 28" flake on a loaded machine).
+// no offers at all (the "0 offers of 28" flake on a loaded machine). The
+// view it returns is marked incomplete, so the renter does not close a bid
+// window early on a part of the market, and is whole again once the peer
+// answers.
 func TestSearchKeepsRecordsFoundBeforeASlowPeer(t *testing.T) {
 	mn := mocknet.New()
 	t.Cleanup(func() { _ = mn.Close() })
@@ -125,8 +130,26 @@ func TestSearchKeepsRecordsFoundBeforeASlowPeer(t *testing.T) {
 		t.Fatalf("search with a slow DHT peer: %d offers of %d providers found, want %d; problems %v, explain %+v",
 			len(res.Offers), res.Providers, len(providers), res.Problems, res.Explain)
 	}
+	if !slices.Contains(res.Problems, ErrIncomplete.Error()) {
+		t.Errorf("search cut short by its deadline does not say so: problems %v", res.Problems)
+	}
+	// The renter's view for closing a bid window early: the offers found,
+	// marked incomplete, so it does not take them for every bidder.
+	offers, err := tr.Offers(ctx)
+	if !errors.Is(err, ErrIncomplete) || len(offers) != len(providers) {
+		t.Errorf("offers with a slow DHT peer: %d offers, err %v; want %d and ErrIncomplete", len(offers), err, len(providers))
+	}
 	// One record on its own: the same rule.
 	if _, err := tr.ProviderRecord(ctx, providers[0].ID()); err != nil {
 		t.Fatalf("provider record with a slow DHT peer: %v", err)
+	}
+
+	// Once the peer answers again, lookups finish and the view is whole.
+	for _, l := range mn.LinksBetweenPeers(renterP2P.ID(), slow) {
+		l.SetOptions(mocknet.LinkOptions{})
+	}
+	offers, err = tr.Offers(ctx)
+	if err != nil || len(offers) != len(providers) {
+		t.Fatalf("offers with every peer answering: %d offers, err %v; want %d", len(offers), err, len(providers))
 	}
 }
