@@ -52,7 +52,13 @@ func TestCheapestFeasibleBidWins(t *testing.T) {
 	j = waitJob(t, ctx, renter, j.ID, lease.JobRunning, lease.JobCompleted)
 	leases := jobLeases(t, renter, j)
 	if len(leases) != 1 || leases[0].Provider != cheapest.String() {
-		t.Fatalf("lease went to %v, want the cheapest feasible provider %s", leases, cheapest)
+		for _, l := range leases {
+			t.Logf("  lease %s: provider %s at %d uUSD", l.ID, l.Provider, l.PriceMicro)
+		}
+		for _, ev := range j.Events {
+			t.Logf("  %s: %s", ev.Kind, ev.Message)
+		}
+		t.Fatalf("%d leases, want 1 with the cheapest feasible provider %s", len(leases), cheapest)
 	}
 	if leases[0].PriceMicro < 500_000 {
 		t.Fatalf("lease priced %d uUSD, below the winner's floor", leases[0].PriceMicro)
