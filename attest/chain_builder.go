@@ -31,15 +31,15 @@ type Head struct {
 
 // Validate checks the head's structure.
 func (h *Head) Validate() error {
-	var p problems
+	var p Problems
 	checkVersion(&p, h.V)
-	checkPeer(&p, "provider", h.Provider)
-	checkRecordID(&p, "id", h.ID)
+	CheckPeerID(&p, "provider", h.Provider)
+	CheckRecordID(&p, "id", h.ID)
 	checkPositiveMs(&p, "at_ms", h.AtMs)
 	if h.Fingerprint != "" {
-		checkRecordID(&p, "fingerprint", h.Fingerprint)
+		CheckRecordID(&p, "fingerprint", h.Fingerprint)
 	}
-	return p.err("chain-head")
+	return p.Err(ErrInvalid, "chain-head")
 }
 
 // MarshalHead encodes h as canonical CBOR.

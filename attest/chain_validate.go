@@ -19,14 +19,14 @@ var ErrNotOwner = errors.New("signer is not the named author")
 // the verifier's job, so that a lying entry is reported by a named check
 // rather than refused as malformed.
 func (e *Entry) Validate() error {
-	var p problems
+	var p Problems
 	checkVersion(&p, e.V)
-	checkPeer(&p, "provider", e.Provider)
+	CheckPeerID(&p, "provider", e.Provider)
 	switch {
 	case e.Seq == 0 && e.Prev != "":
-		p.addf("prev", "must be empty for seq 0")
+		p.Addf("prev", "must be empty for seq 0")
 	case e.Seq > 0:
-		checkRecordID(&p, "prev", e.Prev)
+		CheckRecordID(&p, "prev", e.Prev)
 	}
 	checkPositiveMs(&p, "at_ms", e.AtMs)
 	n := 0
@@ -37,9 +37,9 @@ func (e *Entry) Validate() error {
 	}
 	switch b := e.Body(); {
 	case n != 1:
-		p.addf("kind", "%d bodies set, want exactly 1", n)
+		p.Addf("kind", "%d bodies set, want exactly 1", n)
 	case b.EntryKind() != e.Kind:
-		p.addf("kind", "%q but the body is %q", e.Kind, b.EntryKind())
+		p.Addf("kind", "%q but the body is %q", e.Kind, b.EntryKind())
 	default:
 		switch b := b.(type) {
 		case *Fingerprint:
@@ -50,14 +50,14 @@ func (e *Entry) Validate() error {
 			b.validate(&p)
 		}
 	}
-	return p.err(ChainEntryKind.Name)
+	return p.Err(ErrInvalid, ChainEntryKind.Name)
 }
 
-func (f *Fingerprint) validate(p *problems) {
+func (f *Fingerprint) validate(p *Problems) {
 	checkText(p, "fingerprint.driver", f.Driver, true)
 	checkText(p, "fingerprint.cuda", f.CUDA, true)
-	if f.HostHash != "" && (len(f.HostHash) != 64 || !isLowerHex(f.HostHash)) {
-		p.addf("fingerprint.host_hash", "must be 64 lower-case hex digits")
+	if f.HostHash != "" && (len(f.HostHash) != 64 || !IsLowerHex(f.HostHash)) {
+		p.Addf("fingerprint.host_hash", "must be 64 lower-case hex digits")
 	}
 	uuids := make([]string, len(f.GPUs))
 	for i, g := range f.GPUs {
@@ -68,13 +68,13 @@ func (f *Fingerprint) validate(p *problems) {
 		checkText(p, path+".pci_bus", g.PCIBusID, false)
 		checkText(p, path+".vbios", g.VBIOS, false)
 		if g.MemoryMiB == 0 {
-			p.addf(path+".mem_mib", "must be positive")
+			p.Addf(path+".mem_mib", "must be positive")
 		}
 		if !validComputeCap(g.ComputeCap) {
-			p.addf(path+".cc", "%q is not major.minor", g.ComputeCap)
+			p.Addf(path+".cc", "%q is not major.minor", g.ComputeCap)
 		}
 		if g.PowerLimitMW == 0 || g.PowerLimitMW > absurdPowerMW {
-			p.addf(path+".power_limit_mw", "%d out of range 1..%d", g.PowerLimitMW, absurdPowerMW)
+			p.Addf(path+".power_limit_mw", "%d out of range 1..%d", g.PowerLimitMW, absurdPowerMW)
 		}
 	}
 	checkUUIDs(p, "fingerprint.gpus", uuids, 1)
@@ -87,15 +87,15 @@ func validComputeCap(s string) bool {
 	return ok && err1 == nil && err2 == nil && strconv.FormatUint(a, 10)+"."+strconv.FormatUint(b, 10) == s
 }
 
-func (t *Telemetry) validate(p *problems) {
+func (t *Telemetry) validate(p *Problems) {
 	checkPositiveMs(p, "telemetry.start_ms", t.StartMs)
 	switch {
 	case t.EndMs <= t.StartMs:
-		p.addf("telemetry.end_ms", "must be after start_ms")
+		p.Addf("telemetry.end_ms", "must be after start_ms")
 	case t.EndMs-t.StartMs > MaxWindowMs:
-		p.addf("telemetry.end_ms", "window of %d ms exceeds %d", t.EndMs-t.StartMs, MaxWindowMs)
+		p.Addf("telemetry.end_ms", "window of %d ms exceeds %d", t.EndMs-t.StartMs, MaxWindowMs)
 	}
-	checkRecordID(p, "telemetry.fingerprint", t.Fingerprint)
+	CheckRecordID(p, "telemetry.fingerprint", t.Fingerprint)
 	uuids := make([]string, len(t.GPUs))
 	// A window's GPUs mostly share one lease: remember the last lease and
 	// renter pair found valid rather than checking it once per GPU.
@@ -112,35 +112,35 @@ func (t *Telemetry) validate(p *problems) {
 		}
 		path := fmt.Sprintf("telemetry.gpus[%d]", i)
 		if g.Samples == 0 {
-			p.addf(path+".samples", "must be at least 1")
+			p.Addf(path+".samples", "must be at least 1")
 		}
 		if len(g.XIDs) > MaxXIDsPerGPU {
-			p.addf(path+".xids", "%d entries, at most %d", len(g.XIDs), MaxXIDsPerGPU)
+			p.Addf(path+".xids", "%d entries, at most %d", len(g.XIDs), MaxXIDsPerGPU)
 		}
 		switch {
 		case g.Lease == "" && g.Renter != "":
-			p.addf(path+".renter", "set without a lease")
+			p.Addf(path+".renter", "set without a lease")
 		case g.Lease != "":
-			checkRecordID(p, path+".lease", g.Lease)
-			checkPeer(p, path+".renter", g.Renter)
+			CheckRecordID(p, path+".lease", g.Lease)
+			CheckPeerID(p, path+".renter", g.Renter)
 		}
 	}
 	checkUUIDs(p, "telemetry.gpus", uuids, 1)
 }
 
-func (j *JobEvent) validate(p *problems) {
-	checkRecordID(p, "job.lease", j.Lease)
-	checkPeer(p, "job.renter", j.Renter)
-	checkContentID(p, "job.job", j.Job)
+func (j *JobEvent) validate(p *Problems) {
+	CheckRecordID(p, "job.lease", j.Lease)
+	CheckPeerID(p, "job.renter", j.Renter)
+	CheckContentID(p, "job.job", j.Job)
 	if j.Event != JobStarted && !j.Event.Ends() {
-		p.addf("job.event", "%q is not started, finished, preempted, cancelled or failed", j.Event)
+		p.Addf("job.event", "%q is not started, finished, preempted, cancelled or failed", j.Event)
 	}
 	checkUUIDs(p, "job.gpus", j.GPUs, 0)
 	if j.Output != "" {
-		checkContentID(p, "job.output", j.Output)
+		CheckContentID(p, "job.output", j.Output)
 	}
 	if j.Event == JobStarted && (j.ExitCode != 0 || j.Output != "") {
-		p.addf("job", "exit_code and output are only for ended jobs")
+		p.Addf("job", "exit_code and output are only for ended jobs")
 	}
 }
 

@@ -61,33 +61,33 @@ func (FraudProof) RecordKind() *Kind { return FraudProofKind }
 
 // Validate checks the proof's structure (not its evidence).
 func (f *FraudProof) Validate() error {
-	var p problems
+	var p Problems
 	checkVersion(&p, f.V)
-	checkPeer(&p, "reporter", f.Reporter)
-	checkPeer(&p, "offender", f.Offender)
+	CheckPeerID(&p, "reporter", f.Reporter)
+	CheckPeerID(&p, "offender", f.Offender)
 	switch f.Kind {
 	case FraudEquivocation:
 		if len(f.Entries) != 2 {
-			p.addf("entries", "%d entries, an equivocation needs exactly 2", len(f.Entries))
+			p.Addf("entries", "%d entries, an equivocation needs exactly 2", len(f.Entries))
 		}
 		if f.GPU != "" {
-			p.addf("gpu", "must be empty for an equivocation")
+			p.Addf("gpu", "must be empty for an equivocation")
 		}
 	case FraudDoubleLease:
 		if len(f.Entries) < 2 || len(f.Entries) > MaxProofEntries {
-			p.addf("entries", "%d entries, want 2..%d", len(f.Entries), MaxProofEntries)
+			p.Addf("entries", "%d entries, want 2..%d", len(f.Entries), MaxProofEntries)
 		}
 		checkText(&p, "gpu", f.GPU, true)
 	default:
-		p.addf("kind", "%q is not equivocation or double-lease", f.Kind)
+		p.Addf("kind", "%q is not equivocation or double-lease", f.Kind)
 	}
 	for i, e := range f.Entries {
 		if len(e) == 0 || len(e) > MaxEntrySize {
-			p.addf(fmt.Sprintf("entries[%d]", i), "%d bytes, want 1..%d", len(e), MaxEntrySize)
+			p.Addf(fmt.Sprintf("entries[%d]", i), "%d bytes, want 1..%d", len(e), MaxEntrySize)
 		}
 	}
 	checkPositiveMs(&p, "at_ms", f.AtMs)
-	return p.err(FraudProofKind.Name)
+	return p.Err(ErrInvalid, FraudProofKind.Name)
 }
 
 // SealFraudProof validates f, checks its evidence (a node never gossips a

@@ -43,25 +43,25 @@ func (Receipt) RecordKind() *Kind { return ReceiptKind }
 // Validate checks the receipt's own structure. It does not open the
 // embedded voucher; OpenReceipt and SealReceipt do.
 func (r *Receipt) Validate() error {
-	var p problems
+	var p Problems
 	checkVersion(&p, r.V)
-	checkRecordID(&p, "lease", r.Lease)
-	checkPeer(&p, "provider", r.Provider)
-	checkPeer(&p, "renter", r.Renter)
+	CheckRecordID(&p, "lease", r.Lease)
+	CheckPeerID(&p, "provider", r.Provider)
+	CheckPeerID(&p, "renter", r.Renter)
 	if r.Outcome == "" || len(r.Outcome) > maxOutcomeLen || !isOutcome(r.Outcome) {
-		p.addf("outcome", "must be 1..%d lower-case letters and '-'", maxOutcomeLen)
+		p.Addf("outcome", "must be 1..%d lower-case letters and '-'", maxOutcomeLen)
 	}
 	if r.Output != "" {
-		checkContentID(&p, "output", r.Output)
+		CheckContentID(&p, "output", r.Output)
 	}
 	if r.LastSeq < r.FirstSeq {
-		p.addf("last_seq", "%d is before first_seq %d", r.LastSeq, r.FirstSeq)
+		p.Addf("last_seq", "%d is before first_seq %d", r.LastSeq, r.FirstSeq)
 	}
 	checkPositiveMs(&p, "at_ms", r.AtMs)
 	if len(r.Voucher) == 0 || len(r.Voucher) > MaxVoucherSize {
-		p.addf("voucher", "%d bytes, want 1..%d", len(r.Voucher), MaxVoucherSize)
+		p.Addf("voucher", "%d bytes, want 1..%d", len(r.Voucher), MaxVoucherSize)
 	}
-	return p.err(ReceiptKind.Name)
+	return p.Err(ErrInvalid, ReceiptKind.Name)
 }
 
 func isOutcome(s string) bool {

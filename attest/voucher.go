@@ -44,23 +44,23 @@ func (Voucher) RecordKind() *Kind { return VoucherKind }
 
 // Validate checks the voucher's structure without a clock.
 func (v *Voucher) Validate() error {
-	var p problems
+	var p Problems
 	checkVersion(&p, v.V)
-	checkRecordID(&p, "lease", v.Lease)
-	checkPeer(&p, "renter", v.Renter)
-	checkPeer(&p, "provider", v.Provider)
+	CheckRecordID(&p, "lease", v.Lease)
+	CheckPeerID(&p, "renter", v.Renter)
+	CheckPeerID(&p, "provider", v.Provider)
 	if v.Renter != "" && v.Renter == v.Provider {
-		p.addf("provider", "is the renter")
+		p.Addf("provider", "is the renter")
 	}
 	if v.Seq == 0 {
-		p.addf("seq", "must be at least 1")
+		p.Addf("seq", "must be at least 1")
 	}
 	checkPositiveMs(&p, "covered_until_ms", v.CoveredUntilMs)
 	if v.Telemetry != "" {
-		checkRecordID(&p, "telemetry", v.Telemetry)
+		CheckRecordID(&p, "telemetry", v.Telemetry)
 	}
 	checkPositiveMs(&p, "issued_ms", v.IssuedMs)
-	return p.err(VoucherKind.Name)
+	return p.Err(ErrInvalid, VoucherKind.Name)
 }
 
 // Supersedes reports why next cannot follow v for the same lease: it must

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/idlegrid/idlegrid/attest"
 	"github.com/ipfs/go-cid"
 	mh "github.com/multiformats/go-multihash"
 )
@@ -89,7 +90,7 @@ func CapabilityKeys(c *Capacity) []cid.Cid {
 	seen := map[cid.Cid]bool{}
 	for _, d := range c.Datasets {
 		k, err := cid.Decode(d)
-		if err != nil || len(k.Hash()) > maxCIDHashLen || seen[k] {
+		if err != nil || len(k.Hash()) > attest.MaxCIDHashLen || seen[k] {
 			continue
 		}
 		seen[k] = true

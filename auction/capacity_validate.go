@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idlegrid/idlegrid/attest"
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
@@ -28,7 +29,6 @@ const (
 	maxDiskGiB        = 1 << 30        // 1 EiB
 	maxCPUCores       = 1 << 16
 	maxBandwidthMbps  = 1_000_000_000 // 1 Pbit/s
-	maxCIDHashLen     = 80            // kad-dht refuses longer provider keys
 )
 
 // Validate checks the record's structure without a clock. It reports every
@@ -37,25 +37,25 @@ const (
 func (c *Capacity) Validate() error {
 	var p problems
 	if c.V != CapacityVersion {
-		p.addf("v", "version %d, want %d", c.V, CapacityVersion)
+		p.Addf("v", "version %d, want %d", c.V, CapacityVersion)
 	}
 	if _, err := peer.Decode(c.Peer); err != nil {
-		p.addf("peer", "%q is not a peer ID", c.Peer)
+		p.Addf("peer", "%q is not a peer ID", c.Peer)
 	}
 	if c.Seq == 0 {
-		p.addf("seq", "must be at least 1")
+		p.Addf("seq", "must be at least 1")
 	}
 	switch {
 	case c.IssuedAtMs <= 0:
-		p.addf("issued_at_ms", "must be positive Unix milliseconds")
+		p.Addf("issued_at_ms", "must be positive Unix milliseconds")
 	case c.ExpiresAtMs <= c.IssuedAtMs:
-		p.addf("expires_at_ms", "must be after issued_at_ms")
+		p.Addf("expires_at_ms", "must be after issued_at_ms")
 	case c.ExpiresAtMs-c.IssuedAtMs > MaxCapacityTTL.Milliseconds():
-		p.addf("expires_at_ms", "lifetime %s exceeds %s",
+		p.Addf("expires_at_ms", "lifetime %s exceeds %s",
 			time.Duration(c.ExpiresAtMs-c.IssuedAtMs)*time.Millisecond, MaxCapacityTTL)
 	}
 	if len(c.GPUs) == 0 && len(c.Runtimes) == 0 {
-		p.addf("gpus", "record advertises neither GPUs nor runtimes")
+		p.Addf("gpus", "record advertises neither GPUs nor runtimes")
 	}
 	c.validateGPUs(&p)
 	c.validateHost(&p)
@@ -63,7 +63,7 @@ func (c *Capacity) Validate() error {
 	switch c.Reachability {
 	case ReachPublic, ReachPrivate, ReachRelayed:
 	default:
-		p.addf("reachability", "%q is not public, private or relayed", c.Reachability)
+		p.Addf("reachability", "%q is not public, private or relayed", c.Reachability)
 	}
 	validateSet(&p, "runtimes", c.Runtimes, func(s string) bool { return slices.Contains(KnownRuntimes, s) },
 		"is not a known runtime (docker, wasm)")
@@ -71,22 +71,22 @@ func (c *Capacity) Validate() error {
 	c.validateCalendar(&p)
 	validateSet(&p, "datasets", c.Datasets, validDatasetCID, "is not a CID with a hash of at most 80 bytes")
 	if len(c.Datasets) > MaxDatasets {
-		p.addf("datasets", "%d entries, at most %d", len(c.Datasets), MaxDatasets)
+		p.Addf("datasets", "%d entries, at most %d", len(c.Datasets), MaxDatasets)
 	}
 	if c.FingerprintID != "" {
 		if _, err := cid.Decode(c.FingerprintID); err != nil {
-			p.addf("fingerprint_id", "%q is not a CID", c.FingerprintID)
+			p.Addf("fingerprint_id", "%q is not a CID", c.FingerprintID)
 		}
 	}
-	if !printable(c.Version, MaxTextLen) || c.Version == "" {
-		p.addf("version", "must be 1..%d printable ASCII characters", MaxTextLen)
+	if !attest.Printable(c.Version, MaxTextLen) || c.Version == "" {
+		p.Addf("version", "must be 1..%d printable ASCII characters", MaxTextLen)
 	}
-	return p.err()
+	return p.Err(ErrInvalidCapacity, "")
 }
 
 func (c *Capacity) validateGPUs(p *problems) {
 	if len(c.GPUs) > MaxGPUs {
-		p.addf("gpus", "%d entries, at most %d", len(c.GPUs), MaxGPUs)
+		p.Addf("gpus", "%d entries, at most %d", len(c.GPUs), MaxGPUs)
 		return
 	}
 	seenIdx := map[uint32]bool{}
@@ -94,35 +94,35 @@ func (c *Capacity) validateGPUs(p *problems) {
 	for i, g := range c.GPUs {
 		path := fmt.Sprintf("gpus[%d]", i)
 		if seenIdx[g.Index] {
-			p.addf(path+".index", "duplicate index %d", g.Index)
+			p.Addf(path+".index", "duplicate index %d", g.Index)
 		}
 		seenIdx[g.Index] = true
-		if g.UUID == "" || !printable(g.UUID, MaxTextLen) {
-			p.addf(path+".uuid", "must be 1..%d printable ASCII characters", MaxTextLen)
+		if g.UUID == "" || !attest.Printable(g.UUID, MaxTextLen) {
+			p.Addf(path+".uuid", "must be 1..%d printable ASCII characters", MaxTextLen)
 		} else if seenUUID[g.UUID] {
-			p.addf(path+".uuid", "duplicate UUID %q", g.UUID)
+			p.Addf(path+".uuid", "duplicate UUID %q", g.UUID)
 		}
 		seenUUID[g.UUID] = true
 		if !IsModelSlug(g.Model) {
-			p.addf(path+".model", "%q is not a model slug (lower-case letters and digits joined by '-', at most %d)", g.Model, MaxModelLen)
+			p.Addf(path+".model", "%q is not a model slug (lower-case letters and digits joined by '-', at most %d)", g.Model, MaxModelLen)
 		}
-		if !printable(g.Name, MaxTextLen) {
-			p.addf(path+".name", "must be at most %d printable ASCII characters", MaxTextLen)
+		if !attest.Printable(g.Name, MaxTextLen) {
+			p.Addf(path+".name", "must be at most %d printable ASCII characters", MaxTextLen)
 		}
 		if g.VRAMMiB == 0 || g.VRAMMiB > maxVRAMMiB {
-			p.addf(path+".vram_mib", "%d out of range 1..%d", g.VRAMMiB, maxVRAMMiB)
+			p.Addf(path+".vram_mib", "%d out of range 1..%d", g.VRAMMiB, maxVRAMMiB)
 		}
 		if _, _, err := ParseComputeCap(g.ComputeCap); err != nil {
-			p.addf(path+".compute_cap", "%v", err)
+			p.Addf(path+".compute_cap", "%v", err)
 		}
 		if g.Free && g.LeaseID != "" {
-			p.addf(path+".lease_id", "a free GPU cannot carry a lease")
+			p.Addf(path+".lease_id", "a free GPU cannot carry a lease")
 		}
 		if g.Held && !g.Free {
-			p.addf(path+".held", "only a free GPU can be under a firm hold")
+			p.Addf(path+".held", "only a free GPU can be under a firm hold")
 		}
-		if !printable(g.LeaseID, MaxTextLen) {
-			p.addf(path+".lease_id", "must be at most %d printable ASCII characters", MaxTextLen)
+		if !attest.Printable(g.LeaseID, MaxTextLen) {
+			p.Addf(path+".lease_id", "must be at most %d printable ASCII characters", MaxTextLen)
 		}
 	}
 }
@@ -130,48 +130,48 @@ func (c *Capacity) validateGPUs(p *problems) {
 func (c *Capacity) validateHost(p *problems) {
 	h := c.Host
 	if h.CPUCores == 0 || h.CPUCores > maxCPUCores {
-		p.addf("host.cpu_cores", "%d out of range 1..%d", h.CPUCores, maxCPUCores)
+		p.Addf("host.cpu_cores", "%d out of range 1..%d", h.CPUCores, maxCPUCores)
 	}
 	if h.RAMMiB == 0 || h.RAMMiB > maxRAMMiB {
-		p.addf("host.ram_mib", "%d out of range 1..%d", h.RAMMiB, maxRAMMiB)
+		p.Addf("host.ram_mib", "%d out of range 1..%d", h.RAMMiB, maxRAMMiB)
 	}
 	if h.DiskGiB > maxDiskGiB {
-		p.addf("host.disk_gib", "%d exceeds %d", h.DiskGiB, maxDiskGiB)
+		p.Addf("host.disk_gib", "%d exceeds %d", h.DiskGiB, maxDiskGiB)
 	}
 	if h.BandwidthMbps > maxBandwidthMbps {
-		p.addf("host.bandwidth_mbps", "%d exceeds %d", h.BandwidthMbps, maxBandwidthMbps)
+		p.Addf("host.bandwidth_mbps", "%d exceeds %d", h.BandwidthMbps, maxBandwidthMbps)
 	}
 }
 
 func (c *Capacity) validateRegion(p *problems) {
 	if !IsCountryCode(c.Region.Country) {
-		p.addf("region.country", "%q is not a lower-case ISO 3166-1 alpha-2 code", c.Region.Country)
+		p.Addf("region.country", "%q is not a lower-case ISO 3166-1 alpha-2 code", c.Region.Country)
 	}
 	if c.Region.Zone != "" && !IsModelSlug(c.Region.Zone) {
-		p.addf("region.zone", "%q is not a slug (lower-case letters and digits joined by '-')", c.Region.Zone)
+		p.Addf("region.zone", "%q is not a slug (lower-case letters and digits joined by '-')", c.Region.Zone)
 	}
 }
 
 func (c *Capacity) validatePolicy(p *problems) {
 	pol := c.Policy
 	if len(pol.Tiers) == 0 {
-		p.addf("policy.tiers", "must accept at least one tier")
+		p.Addf("policy.tiers", "must accept at least one tier")
 	}
 	validateSet(p, "policy.tiers", pol.Tiers, func(t Tier) bool { return slices.Contains(Tiers, t) },
 		"is not gold, silver or bronze")
 	for _, t := range Tiers {
 		f := c.Floor.For(t)
 		if f > MaxPriceUUSD {
-			p.addf("floor."+string(t), "%d uUSD exceeds %d", f, uint64(MaxPriceUUSD))
+			p.Addf("floor."+string(t), "%d uUSD exceeds %d", f, uint64(MaxPriceUUSD))
 		}
 		// A zero floor on an accepted tier is almost always a forgotten
 		// field, and it would make the provider win every auction.
 		if f == 0 && slices.Contains(pol.Tiers, t) {
-			p.addf("floor."+string(t), "tier is accepted but has no floor price")
+			p.Addf("floor."+string(t), "tier is accepted but has no floor price")
 		}
 	}
 	if len(pol.AllowedImages) > MaxAllowedImages {
-		p.addf("policy.allowed_images", "%d entries, at most %d", len(pol.AllowedImages), MaxAllowedImages)
+		p.Addf("policy.allowed_images", "%d entries, at most %d", len(pol.AllowedImages), MaxAllowedImages)
 	}
 	validateSet(p, "policy.allowed_images", pol.AllowedImages, validImagePattern,
 		"is not a digest prefix (sha256:<hex>) or image pattern")
@@ -179,25 +179,25 @@ func (c *Capacity) validatePolicy(p *problems) {
 
 func (c *Capacity) validateCalendar(p *problems) {
 	if len(c.Calendar) > MaxWindows {
-		p.addf("calendar", "%d windows, at most %d", len(c.Calendar), MaxWindows)
+		p.Addf("calendar", "%d windows, at most %d", len(c.Calendar), MaxWindows)
 		return
 	}
 	for i, w := range c.Calendar {
 		path := fmt.Sprintf("calendar[%d]", i)
 		if w.Day < time.Sunday || w.Day > time.Saturday {
-			p.addf(path+".day", "%d is not 0 (Sunday) .. 6 (Saturday)", w.Day)
+			p.Addf(path+".day", "%d is not 0 (Sunday) .. 6 (Saturday)", w.Day)
 		}
 		if w.StartMin >= w.EndMin || w.EndMin > 1440 {
-			p.addf(path, "minutes [%d, %d) are not a range within 0..1440", w.StartMin, w.EndMin)
+			p.Addf(path, "minutes [%d, %d) are not a range within 0..1440", w.StartMin, w.EndMin)
 		}
 		if w.FactorPermille == 0 || w.FactorPermille > MaxFactorPermille {
-			p.addf(path+".factor_permille", "%d out of range 1..%d", w.FactorPermille, MaxFactorPermille)
+			p.Addf(path+".factor_permille", "%d out of range 1..%d", w.FactorPermille, MaxFactorPermille)
 		}
 		// Overlaps would make the price at an instant ambiguous.
 		for j := range i {
 			o := c.Calendar[j]
 			if o.Day == w.Day && w.StartMin < o.EndMin && o.StartMin < w.EndMin {
-				p.addf(path, "overlaps calendar[%d]", j)
+				p.Addf(path, "overlaps calendar[%d]", j)
 			}
 		}
 	}
@@ -242,34 +242,14 @@ func digits(s string, minLen, maxLen int) bool {
 	return true
 }
 
-func printable(s string, maxLen int) bool {
-	if len(s) > maxLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
-
 func validDatasetCID(s string) bool {
 	c, err := cid.Decode(s)
-	return err == nil && len(c.Hash()) <= maxCIDHashLen
+	return err == nil && len(c.Hash()) <= attest.MaxCIDHashLen
 }
 
 func validImagePattern(s string) bool {
 	if hex, ok := strings.CutPrefix(s, "sha256:"); ok {
-		if len(hex) == 0 || len(hex) > 64 {
-			return false
-		}
-		for i := 0; i < len(hex); i++ {
-			if !(hex[i] >= '0' && hex[i] <= '9' || hex[i] >= 'a' && hex[i] <= 'f') {
-				return false
-			}
-		}
-		return true
+		return len(hex) > 0 && len(hex) <= 64 && attest.IsLowerHex(hex)
 	}
 	if s == "" || len(s) > MaxTextLen {
 		return false
@@ -289,10 +269,10 @@ func validateSet[T comparable](p *problems, path string, xs []T, ok func(T) bool
 	seen := make(map[T]bool, len(xs))
 	for i, x := range xs {
 		if !ok(x) {
-			p.addf(fmt.Sprintf("%s[%d]", path, i), "%q %s", fmt.Sprint(x), what)
+			p.Addf(fmt.Sprintf("%s[%d]", path, i), "%q %s", fmt.Sprint(x), what)
 		}
 		if seen[x] {
-			p.addf(fmt.Sprintf("%s[%d]", path, i), "duplicate %q", fmt.Sprint(x))
+			p.Addf(fmt.Sprintf("%s[%d]", path, i), "duplicate %q", fmt.Sprint(x))
 		}
 		seen[x] = true
 	}
@@ -300,18 +280,4 @@ func validateSet[T comparable](p *problems, path string, xs []T, ok func(T) bool
 
 // problems collects validation failures so an operator sees all of them at
 // once instead of fixing a config one error per restart.
-type problems struct{ list []string }
-
-func (p *problems) addf(path, format string, args ...any) {
-	const maxReported = 20
-	if len(p.list) < maxReported {
-		p.list = append(p.list, path+": "+fmt.Sprintf(format, args...))
-	}
-}
-
-func (p *problems) err() error {
-	if len(p.list) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %s", ErrInvalidCapacity, strings.Join(p.list, "; "))
-}
+type problems = attest.Problems

@@ -262,16 +262,16 @@ func parseJobSpec(data []byte) (*JobSpec, error) {
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], yamlDeref(root.Content[i+1])
 		if k.Kind != yaml.ScalarNode {
-			sp.addf(fmt.Sprintf("line %d", k.Line), "field names are plain words")
+			sp.Addf(fmt.Sprintf("line %d", k.Line), "field names are plain words")
 			continue
 		}
 		field := k.Value
 		if first, dup := s.lines[field]; dup {
-			sp.addf(fmt.Sprintf("line %d: %s", k.Line, field), "repeated (first on line %d)", first)
+			sp.Addf(fmt.Sprintf("line %d: %s", k.Line, field), "repeated (first on line %d)", first)
 			continue
 		}
 		if !slices.Contains(jobSpecFields, field) {
-			sp.addf(fmt.Sprintf("line %d", k.Line), "%v", jobUnknownField(field))
+			sp.Addf(fmt.Sprintf("line %d", k.Line), "%v", jobUnknownField(field))
 			continue
 		}
 		s.lines[field] = k.Line

@@ -173,13 +173,14 @@ func (sp *specProblems) add(field, format string, args ...any) {
 	if l := sp.lines[base]; l > 0 {
 		path = fmt.Sprintf("line %d: %s", l, field)
 	}
-	sp.addf(path, format, args...)
+	sp.Addf(path, format, args...)
 }
 
 // err lists the problems in file order (those without a line, such as a
 // missing field, last), so they read top to bottom against the YAML.
 func (sp *specProblems) err() error {
-	if len(sp.list) == 0 {
+	list := sp.List()
+	if len(list) == 0 {
 		return nil
 	}
 	line := func(s string) int {
@@ -194,8 +195,8 @@ func (sp *specProblems) err() error {
 		}
 		return n
 	}
-	slices.SortStableFunc(sp.list, func(a, b string) int { return line(a) - line(b) })
-	return fmt.Errorf("%w: %s", ErrInvalidJobSpec, strings.Join(sp.list, "; "))
+	slices.SortStableFunc(list, func(a, b string) int { return line(a) - line(b) })
+	return fmt.Errorf("%w: %s", ErrInvalidJobSpec, strings.Join(list, "; "))
 }
 
 // Workload is what a provider needs to run a job: the resolved fields of

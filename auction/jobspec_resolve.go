@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/idlegrid/idlegrid/attest"
 	"github.com/ipfs/go-cid"
 )
 
@@ -46,7 +47,7 @@ func jobValidArg(s string, maxLen int) bool {
 // normalized spec (meaningful only when sp stays empty).
 func (s *JobSpec) resolve(sp *specProblems) *jobSpecCanon {
 	c := &jobSpecCanon{V: JobSpecVersion, Name: s.Name, Egress: s.Egress}
-	if !printable(s.Name, MaxTextLen) {
+	if !attest.Printable(s.Name, MaxTextLen) {
 		sp.add("name", "must be at most %d printable ASCII characters", MaxTextLen)
 	}
 	s.resolveWorkload(sp, c)
@@ -408,8 +409,8 @@ func jobCanonicalCID(s string) (string, error) {
 	switch {
 	case err != nil:
 		return "", fmt.Errorf("%q is not a CID", s)
-	case len(c.Hash()) > maxCIDHashLen:
-		return "", fmt.Errorf("%q has a hash longer than %d bytes", s, maxCIDHashLen)
+	case len(c.Hash()) > attest.MaxCIDHashLen:
+		return "", fmt.Errorf("%q has a hash longer than %d bytes", s, attest.MaxCIDHashLen)
 	}
 	return c.String(), nil
 }

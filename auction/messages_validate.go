@@ -7,10 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ipfs/go-cid"
-	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/idlegrid/idlegrid/attest"
 	ma "github.com/multiformats/go-multiaddr"
-	mh "github.com/multiformats/go-multihash"
 )
 
 // ErrInvalidMessage: an auction message decodes but breaks a structural
@@ -53,8 +51,8 @@ const (
 func (r *RFQ) Validate() error {
 	var p problems
 	msgCheckVersion(&p, r.V)
-	msgCheckPeer(&p, "renter", r.Renter)
-	msgCheckContentID(&p, "job", r.JobCID)
+	attest.CheckPeerID(&p, "renter", r.Renter)
+	attest.CheckContentID(&p, "job", r.JobCID)
 	msgCheckNonce(&p, "nonce", r.Nonce)
 	msgCheckLifetime(&p, r.IssuedAtMs, r.ExpiresAtMs, "expires_at_ms", MaxRFQLifetimeMs)
 	r.validateResources(&p)
@@ -62,32 +60,32 @@ func (r *RFQ) Validate() error {
 	msgCheckTier(&p, "tier", r.Tier)
 	msgCheckPrice(&p, "max_price", r.MaxPriceMicro)
 	if r.MinReliabilityPermille > maxRFQPermille {
-		p.addf("min_rel", "%d permille exceeds 1000", r.MinReliabilityPermille)
+		p.Addf("min_rel", "%d permille exceeds 1000", r.MinReliabilityPermille)
 	}
 	msgCheckList(&p, "regions", r.Regions, MaxRFQRegions, IsCountryCode, "is not a lower-case ISO 3166-1 alpha-2 code")
 	msgCheckDurations(&p, r.ExpectedDurationSec, r.MaxDurationSec)
 	if r.StartByMs != 0 && r.StartByMs < r.IssuedAtMs {
-		p.addf("start_by_ms", "%d is before issued_at_ms %d", r.StartByMs, r.IssuedAtMs)
+		p.Addf("start_by_ms", "%d is before issued_at_ms %d", r.StartByMs, r.IssuedAtMs)
 	}
 	switch {
 	case r.BidWindowMs < MinBidWindowMs || r.BidWindowMs > MaxBidWindowMs:
-		p.addf("bid_window_ms", "%d out of range %d..%d", r.BidWindowMs, MinBidWindowMs, MaxBidWindowMs)
+		p.Addf("bid_window_ms", "%d out of range %d..%d", r.BidWindowMs, MinBidWindowMs, MaxBidWindowMs)
 	case r.IssuedAtMs > 0 && r.ExpiresAtMs-r.IssuedAtMs < int64(r.BidWindowMs):
 		// Providers drop an expired RFQ, so a window longer than the RFQ's
 		// life would wait for bids nobody may send.
-		p.addf("bid_window_ms", "%d ms outlasts the RFQ (expires %d ms after issue)", r.BidWindowMs, r.ExpiresAtMs-r.IssuedAtMs)
+		p.Addf("bid_window_ms", "%d ms outlasts the RFQ (expires %d ms after issue)", r.BidWindowMs, r.ExpiresAtMs-r.IssuedAtMs)
 	}
 	msgCheckList(&p, "datasets", r.Datasets, MaxRFQDatasets, validDatasetCID, "is not a CID with a hash of at most 80 bytes")
 	msgCheckPricing(&p, "pricing", r.Pricing)
 	if r.MinNoticeSec != 0 && r.Tier != TierBronze {
-		p.addf("min_notice_s", "set on tier %q; preemption notice applies only to bronze", r.Tier)
+		p.Addf("min_notice_s", "set on tier %q; preemption notice applies only to bronze", r.Tier)
 	}
 	msgCheckList(&p, "addrs", r.Addrs, MaxRFQAddrs, func(s string) bool {
 		_, err := ma.NewMultiaddr(s)
 		return err == nil && len(s) <= maxAddrLen
 	}, fmt.Sprintf("is not a multiaddr of at most %d bytes", maxAddrLen))
 	if r.WantBids > MaxWantBids {
-		p.addf("want_bids", "%d exceeds %d", r.WantBids, MaxWantBids)
+		p.Addf("want_bids", "%d exceeds %d", r.WantBids, MaxWantBids)
 	}
 	return messageErr(&p, RFQKind.Name)
 }
@@ -96,33 +94,33 @@ func (r *RFQ) validateResources(p *problems) {
 	res := r.Resources
 	switch {
 	case res.GPUs > MaxGPUsPerHost:
-		p.addf("res.gpus", "%d exceeds %d", res.GPUs, MaxGPUsPerHost)
+		p.Addf("res.gpus", "%d exceeds %d", res.GPUs, MaxGPUsPerHost)
 	case res.GPUs == 0 && r.Runtime != RuntimeWasm:
-		p.addf("res.gpus", "0 GPUs is allowed only for the wasm runtime")
+		p.Addf("res.gpus", "0 GPUs is allowed only for the wasm runtime")
 	case res.GPUs == 0:
 		// A CPU-only wasm job cannot ask for properties of GPUs.
 		if len(res.Models) > 0 || res.MinVRAMMiB > 0 || res.MinComputeCap != "" {
-			p.addf("res", "models, min_vram_mib and min_cc need gpus >= 1")
+			p.Addf("res", "models, min_vram_mib and min_cc need gpus >= 1")
 		}
 	}
 	msgCheckList(p, "res.models", res.Models, MaxRFQModels, IsModelSlug,
 		"is not a model slug or family (lower-case letters and digits joined by '-', e.g. h100 or h100-80gb)")
 	if res.MinVRAMMiB > maxVRAMMiB {
-		p.addf("res.min_vram_mib", "%d exceeds %d", res.MinVRAMMiB, maxVRAMMiB)
+		p.Addf("res.min_vram_mib", "%d exceeds %d", res.MinVRAMMiB, maxVRAMMiB)
 	}
 	if res.MinComputeCap != "" {
 		if _, _, err := ParseComputeCap(res.MinComputeCap); err != nil {
-			p.addf("res.min_cc", "%v", err)
+			p.Addf("res.min_cc", "%v", err)
 		}
 	}
 	if res.CPUCores > maxCPUCores {
-		p.addf("res.cpu_cores", "%d exceeds %d", res.CPUCores, maxCPUCores)
+		p.Addf("res.cpu_cores", "%d exceeds %d", res.CPUCores, maxCPUCores)
 	}
 	if res.RAMMiB > maxRAMMiB {
-		p.addf("res.ram_mib", "%d exceeds %d", res.RAMMiB, maxRAMMiB)
+		p.Addf("res.ram_mib", "%d exceeds %d", res.RAMMiB, maxRAMMiB)
 	}
 	if res.DiskGiB > maxDiskGiB {
-		p.addf("res.disk_gib", "%d exceeds %d", res.DiskGiB, maxDiskGiB)
+		p.Addf("res.disk_gib", "%d exceeds %d", res.DiskGiB, maxDiskGiB)
 	}
 }
 
@@ -130,24 +128,24 @@ func (r *RFQ) validateResources(p *problems) {
 func (b *Bid) Validate() error {
 	var p problems
 	msgCheckVersion(&p, b.V)
-	msgCheckPeer(&p, "provider", b.Provider)
-	msgCheckRecordID(&p, "rfq", b.RFQ)
-	msgCheckContentID(&p, "job", b.JobCID)
+	attest.CheckPeerID(&p, "provider", b.Provider)
+	attest.CheckRecordID(&p, "rfq", b.RFQ)
+	attest.CheckContentID(&p, "job", b.JobCID)
 	msgCheckPrice(&p, "price", b.PriceMicro)
 	msgCheckGPUUUIDs(&p, "gpus", b.GPUs)
 	if !IsModelSlug(b.Model) {
-		p.addf("model", "%q is not a model slug", b.Model)
+		p.Addf("model", "%q is not a model slug", b.Model)
 	}
 	if b.VRAMMiB == 0 || b.VRAMMiB > maxVRAMMiB {
-		p.addf("vram_mib", "%d out of range 1..%d", b.VRAMMiB, maxVRAMMiB)
+		p.Addf("vram_mib", "%d out of range 1..%d", b.VRAMMiB, maxVRAMMiB)
 	}
 	if !IsCountryCode(b.Region) {
-		p.addf("region", "%q is not a lower-case ISO 3166-1 alpha-2 code", b.Region)
+		p.Addf("region", "%q is not a lower-case ISO 3166-1 alpha-2 code", b.Region)
 	}
 	msgCheckList(&p, "datasets", b.Datasets, MaxRFQDatasets, validDatasetCID, "is not a CID with a hash of at most 80 bytes")
 	msgCheckLifetime(&p, b.IssuedAtMs, b.ValidUntilMs, "valid_until_ms", MaxBidLifetimeMs)
 	if b.EarliestStartMs < b.IssuedAtMs {
-		p.addf("earliest_start_ms", "%d is before issued_at_ms %d", b.EarliestStartMs, b.IssuedAtMs)
+		p.Addf("earliest_start_ms", "%d is before issued_at_ms %d", b.EarliestStartMs, b.IssuedAtMs)
 	}
 	return messageErr(&p, BidKind.Name)
 }
@@ -156,30 +154,30 @@ func (b *Bid) Validate() error {
 func (a *Award) Validate() error {
 	var p problems
 	msgCheckVersion(&p, a.V)
-	msgCheckPeer(&p, "renter", a.Renter)
-	msgCheckPeer(&p, "provider", a.Provider)
-	msgCheckRecordID(&p, "rfq", a.RFQ)
-	msgCheckRecordID(&p, "bid", a.Bid)
-	msgCheckContentID(&p, "job", a.JobCID)
+	attest.CheckPeerID(&p, "renter", a.Renter)
+	attest.CheckPeerID(&p, "provider", a.Provider)
+	attest.CheckRecordID(&p, "rfq", a.RFQ)
+	attest.CheckRecordID(&p, "bid", a.Bid)
+	attest.CheckContentID(&p, "job", a.JobCID)
 	msgCheckGPUUUIDs(&p, "gpus", a.GPUs)
 	msgCheckPrice(&p, "price", a.PriceMicro)
 	msgCheckTier(&p, "tier", a.Tier)
 	switch {
 	case a.MaxDurationSec == 0:
-		p.addf("max_s", "must be at least 1")
+		p.Addf("max_s", "must be at least 1")
 	case a.MaxDurationSec > uint64(MaxJobDuration/time.Second):
-		p.addf("max_s", "%d exceeds %d", a.MaxDurationSec, uint64(MaxJobDuration/time.Second))
+		p.Addf("max_s", "%d exceeds %d", a.MaxDurationSec, uint64(MaxJobDuration/time.Second))
 	}
 	if a.NoticeSec != 0 && a.Tier != TierBronze {
-		p.addf("notice_s", "set on tier %q; preemption notice applies only to bronze", a.Tier)
+		p.Addf("notice_s", "set on tier %q; preemption notice applies only to bronze", a.Tier)
 	}
 	// Every part of a micro-pool holds at least one GPU, so a pool has at
 	// most as many parts as an RFQ may ask GPUs.
 	switch {
 	case a.Parts == 0 || a.Parts > MaxGPUsPerHost:
-		p.addf("parts", "%d out of range 1..%d", a.Parts, MaxGPUsPerHost)
+		p.Addf("parts", "%d out of range 1..%d", a.Parts, MaxGPUsPerHost)
 	case a.Part == 0 || a.Part > a.Parts:
-		p.addf("part", "%d out of range 1..%d (parts)", a.Part, a.Parts)
+		p.Addf("part", "%d out of range 1..%d (parts)", a.Part, a.Parts)
 	}
 	msgCheckNonce(&p, "nonce", a.Nonce)
 	msgCheckLifetime(&p, a.IssuedAtMs, a.ExpiresAtMs, "expires_at_ms", MaxAwardLifetimeMs)
@@ -190,14 +188,14 @@ func (a *Award) Validate() error {
 func (l *LeaseAcceptance) Validate() error {
 	var p problems
 	msgCheckVersion(&p, l.V)
-	msgCheckPeer(&p, "provider", l.Provider)
-	msgCheckRecordID(&p, "award", l.Award)
+	attest.CheckPeerID(&p, "provider", l.Provider)
+	attest.CheckRecordID(&p, "award", l.Award)
 	msgCheckGPUUUIDs(&p, "gpus", l.GPUs)
 	if l.AcceptedMs <= 0 {
-		p.addf("accepted_ms", "must be positive Unix milliseconds")
+		p.Addf("accepted_ms", "must be positive Unix milliseconds")
 	}
 	if l.StartsAtMs < l.AcceptedMs {
-		p.addf("starts_at_ms", "must not be before accepted_ms")
+		p.Addf("starts_at_ms", "must not be before accepted_ms")
 	}
 	return messageErr(&p, AcceptKind.Name)
 }
@@ -206,11 +204,11 @@ func (l *LeaseAcceptance) Validate() error {
 func (d *Decline) Validate() error {
 	var p problems
 	msgCheckVersion(&p, d.V)
-	msgCheckPeer(&p, "provider", d.Provider)
-	msgCheckRecordID(&p, "award", d.Award)
+	attest.CheckPeerID(&p, "provider", d.Provider)
+	attest.CheckRecordID(&p, "award", d.Award)
 	msgCheckReason(&p, d.Reason)
 	if d.AtMs <= 0 {
-		p.addf("at_ms", "must be positive Unix milliseconds")
+		p.Addf("at_ms", "must be positive Unix milliseconds")
 	}
 	return messageErr(&p, DeclineKind.Name)
 }
@@ -221,15 +219,15 @@ func (d *Decline) Validate() error {
 func (n *PreemptNotice) Validate() error {
 	var p problems
 	msgCheckVersion(&p, n.V)
-	msgCheckPeer(&p, "provider", n.Provider)
-	msgCheckRecordID(&p, "lease", n.Lease)
+	attest.CheckPeerID(&p, "provider", n.Provider)
+	attest.CheckRecordID(&p, "lease", n.Lease)
 	switch {
 	case n.IssuedAtMs <= 0:
-		p.addf("issued_at_ms", "must be positive Unix milliseconds")
+		p.Addf("issued_at_ms", "must be positive Unix milliseconds")
 	case n.EffectiveAtMs < n.IssuedAtMs:
-		p.addf("effective_at_ms", "must not be before issued_at_ms")
+		p.Addf("effective_at_ms", "must not be before issued_at_ms")
 	case n.EffectiveAtMs-n.IssuedAtMs < int64(n.NoticeSec)*1000:
-		p.addf("effective_at_ms", "gives %s notice, less than notice_s %d",
+		p.Addf("effective_at_ms", "gives %s notice, less than notice_s %d",
 			time.Duration(n.EffectiveAtMs-n.IssuedAtMs)*time.Millisecond, n.NoticeSec)
 	}
 	msgCheckReason(&p, n.Reason)
@@ -240,118 +238,62 @@ func (n *PreemptNotice) Validate() error {
 func (s *AwardSummary) Validate() error {
 	var p problems
 	msgCheckVersion(&p, s.V)
-	msgCheckPeer(&p, "renter", s.Renter)
-	msgCheckRecordID(&p, "award", s.Award)
-	msgCheckRecordID(&p, "rfq", s.RFQ)
+	attest.CheckPeerID(&p, "renter", s.Renter)
+	attest.CheckRecordID(&p, "award", s.Award)
+	attest.CheckRecordID(&p, "rfq", s.RFQ)
 	if !IsModelSlug(s.Model) {
-		p.addf("model", "%q is not a model slug", s.Model)
+		p.Addf("model", "%q is not a model slug", s.Model)
 	}
 	msgCheckTier(&p, "tier", s.Tier)
 	if s.GPUs == 0 || s.GPUs > MaxGPUsPerHost {
-		p.addf("gpus", "%d out of range 1..%d", s.GPUs, MaxGPUsPerHost)
+		p.Addf("gpus", "%d out of range 1..%d", s.GPUs, MaxGPUsPerHost)
 	}
 	msgCheckPrice(&p, "price", s.PriceMicro)
 	if s.AtMs <= 0 {
-		p.addf("at_ms", "must be positive Unix milliseconds")
+		p.Addf("at_ms", "must be positive Unix milliseconds")
 	}
 	return messageErr(&p, SummaryKind.Name)
 }
 
 func msgCheckVersion(p *problems, v uint) {
 	if v != MessagesVersion {
-		p.addf("v", "version %d, want %d", v, MessagesVersion)
-	}
-}
-
-func msgCheckPeer(p *problems, path, s string) {
-	if s == "" {
-		p.addf(path, "missing peer ID")
-		return
-	}
-	id, err := peer.Decode(s)
-	if err != nil {
-		p.addf(path, "%q is not a peer ID", s)
-		return
-	}
-	// Owner checks compare text, so only the canonical form may appear.
-	if id.String() != s {
-		p.addf(path, "%q is not the canonical peer ID form %q", s, id)
-	}
-}
-
-// checkRecordID accepts only what attest.RecordID produces (CIDv1, raw
-// codec, sha2-256) in its canonical text form: peers match messages by
-// these strings, so one record must have exactly one spelling.
-func msgCheckRecordID(p *problems, path, s string) {
-	if s == "" {
-		p.addf(path, "missing record ID")
-		return
-	}
-	c, err := cid.Decode(s)
-	if err != nil {
-		p.addf(path, "%q is not a CID", s)
-		return
-	}
-	dh, err := mh.Decode(c.Hash())
-	switch {
-	case err != nil || c.Version() != 1 || c.Type() != cid.Raw || dh.Code != mh.SHA2_256 || dh.Length != 32:
-		p.addf(path, "%q is not a record ID (CIDv1, raw codec, sha2-256)", s)
-	case c.String() != s:
-		p.addf(path, "%q is not the canonical CID form %q", s, c)
-	}
-}
-
-// checkContentID accepts any CID of bounded hash length in its canonical
-// text form (job spec CIDs, wasm module CIDs).
-func msgCheckContentID(p *problems, path, s string) {
-	if s == "" {
-		p.addf(path, "missing CID")
-		return
-	}
-	c, err := cid.Decode(s)
-	switch {
-	case err != nil:
-		p.addf(path, "%q is not a CID", s)
-	case len(c.Hash()) > maxCIDHashLen:
-		p.addf(path, "CID hash is %d bytes, at most %d", len(c.Hash()), maxCIDHashLen)
-	case c.String() != s:
-		p.addf(path, "%q is not the canonical CID form %q", s, c)
+		p.Addf("v", "version %d, want %d", v, MessagesVersion)
 	}
 }
 
 func msgCheckNonce(p *problems, path string, n []byte) {
 	if len(n) != NonceLen {
-		p.addf(path, "%d bytes, want %d", len(n), NonceLen)
+		p.Addf(path, "%d bytes, want %d", len(n), NonceLen)
 	}
 }
 
 func msgCheckLifetime(p *problems, issued, expires int64, expPath string, maxMs int64) {
 	switch {
 	case issued <= 0:
-		p.addf("issued_at_ms", "must be positive Unix milliseconds")
+		p.Addf("issued_at_ms", "must be positive Unix milliseconds")
 	case expires <= issued:
-		p.addf(expPath, "must be after issued_at_ms")
+		p.Addf(expPath, "must be after issued_at_ms")
 	case expires-issued > maxMs:
-		p.addf(expPath, "lifetime %s exceeds %s",
+		p.Addf(expPath, "lifetime %s exceeds %s",
 			time.Duration(expires-issued)*time.Millisecond, time.Duration(maxMs)*time.Millisecond)
 	}
 }
 
 func msgCheckTier(p *problems, path string, t Tier) {
 	if !slices.Contains(Tiers, t) {
-		p.addf(path, "%q is not gold, silver or bronze", t)
+		p.Addf(path, "%q is not gold, silver or bronze", t)
 	}
 }
 
 func msgCheckPricing(p *problems, path string, r PricingRule) {
 	if r != PayBid && r != PaySecond {
-		p.addf(path, "%q is not first or second", r)
+		p.Addf(path, "%q is not first or second", r)
 	}
 }
 
 func msgCheckPrice(p *problems, path string, uusd uint64) {
 	if uusd == 0 || uusd > MaxPriceUUSD {
-		p.addf(path, "%d uUSD out of range 1..%d", uusd, uint64(MaxPriceUUSD))
+		p.Addf(path, "%d uUSD out of range 1..%d", uusd, uint64(MaxPriceUUSD))
 	}
 }
 
@@ -359,15 +301,15 @@ func msgCheckDurations(p *problems, expected, maxSec uint64) {
 	limit := uint64(MaxJobDuration / time.Second)
 	switch {
 	case expected == 0:
-		p.addf("expected_s", "must be at least 1")
+		p.Addf("expected_s", "must be at least 1")
 	case expected > limit:
-		p.addf("expected_s", "%d exceeds %d", expected, limit)
+		p.Addf("expected_s", "%d exceeds %d", expected, limit)
 	}
 	switch {
 	case maxSec < expected:
-		p.addf("max_s", "%d is less than expected_s %d", maxSec, expected)
+		p.Addf("max_s", "%d is less than expected_s %d", maxSec, expected)
 	case maxSec > limit:
-		p.addf("max_s", "%d exceeds %d", maxSec, limit)
+		p.Addf("max_s", "%d exceeds %d", maxSec, limit)
 	}
 }
 
@@ -377,18 +319,18 @@ func msgCheckWorkload(p *problems, runtime, image, module string) {
 	switch runtime {
 	case RuntimeDocker:
 		if err := checkImageDigestRef(image); err != nil {
-			p.addf("image", "%v", err)
+			p.Addf("image", "%v", err)
 		}
 		if module != "" {
-			p.addf("module", "must be empty for the docker runtime")
+			p.Addf("module", "must be empty for the docker runtime")
 		}
 	case RuntimeWasm:
-		msgCheckContentID(p, "module", module)
+		attest.CheckContentID(p, "module", module)
 		if image != "" {
-			p.addf("image", "must be empty for the wasm runtime")
+			p.Addf("image", "must be empty for the wasm runtime")
 		}
 	default:
-		p.addf("runtime", "%q is not a known runtime (docker, wasm)", runtime)
+		p.Addf("runtime", "%q is not a known runtime (docker, wasm)", runtime)
 	}
 }
 
@@ -414,7 +356,7 @@ func checkImageDigestRef(s string) error {
 	if !ok {
 		return fmt.Errorf("image %q: digest %q must start with \"sha256:\" (and be 64 hex digits)", s, digest)
 	}
-	if len(hex) != imageDigestHexN || !msgIsLowerHex(hex) {
+	if len(hex) != imageDigestHexN || !attest.IsLowerHex(hex) {
 		return fmt.Errorf("image %q: digest must be sha256: and %d lower-case hex digits, got %d characters", s, imageDigestHexN, len(hex))
 	}
 	return nil
@@ -436,42 +378,28 @@ func msgValidRepoRef(s string) bool {
 	return true
 }
 
-func msgIsLowerHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !(s[i] >= '0' && s[i] <= '9' || s[i] >= 'a' && s[i] <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
 func msgCheckGPUUUIDs(p *problems, path string, ids []string) {
 	if len(ids) == 0 || len(ids) > MaxGPUsPerHost {
-		p.addf(path, "%d entries, want 1..%d", len(ids), MaxGPUsPerHost)
+		p.Addf(path, "%d entries, want 1..%d", len(ids), MaxGPUsPerHost)
 		return
 	}
-	validateSet(p, path, ids, func(s string) bool { return s != "" && printable(s, MaxTextLen) },
+	validateSet(p, path, ids, func(s string) bool { return s != "" && attest.Printable(s, MaxTextLen) },
 		fmt.Sprintf("is not a GPU UUID (1..%d printable ASCII characters)", MaxTextLen))
 }
 
 func msgCheckList(p *problems, path string, xs []string, maxN int, ok func(string) bool, what string) {
 	if len(xs) > maxN {
-		p.addf(path, "%d entries, at most %d", len(xs), maxN)
+		p.Addf(path, "%d entries, at most %d", len(xs), maxN)
 		return
 	}
 	validateSet(p, path, xs, ok, what)
 }
 
 func msgCheckReason(p *problems, s string) {
-	if s == "" || !printable(s, MaxReasonLen) {
-		p.addf("reason", "must be 1..%d printable ASCII characters", MaxReasonLen)
+	if s == "" || !attest.Printable(s, MaxReasonLen) {
+		p.Addf("reason", "must be 1..%d printable ASCII characters", MaxReasonLen)
 	}
 }
 
 // messageErr turns collected problems into one error naming the kind.
-func messageErr(p *problems, kind string) error {
-	if len(p.list) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %s: %s", ErrInvalidMessage, kind, strings.Join(p.list, "; "))
-}
+func messageErr(p *problems, kind string) error { return p.Err(ErrInvalidMessage, kind) }

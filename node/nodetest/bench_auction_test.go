@@ -137,10 +137,7 @@ func benchAuction(b *testing.B, n int) {
 	meshReady := time.Since(t0)
 	// Every provider's capacity record must be found before the renter
 	// can expect its bid.
-	if err := WaitFor(ctx, "every provider's record to be searchable", func() bool {
-		res, err := renter.Trust().Search(ctx, "", "", 0, false)
-		return err == nil && len(res.Offers) == len(providers)
-	}); err != nil {
+	if err := WaitSearchable(ctx, renter, len(providers)); err != nil {
 		b.Fatal(err)
 	}
 	marketReady := time.Since(t0)

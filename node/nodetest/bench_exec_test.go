@@ -1,16 +1,10 @@
 package nodetest
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -19,11 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/client"
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node"
@@ -40,10 +30,6 @@ var (
 	dlSize     = flag.Int64("execbench.size", 256<<20, "bytes of output BenchmarkResultDownload transfers")
 	dlReps     = flag.Int("execbench.dlreps", 5, "downloads per transport in BenchmarkResultDownload")
 )
-
-// benchLabel marks the containers the benchmark makes itself, so that all
-// of them are removed at the end whatever happens.
-const benchLabel = "io.idlegrid.bench"
 
 // BenchmarkAwardToRunning compares how long a countersigned lease takes to
 // get its (cached) Docker image running on the provider with a plain
@@ -106,10 +92,7 @@ func BenchmarkAwardToRunning(b *testing.B) {
 	}
 	renter := c.ByRole(node.RoleRenter)[0].Node
 	prov := c.ByRole(node.RoleProvider)[0].Node
-	if err := WaitFor(ctx, "the provider's record", func() bool {
-		res, err := renter.Trust().Search(ctx, "", "", 0, false)
-		return err == nil && len(res.Offers) == 1
-	}); err != nil {
+	if err := WaitSearchable(ctx, renter, 1); err != nil {
 		b.Fatal(err)
 	}
 
@@ -355,258 +338,10 @@ func (s *stageTimings) split(skip int) (toPrepare, prepare, start []time.Duratio
 	return toPrepare, prepare, start
 }
 
-// benchEngine is the Docker engine the benchmark runs on, and what it made
-// there.
-type benchEngine struct {
-	cli      *client.Client
-	version  string
-	instance string // random: names this run's containers
-}
-
-// newBenchEngine connects to the engine, or skips b without one.
-func newBenchEngine(b *testing.B) *benchEngine {
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		b.Skipf("no docker engine: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(b.Context(), 5*time.Second)
-	defer cancel()
-	v, err := cli.ServerVersion(ctx)
-	if err != nil {
-		cli.Close()
-		b.Skipf("no docker engine: %v", err)
-	}
-	if _, err := exec.LookPath("docker"); err != nil {
-		cli.Close()
-		b.Skipf("no docker CLI for the plain docker run: %v", err)
-	}
-	b.Cleanup(func() { cli.Close() })
-	return &benchEngine{cli: cli, version: v.Version + " " + v.Arch, instance: "bench-" + strings.ToLower(rand.Text())}
-}
-
-// buildImage builds the docker executor's test program static and packs it
-// FROM scratch (as node/executor/docker's tests do), returning the image
-// ID; the image is removed at cleanup.
-func (e *benchEngine) buildImage(b *testing.B) string {
-	ctx, cancel := context.WithTimeout(b.Context(), 3*time.Minute)
-	defer cancel()
-	arch := strings.Fields(e.version)[1]
-	bin := filepath.Join(b.TempDir(), "prog")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "../executor/docker/testdata/prog")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
-	prog, err := os.ReadFile(bin)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, f := range []struct {
-		name string
-		mode int64
-		data []byte
-	}{{"Dockerfile", 0o644, []byte("FROM scratch\nCOPY prog /prog\nENTRYPOINT [\"/prog\"]\n")}, {"prog", 0o755, prog}} {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data))}); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := tw.Write(f.data); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		b.Fatal(err)
-	}
-	tag := "idlegrid-test/bench:" + strings.TrimPrefix(e.instance, "bench-")
-	resp, err := e.cli.ImageBuild(ctx, &buf, build.ImageBuildOptions{Tags: []string{tag}, Remove: true, ForceRemove: true, Dockerfile: "Dockerfile"})
-	if err != nil {
-		b.Fatalf("image build: %v", err)
-	}
-	b.Cleanup(func() {
-		rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if _, err := e.cli.ImageRemove(rctx, tag, image.RemoveOptions{Force: true, PruneChildren: true}); err != nil {
-			b.Errorf("remove image %s: %v", tag, err)
-		}
-	})
-	dec := json.NewDecoder(resp.Body)
-	for {
-		var msg struct {
-			Error string `json:"error"`
-		}
-		if err := dec.Decode(&msg); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			resp.Body.Close()
-			b.Fatalf("image build: %v", err)
-		}
-		if msg.Error != "" {
-			resp.Body.Close()
-			b.Fatalf("image build: %s", msg.Error)
-		}
-	}
-	resp.Body.Close()
-	ins, err := e.cli.ImageInspect(ctx, tag)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return ins.ID
-}
-
-// createStart times the engine API's create and start of a container,
-// which it then removes (untimed).
-func (e *benchEngine) createStart(ctx context.Context, cfg *container.Config, hc *container.HostConfig) (time.Duration, error) {
-	t0 := time.Now()
-	resp, err := e.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
-	if err != nil {
-		return 0, fmt.Errorf("create: %w", err)
-	}
-	err = e.cli.ContainerStart(ctx, resp.ID, container.StartOptions{})
-	d := time.Since(t0)
-	if err != nil {
-		_ = e.cli.ContainerRemove(ctx, resp.ID, container.RemoveOptions{Force: true})
-		return 0, fmt.Errorf("start: %w", err)
-	}
-	return d, e.checkRunningAndRemove(ctx, resp.ID)
-}
-
-// checkRunningAndRemove checks that a timed container runs, then removes it.
-func (e *benchEngine) checkRunningAndRemove(ctx context.Context, id string) error {
-	ins, err := e.cli.ContainerInspect(ctx, id)
-	if err == nil && !ins.State.Running {
-		err = fmt.Errorf("container %.12s is %s, not running", id, ins.State.Status)
-	}
-	return errors.Join(err, e.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true}))
-}
-
-func labelFilter(key, value string) filters.Args {
-	return filters.NewArgs(filters.Arg("label", key+"="+value))
-}
-
-// purge force-removes every container matching f.
-func (e *benchEngine) purge(b *testing.B, f filters.Args) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	list, err := e.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
-	if err != nil {
-		b.Errorf("list containers: %v", err)
-		return
-	}
-	for _, c := range list {
-		if err := e.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil {
-			b.Errorf("remove container %s: %v", c.Names, err)
-		}
-	}
-}
-
 func msFloats(ds []time.Duration) []float64 {
 	out := make([]float64, len(ds))
 	for i, d := range ds {
 		out[i] = float64(d.Microseconds()) / 1000
 	}
 	return out
-}
-
-// BenchmarkResultDownload measures a renter downloading a lease's output
-// from its provider over /idlegrid/job/1.0.0 on real libp2p hosts on
-// 127.0.0.1, TCP and QUIC (one cluster each: bootstrap, provider, renter).
-// The provider's scripted executor writes execbench.size bytes of
-// incompressible data (fill:out.bin=N); the renter then downloads the
-// output tar execbench.dlreps times with JobResult, removing its copy in
-// between. JobResult is what `idlegrid job result` does: the download
-// (256 KiB frames), an fsync and the CID check of the whole file.
-//
-// MBps is output bytes / JobResult time (MB = 10^6 bytes); verify_ms is
-// the CID check of the same file alone, timed right after each download,
-// and wire_MBps the throughput without it (an estimate: what is left of
-// the download is the stream, the writes and the fsync).
-//
-//	go test ./node/nodetest -run '^$' -bench BenchmarkResultDownload -benchtime=1x -timeout 20m
-func BenchmarkResultDownload(b *testing.B) {
-	for _, tr := range []string{"tcp", "quic"} {
-		b.Run("transport="+tr, func(b *testing.B) { benchResultDownload(b, tr) })
-	}
-}
-
-func benchResultDownload(b *testing.B, transport string) {
-	c := New(b, 3, Options{Transport: transport})
-	ctx, cancel := context.WithTimeout(b.Context(), 10*time.Minute)
-	defer cancel()
-	if err := c.WaitReady(ctx); err != nil {
-		b.Fatal(err)
-	}
-	renter := c.ByRole(node.RoleRenter)[0].Node
-	prov := c.ByRole(node.RoleProvider)[0]
-	if !strings.Contains(prov.Addr.String(), "/127.0.0.1/") || !strings.Contains(prov.Addr.String(), map[string]string{"tcp": "/tcp/", "quic": "/quic-v1"}[transport]) {
-		b.Fatalf("provider listens on %s", prov.Addr)
-	}
-	if err := WaitFor(ctx, "the provider's record", func() bool {
-		res, err := renter.Trust().Search(ctx, "", "", 0, false)
-		return err == nil && len(res.Offers) == 1
-	}); err != nil {
-		b.Fatal(err)
-	}
-	spec := fmt.Sprintf("name: output\nmodule: %s\ncommand: [\"fill:out.bin=%d\"]\ngpus: 1\ngpu: [a10]\nmax_price: 5\nduration: 1m\nbid_window: 3s\n", DemoModule, *dlSize)
-	j, err := renter.Renter().Submit([]byte(spec))
-	if err != nil {
-		b.Fatal(err)
-	}
-	id := j.ID
-	if err := WaitFor(ctx, "the job's end", func() bool {
-		j, err = renter.Store().GetJob(id)
-		return err == nil && j.State != lease.JobAuctioning && j.State != lease.JobRunning
-	}); err != nil {
-		b.Fatal(err)
-	}
-	if j.State != lease.JobCompleted {
-		b.Fatalf("job %s: %s", j.State, j.Reason)
-	}
-	var dl, verify []time.Duration
-	var size int64
-	for b.Loop() {
-		for range *dlReps {
-			before := renter.Renter().ResultBytesFetched()
-			t0 := time.Now()
-			l, path, err := renter.Renter().Result(ctx, id, "")
-			d := time.Since(t0)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if got := renter.Renter().ResultBytesFetched() - before; got != l.OutputSize {
-				b.Fatalf("fetched %d bytes, the output has %d", got, l.OutputSize)
-			}
-			size = l.OutputSize
-			t1 := time.Now()
-			if err := executor.VerifyOutput(executor.Output{CID: l.OutputCID, Size: l.OutputSize, Path: path}); err != nil {
-				b.Fatal(err)
-			}
-			verify = append(verify, time.Since(t1))
-			dl = append(dl, d)
-			if err := os.Remove(path); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	conns := renter.P2P().Host().Network().ConnsToPeer(prov.Node.ID())
-	var used []string
-	for _, cn := range conns {
-		used = append(used, cn.RemoteMultiaddr().String())
-	}
-	wire := make([]time.Duration, len(dl))
-	for i := range dl {
-		wire[i] = dl[i] - verify[i]
-	}
-	for _, ds := range [][]time.Duration{dl, verify, wire} {
-		slices.Sort(ds)
-	}
-	mbps := func(d time.Duration) float64 { return float64(size) / 1e6 / d.Seconds() }
-	// The median time is the median throughput; p90 time is p10 throughput.
-	b.ReportMetric(mbps(percentile(dl, 0.5)), "MBps")
-	b.ReportMetric(mbps(percentile(dl, 0.9)), "MBps_p10")
-	b.ReportMetric(ms(percentile(dl, 0.5)), "download_p50_ms")
-	b.ReportMetric(ms(percentile(verify, 0.5)), "verify_p50_ms")
-	b.ReportMetric(mbps(percentile(wire, 0.5)), "wire_MBps")
-	b.ReportMetric(float64(size), "bytes")
-	b.Logf("%s: %d downloads of %d bytes over %v; download ms %v, verify ms %v", transport, len(dl), size, used, msFloats(dl), msFloats(verify))
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -379,20 +380,6 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 	return nil
 }
 
-// WaitFor polls cond until it holds or ctx ends.
-func WaitFor(ctx context.Context, what string, cond func() bool) error {
-	t := time.NewTicker(25 * time.Millisecond)
-	defer t.Stop()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-		case <-t.C:
-		}
-	}
-	return nil
-}
-
 // ByRole returns the members with a role.
 func (c *Cluster) ByRole(r node.Role) []*Member {
 	var out []*Member
@@ -404,19 +391,59 @@ func (c *Cluster) ByRole(r node.Role) []*Member {
 	return out
 }
 
-// Close stops every member (last first) and the mocknet. Idempotent.
+// CloseTimeout bounds a cluster's shutdown: a member still stopping
+// after it is reported, so a wedged node fails the test instead of
+// hanging it until the test binary's timeout.
+const CloseTimeout = 30 * time.Second
+
+// Close stops every member at once and then the mocknet, waiting at most
+// CloseTimeout; members that did not stop by then are named in the error
+// (and left running). Idempotent.
 func (c *Cluster) Close() error {
 	c.once.Do(func() {
-		var errs []error
-		for i := len(c.Members) - 1; i >= 0; i-- {
-			if e := c.Members[i].stop(); e != nil {
-				errs = append(errs, fmt.Errorf("member %d: %w", i, e))
+		errs := make([]error, len(c.Members))
+		done := make([]chan struct{}, len(c.Members))
+		for i, m := range c.Members {
+			done[i] = make(chan struct{})
+			go func() {
+				defer close(done[i])
+				if e := m.stop(); e != nil {
+					errs[i] = fmt.Errorf("member %d: %w", i, e)
+				}
+			}()
+		}
+		deadline := time.NewTimer(CloseTimeout)
+		defer deadline.Stop()
+		var stuck []int
+		expired := false
+		for i := range done {
+			if !expired {
+				select {
+				case <-done[i]:
+					continue
+				case <-deadline.C:
+					expired = true
+				}
+			}
+			select {
+			case <-done[i]:
+			default:
+				stuck = append(stuck, i)
 			}
 		}
-		if e := c.Net.Close(); e != nil {
-			errs = append(errs, fmt.Errorf("mocknet: %w", e))
+		var all []error
+		for i := range errs {
+			// A stuck member's goroutine may still write its slot.
+			if !slices.Contains(stuck, i) && errs[i] != nil {
+				all = append(all, errs[i])
+			}
 		}
-		c.err = errors.Join(errs...)
+		if len(stuck) > 0 {
+			all = append(all, fmt.Errorf("members %v did not stop within %s", stuck, CloseTimeout))
+		} else if e := c.Net.Close(); e != nil {
+			all = append(all, fmt.Errorf("mocknet: %w", e))
+		}
+		c.err = errors.Join(all...)
 	})
 	return c.err
 }

@@ -44,12 +44,12 @@ func forkedEntries(t *testing.T, key crypto.PrivKey) (a, b []byte) {
 }
 
 // TestForkedChainBlockedByEveryNode: a provider gossips two different
-// signed entries for one seq of its chain. Every node of a 20-node cluster
+// signed entries for one seq of its chain. Every node of a 12-node cluster
 // catches it or verifies a peer's proof, blocks the provider and zeroes
 // its reputation.
 func TestForkedChainBlockedByEveryNode(t *testing.T) {
-	c := nodetest.New(t, 20, nodetest.Options{})
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	c := nodetest.New(t, 12, nodetest.Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	if err := c.WaitReady(ctx); err != nil {
 		t.Fatal(err)

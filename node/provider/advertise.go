@@ -34,6 +34,17 @@ var (
 // notice a device that vanished or failed.
 const inventoryPoll = 30 * time.Second
 
+// provideTimeout bounds the announcement of one capability key (a DHT
+// lookup and a put to each closest peer) within a publish's minute, so
+// that one slow key cannot use up the time of all the others.
+const provideTimeout = 20 * time.Second
+
+// errAnnounce marks a publish whose record is out but some of whose
+// capability keys are not: it is retried with backoff like a failed put,
+// because a provider whose provider key is not announced cannot be found
+// by any renter until it is.
+var errAnnounce = errors.New("announcing capability keys")
+
 // advertiser keeps this provider's signed capacity record in the DHT and
 // its capability keys announced. It re-puts at once when a GPU is leased or
 // freed or the device list changes, and on a timer shorter than the
@@ -298,26 +309,32 @@ func (a *advertiser) publish(ctx context.Context) error {
 	if a.onChange != nil {
 		a.onChange()
 	}
-	// Keys that fail to announce are retried at the next publish; the
-	// record itself is out, so this is not a publish failure.
 	if err := a.provide(ctx, rec); err != nil {
-		a.log.Warn("announcing capability keys", "err", err)
+		return fmt.Errorf("%w: %w", errAnnounce, err)
 	}
 	return nil
 }
 
 // provide announces the record's capability keys, re-announcing each one
-// once per republish interval (the DHT never republishes by itself).
+// once per republish interval (the DHT never republishes by itself). The
+// provider key goes first: it is the one every market search starts from.
 func (a *advertiser) provide(ctx context.Context, rec *auction.Capacity) error {
+	keys := auction.CapabilityKeys(rec)
+	if i := slices.Index(keys, auction.CapabilityCID(auction.CapabilityProvider)); i > 0 {
+		keys[0], keys[i] = keys[i], keys[0]
+	}
 	var errs []error
-	for _, k := range auction.CapabilityKeys(rec) {
+	for _, k := range keys {
 		a.mu.Lock()
 		fresh := a.now().Sub(a.provided[k]) < a.cfg.Republish
 		a.mu.Unlock()
 		if fresh {
 			continue
 		}
-		if err := a.p2p.DHT().Provide(ctx, k, true); err != nil {
+		kctx, cancel := context.WithTimeout(ctx, provideTimeout)
+		err := a.p2p.DHT().Provide(kctx, k, true)
+		cancel()
+		if err != nil {
 			errs = append(errs, fmt.Errorf("provide %s: %w", k, err))
 			continue
 		}

@@ -9,7 +9,9 @@ import (
 	"sync"
 	"time"
 
+	dht "github.com/libp2p/go-libp2p-kad-dht"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/routing"
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/auction/query"
@@ -19,8 +21,21 @@ import (
 // ErrNotFound is returned for a provider with no valid capacity record.
 var ErrNotFound = errors.New("no valid capacity record")
 
+// ErrIncomplete is returned with the offers found when the search
+// deadline came before the DHT lookups finished: more providers may exist.
+var ErrIncomplete = errors.New("market view incomplete: the DHT lookups ran out of time")
+
 // fetchParallelism bounds concurrent DHT lookups of capacity records.
 const fetchParallelism = 16
+
+// recordQuorum is how many copies of a capacity record a lookup gathers
+// before it settles on the newest of them. Without one it waits for all
+// 20 closest peers: a search then costs a full lookup per provider, and on
+// a busy machine the providers' own lookup ran out of time before it
+// found them all. A provider puts each record to all of those peers and
+// waits for them, so a handful of answers holds the newest record unless
+// puts failed, and the cache never goes back to an older one.
+const recordQuorum = 4
 
 // market is a node's view of the market: providers found through the
 // DHT's provider key, their signed capacity records fetched, verified and
@@ -54,27 +69,6 @@ func newMarket(t *Trust) *market {
 	}
 }
 
-// providers lists every peer that announces the provider capability key.
-func (m *market) providers(ctx context.Context) ([]peer.ID, error) {
-	if err := m.p2p.WaitReady(ctx); err != nil {
-		return nil, err
-	}
-	key := auction.CapabilityCID(auction.CapabilityProvider)
-	seen := map[peer.ID]bool{}
-	var out []peer.ID
-	for ai := range m.p2p.DHT().FindProvidersAsync(ctx, key, 0) {
-		if !seen[ai.ID] {
-			seen[ai.ID] = true
-			out = append(out, ai.ID)
-		}
-	}
-	if len(out) == 0 && ctx.Err() != nil {
-		return nil, fmt.Errorf("find providers: %w", ctx.Err())
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out, nil
-}
-
 // record returns p's capacity record: from the cache while it is fresh,
 // else from the DHT (the DHT's validator has checked signature, owner and
 // expiry; the record is opened again here because the cache outlives it).
@@ -86,7 +80,7 @@ func (m *market) record(ctx context.Context, p peer.ID) (*auction.Capacity, erro
 	if ok && !c.rec.Expired(now) && now.Sub(c.fetched) < m.cfg.Refresh {
 		return c.rec, nil
 	}
-	raw, err := m.p2p.DHT().GetValue(ctx, auction.CapacityKey(p))
+	raw, err := m.fetch(ctx, auction.CapacityKey(p))
 	if err != nil {
 		if ok && !c.rec.Expired(now) {
 			// A transient lookup failure should not hide a valid offer.
@@ -112,36 +106,78 @@ func (m *market) record(ctx context.Context, p peer.ID) (*auction.Capacity, erro
 	return rec, nil
 }
 
+// fetch returns the best record the DHT yields for key before ctx ends.
+// GetValue waits for every one of the closest peers to answer and, when
+// one of them is slow and the search deadline comes first, returns the
+// record it already received together with the deadline error; taking
+// that as "not found" made a whole search come back empty on a loaded
+// network. A search shows the newest record it saw.
+func (m *market) fetch(ctx context.Context, key string) ([]byte, error) {
+	vals, err := m.p2p.DHT().SearchValue(ctx, key, dht.Quorum(recordQuorum))
+	if err != nil {
+		return nil, err
+	}
+	var best []byte
+	for v := range vals {
+		best = v // SearchValue sends only values better than the last
+	}
+	if best == nil {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, routing.ErrNotFound
+	}
+	return best, nil
+}
+
 // offers fetches the records of every provider found. Problems with
-// single providers are returned alongside, never silently dropped.
-func (m *market) offers(ctx context.Context) (offers []query.Offer, seen int, problems []string, err error) {
+// single providers are returned alongside, never silently dropped;
+// complete is false when the deadline cut the lookups short.
+//
+// Providers come from the DHT's provider key, whose lookup (like a record
+// lookup) runs until every close peer answered or the search deadline:
+// each record is fetched as soon as its provider is found, not after the
+// lookup ends, so one slow peer cannot leave the fetches no time at all.
+func (m *market) offers(ctx context.Context) (offers []query.Offer, seen int, problems []string, complete bool, err error) {
 	if m.fromDigests != nil {
 		if offers, ok := m.fromDigests(); ok {
-			return offers, len(offers), nil, nil
+			return offers, len(offers), nil, true, nil
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.SearchTimeout)
 	defer cancel()
-	ids, err := m.providers(ctx)
-	if err != nil {
-		return nil, 0, nil, err
+	if err := m.p2p.WaitReady(ctx); err != nil {
+		return nil, 0, nil, false, err
 	}
 	type result struct {
+		id  peer.ID
 		rec *auction.Capacity
 		err error
 	}
-	results := make([]result, len(ids))
+	var results []*result
+	found := map[peer.ID]bool{}
 	sem := make(chan struct{}, fetchParallelism)
 	var wg sync.WaitGroup
-	for i, id := range ids {
+	key := auction.CapabilityCID(auction.CapabilityProvider)
+	for ai := range m.p2p.DHT().FindProvidersAsync(ctx, key, 0) {
+		if found[ai.ID] {
+			continue
+		}
+		found[ai.ID] = true
+		r := &result{id: ai.ID}
+		results = append(results, r)
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			rec, err := m.record(ctx, id)
-			results[i] = result{rec, err}
+			r.rec, r.err = m.record(ctx, r.id)
 		})
 	}
 	wg.Wait()
+	complete = ctx.Err() == nil
+	if len(results) == 0 && !complete {
+		return nil, 0, nil, false, fmt.Errorf("find providers: %w", ctx.Err())
+	}
+	sort.Slice(results, func(i, j int) bool { return results[i].id < results[j].id })
 	for _, r := range results {
 		if r.err != nil {
 			problems = append(problems, r.err.Error())
@@ -149,7 +185,7 @@ func (m *market) offers(ctx context.Context) (offers []query.Offer, seen int, pr
 		}
 		offers = append(offers, query.Offer{Capacity: r.rec, Reliability: m.cfg.ReliabilityPrior})
 	}
-	return offers, len(ids), problems, nil
+	return offers, len(results), problems, complete, nil
 }
 
 // SearchResult is the outcome of a market search.
@@ -162,9 +198,12 @@ type SearchResult struct {
 
 // search runs a parsed query over the market.
 func (m *market) search(ctx context.Context, q *query.Query, sortKey query.SortKey, limit int, explain bool) (SearchResult, error) {
-	offers, seen, problems, err := m.offers(ctx)
+	offers, seen, problems, complete, err := m.offers(ctx)
 	if err != nil {
 		return SearchResult{}, err
+	}
+	if !complete {
+		problems = append(problems, ErrIncomplete.Error())
 	}
 	res := SearchResult{Offers: query.Search(q, offers, sortKey, limit), Providers: seen, Problems: problems}
 	if explain {

@@ -17,8 +17,15 @@ import (
 const summaryRetention = 7 * 24 * time.Hour
 
 // Offers is the market view: the verified offers of every provider found.
+// When the search deadline cut the DHT lookups short it returns the
+// offers found with ErrIncomplete, so a caller that needs every provider
+// (the renter closing a bid window once all expected bidders answered)
+// does not take a part for the whole.
 func (t *Trust) Offers(ctx context.Context) ([]query.Offer, error) {
-	offers, _, _, err := t.market.offers(ctx)
+	offers, _, _, complete, err := t.market.offers(ctx)
+	if err == nil && !complete {
+		err = ErrIncomplete
+	}
 	return offers, err
 }
 

@@ -1,0 +1,280 @@
+package nodetest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node"
+	"github.com/idlegrid/idlegrid/p2p"
+)
+
+// probeSpec is the job behind gossip probes: a real, signed RFQ of the
+// usual size that passes every node's RFQ validator but that no benchmark
+// provider bids on (they have A10s, it asks for a T4). Its 60 s bid
+// window keeps it from expiring (and being dropped by validators) on a
+// slow network before every provider has it.
+var probeSpec = func() *auction.JobSpec {
+	module := auction.CapabilityCID("idlegrid-bench-probe").String()
+	s, err := auction.ParseJobSpec([]byte("name: gossip-probe\nmodule: " + module +
+		"\ngpus: 1\ngpu: [t4]\ntier: bronze\nmax_price: 5\nduration: 1h\nbid_window: 60s\n"))
+	if err != nil {
+		panic(err)
+	}
+	if err := s.Validate(); err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// prober publishes gossip probes on the RFQ topic and records their
+// delivery at every provider.
+type prober struct {
+	rec       *recorder
+	renter    *Member
+	providers []*Member
+	rng       *rand.Rand
+	seq       uint64
+	size      int // bytes of the last probe
+}
+
+// newProber subscribes every provider to the RFQ topic (a second
+// subscription beside the node's own). other, if set, sees every RFQ
+// that is not a probe, with its arrival time, at provider i.
+func newProber(b *testing.B, ctx context.Context, c *Cluster, seed uint64, other func(i int, data []byte, at time.Time)) *prober {
+	b.Helper()
+	providers := c.ByRole(node.RoleProvider)
+	pr := &prober{
+		rec:       newRecorder(providers),
+		renter:    c.ByRole(node.RoleRenter)[0],
+		providers: providers,
+		rng:       rand.New(rand.NewPCG(seed, 2)),
+	}
+	for i, m := range providers {
+		self := m.Node.ID()
+		if err := m.Node.P2P().Subscribe(ctx, p2p.TopicRFQ, func(msg p2p.Message) {
+			now := time.Now()
+			// Our own publications come back through our subscription with
+			// zero latency; they are not deliveries.
+			if msg.From == self {
+				return
+			}
+			if !pr.rec.add(i, msg.Data, now) && other != nil {
+				other(i, msg.Data, now)
+			}
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return pr
+}
+
+// publish sends one probe. Every other one comes from a provider, so that
+// mesh forwarding from inside the mesh is measured too and not only the
+// renter's flood publish to its direct topic peers.
+func (pr *prober) publish(ctx context.Context, kind byte) (uint64, error) {
+	pr.seq++
+	pub := -1 // the renter
+	if pr.seq%2 == 0 {
+		pub = pr.rng.IntN(len(pr.providers))
+	}
+	from := pr.renter
+	if pub >= 0 {
+		from = pr.providers[pub]
+	}
+	nonce := make([]byte, auction.NonceLen)
+	binary.BigEndian.PutUint64(nonce, pr.seq)
+	binary.BigEndian.PutUint64(nonce[8:], pr.rng.Uint64())
+	rfq, err := probeSpec.RFQ(from.Node.ID(), nonce, time.Now())
+	if err != nil {
+		return 0, err
+	}
+	rfq.Addrs = from.Node.P2PAddrs()[:min(len(from.Node.P2PAddrs()), auction.MaxRFQAddrs)]
+	data, err := auction.SealRFQ(rfq, from.Key)
+	if err != nil {
+		return 0, err
+	}
+	pr.size = len(data)
+	// The clock starts here, after building and signing, just before
+	// Publish.
+	pr.rec.expect(pr.seq, kind, pub, data, time.Now())
+	pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer pcancel()
+	return pr.seq, from.Node.P2P().Publish(pctx, p2p.TopicRFQ, data, 0)
+}
+
+// waitMesh waits until the RFQ mesh is usable: every provider knows
+// enough rfq subscribers among its peers for the next heartbeat to fill
+// its mesh to Dlo, and then a renter probe and a provider probe have each
+// reached every provider. Probes repeat until then; their deliveries are
+// not measured.
+func (pr *prober) waitMesh(b *testing.B, ctx context.Context) {
+	b.Helper()
+	const dlo = 5 // gossipsub's default; p2p keeps it
+	if err := WaitFor(ctx, "rfq topic peers", func() bool {
+		if len(pr.renter.Node.P2P().ListTopicPeers(p2p.TopicRFQ)) == 0 {
+			return false
+		}
+		return !slices.ContainsFunc(pr.providers, func(m *Member) bool {
+			return len(m.Node.P2P().ListTopicPeers(p2p.TopicRFQ)) < min(dlo, len(pr.providers)-1)
+		})
+	}); err != nil {
+		b.Fatal(err)
+	}
+	for {
+		s1, err1 := pr.publish(ctx, kindProbe)
+		s2, err2 := pr.publish(ctx, kindProbe)
+		if err1 != nil || err2 != nil {
+			b.Fatalf("probe publish: %v %v", err1, err2)
+		}
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		err := WaitFor(pctx, "probe delivery", func() bool { return pr.rec.complete(s1) && pr.rec.complete(s2) })
+		pcancel()
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			b.Fatalf("rfq mesh never carried a probe to every provider: %v", ctx.Err())
+		}
+	}
+}
+
+// waitDelivered waits until every probe in sent reached every provider,
+// or fails after deliveryDeadline.
+func (pr *prober) waitDelivered(ctx context.Context, sent []uint64) error {
+	dctx, dcancel := context.WithTimeout(ctx, deliveryDeadline)
+	defer dcancel()
+	err := WaitFor(dctx, "delivery to every provider", func() bool {
+		return !slices.ContainsFunc(sent, func(s uint64) bool { return !pr.rec.complete(s) })
+	})
+	if err != nil {
+		return fmt.Errorf("%v after %s: %s", err, deliveryDeadline, pr.rec.missing(sent))
+	}
+	return nil
+}
+
+// recorder collects deliveries at the subscribing providers.
+type recorder struct {
+	mu       sync.Mutex
+	ids      []peer.ID           // subscriber index -> peer
+	want     map[uint64]int      // seq -> expected deliveries
+	got      map[uint64][]bool   // seq -> subscriber -> delivered
+	count    map[uint64]int      // seq -> distinct deliveries
+	measured map[uint64]bool     // seq -> counts towards the results
+	bySum    map[[32]byte]uint64 // SHA-256 of the payload -> seq
+	sent     map[uint64]time.Time
+	lat      []time.Duration // latencies of measured deliveries
+}
+
+func newRecorder(subs []*Member) *recorder {
+	r := &recorder{
+		want:     map[uint64]int{},
+		got:      map[uint64][]bool{},
+		count:    map[uint64]int{},
+		measured: map[uint64]bool{},
+		bySum:    map[[32]byte]uint64{},
+		sent:     map[uint64]time.Time{},
+	}
+	for _, m := range subs {
+		r.ids = append(r.ids, m.Node.ID())
+	}
+	return r
+}
+
+// expect registers a message before it is published at sent; pub is the
+// publishing subscriber's index, or -1 when the publisher does not
+// subscribe (the renter). Deliveries are recognised by the payload's hash,
+// which costs far less per delivery than opening the signed RFQ.
+func (r *recorder) expect(seq uint64, kind byte, pub int, data []byte, sent time.Time) {
+	sum := sha256.Sum256(data)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.bySum[sum] = seq
+	r.sent[seq] = sent
+	r.got[seq] = make([]bool, len(r.ids))
+	r.want[seq] = len(r.ids)
+	r.measured[seq] = kind == kindMeasure
+	if pub >= 0 {
+		r.got[seq][pub] = true // it has its own message
+		r.want[seq]--
+	}
+}
+
+// add records a delivery at subscriber sub and reports whether data is a
+// probe at all.
+func (r *recorder) add(sub int, data []byte, now time.Time) bool {
+	sum := sha256.Sum256(data)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seq, ok := r.bySum[sum]
+	if !ok {
+		return false
+	}
+	sent := r.sent[seq]
+	got := r.got[seq]
+	if got[sub] {
+		// Content IDs deduplicate, so a second delivery would be a bug;
+		// the cluster test checks for it, here it only must not count.
+		return true
+	}
+	got[sub] = true
+	r.count[seq]++
+	if r.measured[seq] {
+		r.lat = append(r.lat, now.Sub(sent))
+	}
+	return true
+}
+
+func (r *recorder) complete(seq uint64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.count[seq] >= r.want[seq]
+}
+
+// missing describes undelivered messages for the failure report.
+func (r *recorder) missing(seqs []uint64) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lost, msgs := 0, 0
+	var example string
+	for _, s := range seqs {
+		if miss := r.want[s] - r.count[s]; miss > 0 {
+			lost += miss
+			msgs++
+			if example == "" {
+				i := slices.Index(r.got[s], false)
+				example = fmt.Sprintf("; e.g. message %d never reached provider %s", s, r.ids[i])
+			}
+		}
+	}
+	return fmt.Sprintf("%d of %d messages incomplete, %d deliveries missing%s", msgs, len(seqs), lost, example)
+}
+
+// result returns the measured latencies, sorted, and the delivery ratio
+// over measured messages.
+func (r *recorder) result() ([]time.Duration, float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	want, got := 0, 0
+	for s, m := range r.measured {
+		if m {
+			want += r.want[s]
+			got += r.count[s]
+		}
+	}
+	lat := slices.Clone(r.lat)
+	slices.Sort(lat)
+	if want == 0 {
+		return lat, 0
+	}
+	return lat, float64(got) / float64(want)
+}
