@@ -47,7 +47,9 @@ func (f *fakeBackend) Peers() []api.Peer {
 	return []api.Peer{{ID: fakePeer, Direction: "outbound", LatencyMs: 1.5, Connected: true, GossipScore: -12.5, AbusePoints: 40, LastAbuse: "gossip_reject"}}
 }
 
-func (f *fakeBackend) PublishDebug(context.Context, string, []byte) error { return errors.New("not here") }
+func (f *fakeBackend) PublishDebug(context.Context, string, []byte) error {
+	return errors.New("not here")
+}
 
 func (f *fakeBackend) RecentGossip(string) ([]api.GossipMessage, error) { return nil, nil }
 
@@ -69,7 +71,7 @@ func fakeOffer() api.Offer {
 }
 
 func (f *fakeBackend) Provider(context.Context, string) (api.Offer, error) { return fakeOffer(), nil }
-func (f *fakeBackend) Capacity() (api.Offer, error)                       { return fakeOffer(), nil }
+func (f *fakeBackend) Capacity() (api.Offer, error)                        { return fakeOffer(), nil }
 
 func (f *fakeBackend) SubmitJob(_ context.Context, spec []byte) (api.Job, error) {
 	f.mu.Lock()
