@@ -112,7 +112,9 @@ func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	// Not no-referrer: with it Chromium sends "Origin: null" on the
+	// dashboard's own form posts, which the Origin check refuses.
+	h.Set("Referrer-Policy", "same-origin")
 	u.mux.ServeHTTP(w, r)
 }
 

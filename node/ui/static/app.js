@@ -60,6 +60,8 @@ function followJob(job) {
   es.onopen = function () { first = true; };
   es.addEventListener("job", function (m) {
     const ev = JSON.parse(m.data);
+    // Counts the events that arrived live (tests read it).
+    job.dataset.live = String(Number(job.dataset.live || 0) + 1);
     // The stream replays past events first: it replaces what the
     // server rendered.
     if (first) { list.textContent = ""; first = false; }
