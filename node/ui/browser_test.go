@@ -140,11 +140,11 @@ func TestDashboardInABrowser(t *testing.T) {
 	shots := screenshotDir(t)
 	shot := func(name string) {
 		t.Helper()
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		if err != nil {
 			t.Fatalf("screenshot %s: %v", name, err)
 		}
-		if err := os.WriteFile(filepath.Join(shots, name+".jpg"), png, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
