@@ -236,6 +236,11 @@ func TestDashboardInABrowser(t *testing.T) {
 	if hidden := eval[bool](t, ctx, `document.getElementById("result").hidden`); hidden {
 		t.Error("no result link on the completed job")
 	}
+	must(t, ctx, "leases refreshed at the end", chromedp.Poll[chromedp.Void](`document.querySelectorAll("#job-leases tbody a").length >= 1`,
+		chromedp.WithPollingTimeout(30*time.Second)))
+	if hidden := eval[bool](t, ctx, `document.getElementById("cancel").hidden`); !hidden {
+		t.Error("the cancel button is still offered on a completed job")
+	}
 	status, err := chromedp.Run(ctx, chromedp.Evaluate[int](`fetch(document.getElementById("result").href).then(r => r.status)`, chromedp.EvalAwaitPromise))
 	if err != nil || status != http.StatusOK {
 		t.Errorf("result download: %d, %v", status, err)

@@ -64,10 +64,12 @@ func newChart(title, unit string, cols []column) chart {
 		b.Y = y(col.Val)
 		b.Ht = chartBase - b.Y
 		if col.Low > 0 {
-			b.Ht = y(col.Low) - b.Y
+			b.Y = math.Max(chartTop, b.Y-1)
+			b.Ht = y(col.Low) - b.Y + 1
 			b.MarkY = y(col.Mark)
 		}
-		b.Ht = math.Max(b.Ht, 1)
+		// A range of one price is a line; draw it thick enough to see.
+		b.Ht = math.Max(b.Ht, 3)
 		b.X, b.Y, b.Wd, b.Ht, b.MarkY, b.LX = round1(b.X), round1(b.Y), round1(b.Wd), round1(b.Ht), round1(b.MarkY), round1(b.LX)
 		c.Bars = append(c.Bars, b)
 	}

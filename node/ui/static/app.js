@@ -51,6 +51,7 @@ function followJob(job) {
     const cancel = document.getElementById("cancel");
     if (cancel) cancel.hidden = true;
     followLog();
+    swap("job-leases");
   }
 
   followLog();
@@ -98,4 +99,19 @@ function refresh(section, period) {
       // Try again next period.
     }
   }, period);
+}
+
+// swap replaces the element with the given id by its current version
+// from the server.
+async function swap(id) {
+  try {
+    const res = await fetch(location.href, { headers: { Accept: "text/html" } });
+    if (!res.ok) return;
+    const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+    const fresh = doc.getElementById(id);
+    const old = document.getElementById(id);
+    if (fresh && old) old.replaceWith(fresh);
+  } catch (e) {
+    // The old table stays.
+  }
 }
