@@ -225,11 +225,15 @@ func TestDashboardInABrowser(t *testing.T) {
 	if loc := location(t, ctx); !strings.HasPrefix(loc, base+"/ui/jobs/") {
 		t.Fatalf("after submit at %s: %s", loc, bodyText(t, ctx))
 	}
+	// data-state is the state the server rendered; the script leaves it.
+	initial := eval[string](t, ctx, `document.getElementById("job").dataset.state`)
+	t.Logf("the job page opened in state %q", initial)
 	must(t, ctx, "job completes", chromedp.Poll[chromedp.Void](`document.getElementById("state").textContent === "completed"`,
 		chromedp.WithPollingTimeout(2*time.Minute)))
 	must(t, ctx, "job log", chromedp.Poll[chromedp.Void](`document.getElementById("log").textContent.includes("done: n=160")`,
 		chromedp.WithPollingTimeout(30*time.Second)))
-	// The page got there by itself: its events came over the stream.
+	// The page got there by itself: its events came over the stream
+	// (replayed, if the job was done before the page opened).
 	if live := eval[string](t, ctx, `document.getElementById("job").dataset.live || "0"`); live == "0" {
 		t.Error("the job page received no live events")
 	}

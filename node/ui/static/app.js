@@ -55,7 +55,7 @@ function followJob(job) {
   }
 
   followLog();
-  if (terminal) return;
+  // Opened on a finished job too: the stream replays its events and ends.
   const es = new EventSource(base + "/events");
   let first = true;
   es.onopen = function () { first = true; };
