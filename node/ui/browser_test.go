@@ -57,6 +57,22 @@ func newBrowser(tb testing.TB) context.Context {
 // returns the renter's API URL and token.
 func startDevnet(tb testing.TB, providers int) (string, string) {
 	tb.Helper()
+	d := startDevnetNodes(tb, providers)
+	return apiOf(tb, d.Nodes[len(d.Nodes)-1])
+}
+
+// apiOf is a devnet member's API URL and token.
+func apiOf(tb testing.TB, m devnet.Member) (string, string) {
+	tb.Helper()
+	token, err := node.LoadToken(m.Home)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m.Node.APIURL(), token
+}
+
+func startDevnetNodes(tb testing.TB, providers int) *devnet.Devnet {
+	tb.Helper()
 	d, err := devnet.Start(context.Background(), devnet.Options{Dir: tb.TempDir(), Providers: providers})
 	if err != nil {
 		tb.Fatal(err)
@@ -71,12 +87,7 @@ func startDevnet(tb testing.TB, providers int) (string, string) {
 	if err := d.WaitReady(ctx); err != nil {
 		tb.Fatal(err)
 	}
-	renter := d.Nodes[len(d.Nodes)-1]
-	token, err := node.LoadToken(renter.Home)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return renter.Node.APIURL(), token
+	return d
 }
 
 // screenshotDir is $IDLEGRID_UI_SCREENSHOTS, or a temporary directory:
@@ -134,7 +145,8 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 	browser := newBrowser(t)
 	const providers = 2
-	base, token := startDevnet(t, providers)
+	d := startDevnetNodes(t, providers)
+	base, token := apiOf(t, d.Nodes[len(d.Nodes)-1])
 	ctx, cancel := context.WithTimeout(browser, 4*time.Minute)
 	defer cancel()
 	shots := screenshotDir(t)
@@ -250,6 +262,23 @@ func TestDashboardInABrowser(t *testing.T) {
 		t.Errorf("result download: %d, %v", status, err)
 	}
 	shot("job")
+
+	// The winning provider's own dashboard, in the same browser: its
+	// GPUs, one of them leased or free again, and the lease it served.
+	// Signing in there leaves the renter's session alone (cookies are
+	// named per port).
+	provBase, provToken := apiOf(t, d.Nodes[1])
+	must(t, ctx, "provider sign-in", chromedp.Navigate(provBase+"/ui/login"), chromedp.SendKeys(chromedp.CSS("#token"), provToken),
+		chromedp.Submit(chromedp.CSS("#token")), chromedp.WaitVisible(chromedp.CSS(`nav[aria-label="Main"]`)),
+		chromedp.Navigate(provBase+"/ui/provider"), chromedp.WaitVisible(chromedp.CSS("#gpus")))
+	if n := eval[int](t, ctx, `document.querySelectorAll("#gpus tbody tr").length`); n < 1 {
+		t.Errorf("provider page lists %d GPUs", n)
+	}
+	shot("provider")
+	must(t, ctx, "renter after the provider sign-in", chromedp.Navigate(base+"/ui/jobs"))
+	if loc := location(t, ctx); loc != base+"/ui/jobs" {
+		t.Errorf("signing in to the provider signed the renter out: at %s", loc)
+	}
 
 	// Phone width: no page scrolls sideways.
 	must(t, ctx, "phone viewport", chromedp.EmulateViewport(375, 740, chromedp.EmulateMobile))

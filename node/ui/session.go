@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -105,18 +106,29 @@ func randomString() string {
 
 // session returns the request's session, or nil when it has none.
 func (u *UI) session(r *http.Request) *session {
-	c, err := r.Cookie(sessionCookie)
+	c, err := r.Cookie(cookieName(r, sessionCookie))
 	if err != nil {
 		return nil
 	}
 	return u.sessions.get(c.Value, u.opts.Now())
 }
 
+// cookieName suffixes a cookie's name with the port of the Host the
+// request was sent to. Browsers scope cookies by host, not port, so
+// without it signing in to a second node on the same machine (a devnet,
+// or a provider and a renter side by side) would sign the first one out.
+func cookieName(r *http.Request, name string) string {
+	if _, port, err := net.SplitHostPort(r.Host); err == nil && port != "" {
+		return name + "_" + port
+	}
+	return name
+}
+
 // cookie builds a dashboard cookie: HttpOnly, SameSite=Strict, Secure
 // when the request came over TLS, scoped to /ui/.
 func cookie(r *http.Request, name, value string, maxAge int) *http.Cookie {
 	return &http.Cookie{
-		Name: name, Value: value, Path: Prefix, MaxAge: maxAge,
+		Name: cookieName(r, name), Value: value, Path: Prefix, MaxAge: maxAge,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 	}
 }
@@ -137,7 +149,7 @@ func (u *UI) showLogin(w http.ResponseWriter, r *http.Request, status int, msg s
 
 func (u *UI) postLogin(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
-	c, err := r.Cookie(loginCookie)
+	c, err := r.Cookie(cookieName(r, loginCookie))
 	if err != nil || c.Value == "" || subtle.ConstantTimeCompare([]byte(c.Value), []byte(r.PostFormValue(csrfField))) != 1 {
 		u.showLogin(w, r, http.StatusForbidden, "The sign-in form expired; try again.")
 		return
@@ -154,7 +166,7 @@ func (u *UI) postLogin(w http.ResponseWriter, r *http.Request) {
 }
 
 func (u *UI) postLogout(w http.ResponseWriter, r *http.Request, _ *session) error {
-	if c, err := r.Cookie(sessionCookie); err == nil {
+	if c, err := r.Cookie(cookieName(r, sessionCookie)); err == nil {
 		u.sessions.delete(c.Value)
 	}
 	http.SetCookie(w, cookie(r, sessionCookie, "", -1))

@@ -136,12 +136,12 @@ func TestLoginSetsASessionCookieNotTheToken(t *testing.T) {
 	res := post(t, c, h.url+"/ui/login", url.Values{"csrf": {csrfOf(t, body)}, "token": {token}})
 	var sess *http.Cookie
 	for _, ck := range res.Cookies() {
-		if ck.Name == "idlegrid_session" {
+		if ck.Name == "idlegrid_session_"+h.url[strings.LastIndex(h.url, ":")+1:] {
 			sess = ck
 		}
 	}
 	if sess == nil {
-		t.Fatalf("no session cookie in %v", res.Header["Set-Cookie"])
+		t.Fatalf("no session cookie named for the port in %v", res.Header["Set-Cookie"])
 	}
 	if !sess.HttpOnly || sess.SameSite != http.SameSiteStrictMode || sess.Secure || sess.Path != "/ui/" {
 		t.Errorf("cookie flags: %+v; want HttpOnly, SameSite=Strict, not Secure over plain HTTP, Path=/ui/", sess)
@@ -170,7 +170,7 @@ func TestCookieIsSecureOverTLS(t *testing.T) {
 	res := rec.Result()
 	found := false
 	for _, ck := range res.Cookies() {
-		if ck.Name == "idlegrid_session" && ck.Value != "" {
+		if ck.Name == "idlegrid_session" && ck.Value != "" { // no port in the test request's Host
 			found = true
 			if !ck.Secure {
 				t.Errorf("session cookie over TLS is not Secure: %+v", ck)
