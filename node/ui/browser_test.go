@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/idlegrid/idlegrid/node"
+	"github.com/idlegrid/idlegrid/node/api/client"
 	"github.com/idlegrid/idlegrid/node/devnet"
 )
 
@@ -264,15 +265,18 @@ func TestDashboardInABrowser(t *testing.T) {
 	shot("job")
 
 	// The winning provider's own dashboard, in the same browser: its
-	// GPUs, one of them leased or free again, and the lease it served.
-	// Signing in there leaves the renter's session alone (cookies are
-	// named per port).
-	provBase, provToken := apiOf(t, d.Nodes[1])
+	// GPUs and the lease it served. Signing in there leaves the renter's
+	// session alone (cookies are named per port).
+	winner := winningProvider(t, d, base, token)
+	provBase, provToken := apiOf(t, winner)
 	must(t, ctx, "provider sign-in", chromedp.Navigate(provBase+"/ui/login"), chromedp.SendKeys(chromedp.CSS("#token"), provToken),
 		chromedp.Submit(chromedp.CSS("#token")), chromedp.WaitVisible(chromedp.CSS(`nav[aria-label="Main"]`)),
 		chromedp.Navigate(provBase+"/ui/provider"), chromedp.WaitVisible(chromedp.CSS("#gpus")))
 	if n := eval[int](t, ctx, `document.querySelectorAll("#gpus tbody tr").length`); n < 1 {
 		t.Errorf("provider page lists %d GPUs", n)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll("a[href$='/attestations']").length`); n < 1 {
+		t.Errorf("provider page lists no lease with its attestation export")
 	}
 	shot("provider")
 	must(t, ctx, "renter after the provider sign-in", chromedp.Navigate(base+"/ui/jobs"))
@@ -299,4 +303,21 @@ func pageName(p string) string {
 		return "overview"
 	}
 	return p
+}
+
+// winningProvider is the devnet member that holds the lease of the
+// renter's only job.
+func winningProvider(t *testing.T, d *devnet.Devnet, base, token string) devnet.Member {
+	t.Helper()
+	jobs, err := client.New(base, token).Jobs(context.Background())
+	if err != nil || len(jobs) != 1 || len(jobs[0].Leases) == 0 {
+		t.Fatalf("renter's jobs: %+v, %v", jobs, err)
+	}
+	for _, m := range d.Nodes {
+		if m.Node.ID().String() == jobs[0].Leases[0].Provider {
+			return m
+		}
+	}
+	t.Fatalf("no devnet member is the lease's provider %s", jobs[0].Leases[0].Provider)
+	return devnet.Member{}
 }
