@@ -57,6 +57,12 @@ func (f *fakeBackend) Search(_ context.Context, q, _ string, _ int, _ bool) (api
 	if q == "bad" {
 		return api.SearchResult{}, api.Errorf(http.StatusBadRequest, api.CodeBadQuery, `unknown field "bad" (did you mean "gpu"?)`)
 	}
+	if q == "nogpu" {
+		// An offer whose GPUs are all gone still renders.
+		o := fakeOffer()
+		o.GPUs = nil
+		return api.SearchResult{Query: q, Providers: 1, Offers: []api.Offer{o}}, nil
+	}
 	return api.SearchResult{Query: q, Providers: 1, Offers: []api.Offer{fakeOffer()}}, nil
 }
 

@@ -22,6 +22,7 @@ func TestEveryPageRenders(t *testing.T) {
 		{"/ui/", []string{"<h1>Overview</h1>", "renter", "12D3KooWSelf", "ready", "idlegrid/rfq/1", "-12.5", "gossip_reject", "1h2m5s", "v0.test"}},
 		{"/ui/market", []string{"<h1>Market</h1>", `class="offer"`, "12D3KooW", "$2.49", "h100-sxm-80gb", "<svg", "median $2.50"}},
 		{"/ui/market?q=gpu%3Dh100&window=1h", []string{`value="gpu=h100"`, `class="offer"`, "last 1h0m0s"}},
+		{"/ui/market?q=nogpu", []string{`class="offer"`, "<td>none</td>"}},
 		{"/ui/jobs", []string{"<h1>Jobs</h1>", "fake-demo", `name="csrf"`, `<label for="f-module">`, "$3.25", "<svg"}},
 		{"/ui/jobs/" + fakeJob, []string{`id="state"`, "running", "RFQ published", "awarded", `action="/ui/jobs/` + fakeJob + `/cancel"`, "/ui/jobs/" + fakeJob + "/result"}},
 		{"/ui/provider", []string{"<h1>Provider</h1>", "NVIDIA H100", "80 GiB", "$7.50", "40%", "50% filled"}},
