@@ -29,6 +29,7 @@ import (
 	"github.com/idlegrid/idlegrid/node/provider"
 	"github.com/idlegrid/idlegrid/node/renter"
 	"github.com/idlegrid/idlegrid/node/trust"
+	"github.com/idlegrid/idlegrid/node/ui"
 	"github.com/idlegrid/idlegrid/p2p"
 	"github.com/idlegrid/idlegrid/store"
 )
@@ -184,8 +185,12 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 				return nil, fmt.Errorf("node.New: %w", err)
 			}
 		}
+		dash, err := ui.New(apiBackend{n}, ui.Options{Token: token, Logger: n.log.With("component", "ui")})
+		if err != nil {
+			return nil, fmt.Errorf("node.New: %w", err)
+		}
 		if n.api, err = api.Listen(cfg.API.Listen, apiBackend{n}, api.Options{
-			Token: token, Gatherer: n.reg, Debug: cfg.API.Debug, Logger: n.log.With("component", "api"),
+			Token: token, Gatherer: n.reg, Debug: cfg.API.Debug, Logger: n.log.With("component", "api"), UI: dash,
 		}); err != nil {
 			return nil, fmt.Errorf("node.New: %w", err)
 		}

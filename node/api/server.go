@@ -80,6 +80,11 @@ type Options struct {
 	Debug bool
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// UI, when set, is served under /ui/ (the dashboard, package node/ui).
+	// The Host and Origin checks apply to it as to every route, but not
+	// the bearer token: a browser cannot send one, so the UI signs its
+	// users in with the token once and keeps a session cookie.
+	UI http.Handler
 }
 
 const (
@@ -225,6 +230,10 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		if o := r.Header.Get("Origin"); o != "" && !s.originAllowed(o) {
 			writeError(w, Errorf(http.StatusForbidden, CodeForbidden, "cross-origin request from %q refused", o))
+			return
+		}
+		if s.opts.UI != nil && (r.URL.Path == "/ui" || strings.HasPrefix(r.URL.Path, "/ui/")) {
+			s.opts.UI.ServeHTTP(w, r)
 			return
 		}
 		auth := r.Header.Get("Authorization")

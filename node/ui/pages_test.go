@@ -1,0 +1,182 @@
+package ui_test
+
+import (
+	"bytes"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/idlegrid/idlegrid/auction"
+)
+
+func TestEveryPageRenders(t *testing.T) {
+	h := newHarness(t)
+	c, _ := h.login(t)
+	for _, tc := range []struct {
+		path string
+		want []string
+	}{
+		{"/ui/", []string{"<h1>Overview</h1>", "renter", "12D3KooWSelf", "ready", "idlegrid/rfq/1", "-12.5", "gossip_reject", "1h2m5s", "v0.test"}},
+		{"/ui/market", []string{"<h1>Market</h1>", `class="offer"`, "12D3KooW", "$2.49", "h100-sxm-80gb", "<svg", "median $2.50"}},
+		{"/ui/market?q=gpu%3Dh100&window=1h", []string{`value="gpu=h100"`, `class="offer"`, "last 1h0m0s"}},
+		{"/ui/market?q=nogpu", []string{`class="offer"`, "<td>none</td>"}},
+		{"/ui/jobs", []string{"<h1>Jobs</h1>", "fake-demo", `name="csrf"`, `<label for="f-module">`, "$3.25", "<svg"}},
+		{"/ui/jobs/" + fakeJob, []string{`id="state"`, "running", "RFQ published", "awarded", `action="/ui/jobs/` + fakeJob + `/cancel"`, "/ui/jobs/" + fakeJob + "/result"}},
+		{"/ui/provider", []string{"<h1>Provider</h1>", "NVIDIA H100", "80 GiB", "$7.50", "40%", "50% filled"}},
+		{"/ui/trust", []string{"<h1>Trust</h1>", "trusted", "0.87", "/ui/leases/" + fakeLease + "/attestations"}},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			status, body := get(t, c, h.url+tc.path)
+			if status != http.StatusOK {
+				t.Fatalf("status %d: %s", status, body)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("page lacks %q", w)
+				}
+			}
+		})
+	}
+}
+
+func TestMarketShowsAQueryErrorInline(t *testing.T) {
+	h := newHarness(t)
+	c, _ := h.login(t)
+	status, body := get(t, c, h.url+"/ui/market?q=bad")
+	if status != http.StatusOK {
+		t.Fatalf("status %d", status)
+	}
+	if !strings.Contains(body, `role="alert"`) || !strings.Contains(body, "did you mean &#34;gpu&#34;?") {
+		t.Errorf("no inline error with the suggestion in %s", body)
+	}
+	if strings.Contains(body, `class="offer"`) {
+		t.Error("offers shown for a query that did not parse")
+	}
+}
+
+func TestUnknownJobIsA404Page(t *testing.T) {
+	h := newHarness(t)
+	c, _ := h.login(t)
+	status, body := get(t, c, h.url+"/ui/jobs/nope")
+	if status != http.StatusNotFound || !strings.Contains(body, "no job nope") {
+		t.Errorf("status %d, body %s", status, body)
+	}
+}
+
+func TestSubmitFromTheForm(t *testing.T) {
+	h := newHarness(t)
+	c, csrf := h.login(t)
+	res := post(t, c, h.url+"/ui/jobs", url.Values{
+		"csrf": {csrf}, "name": {"demo"}, "module": {"bafymodule"}, "command": {"160\n--fast\n"},
+		"gpus": {"2"}, "gpu": {"h100, a100"}, "tier": {"gold"}, "max_price": {"2.5"}, "duration": {"1m"}, "bid_window": {"2s"},
+	})
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/ui/jobs/"+fakeJob {
+		t.Fatalf("submit: %d to %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	var got auction.JobSpec
+	if err := yaml.Unmarshal([]byte(h.fake.submitted[0]), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != "demo" || got.Module != "bafymodule" || strings.Join(got.Command, "|") != "160|--fast" ||
+		got.GPUs == nil || *got.GPUs != 2 || strings.Join(got.GPU, "|") != "h100|a100" || got.Tier != "gold" ||
+		got.MaxPrice != 2.5 || got.Duration != "1m" || got.BidWindow != "2s" {
+		t.Errorf("spec from the form: %+v\n%s", got, h.fake.submitted[0])
+	}
+}
+
+func TestSubmitErrorsShowOnTheForm(t *testing.T) {
+	h := newHarness(t)
+	c, csrf := h.login(t)
+	for _, tc := range []struct {
+		name string
+		form url.Values
+		want string
+	}{
+		{"pasted YAML refused by the node", url.Values{"yaml": {"nonsense\n"}, "name": {"kept"}}, "max_price: required"},
+		{"GPU count not a number", url.Values{"gpus": {"two"}, "name": {"kept"}}, "GPUs &#34;two&#34;: want a whole number"},
+		{"price not a number", url.Values{"max_price": {"cheap"}, "name": {"kept"}}, "max price &#34;cheap&#34;"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.form.Set("csrf", csrf)
+			res, err := c.PostForm(h.url+"/ui/jobs", tc.form)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			var b bytes.Buffer
+			if _, err := b.ReadFrom(res.Body); err != nil {
+				t.Fatal(err)
+			}
+			body := b.String()
+			if res.StatusCode != http.StatusBadRequest || !strings.Contains(body, tc.want) || !strings.Contains(body, `value="kept"`) {
+				t.Errorf("status %d; want 400 with %q and the form refilled:\n%s", res.StatusCode, tc.want, body)
+			}
+		})
+	}
+}
+
+func TestJobEventsStream(t *testing.T) {
+	h := newHarness(t)
+	c, _ := h.login(t)
+	status, body := get(t, c, h.url+"/ui/jobs/"+fakeJob+"/events")
+	if status != http.StatusOK {
+		t.Fatalf("status %d", status)
+	}
+	if n := strings.Count(body, "event: job\n"); n != 3 {
+		t.Errorf("%d job events, want 3:\n%s", n, body)
+	}
+	if !strings.Contains(body, `"kind":"award"`) || !strings.Contains(body, `"state":"running"`) || !strings.HasSuffix(body, "event: end\ndata: {\"state\":\"running\"}\n\n") {
+		t.Errorf("stream:\n%s", body)
+	}
+}
+
+func TestDownloads(t *testing.T) {
+	h := newHarness(t)
+	c, _ := h.login(t)
+	for _, tc := range []struct {
+		path, want, disposition string
+	}{
+		{"/ui/jobs/" + fakeJob + "/log", "start: n=160\ndone\n", ""},
+		{"/ui/jobs/" + fakeJob + "/result", "tar bytes", `attachment; filename="bafyresult.tar"`},
+		{"/ui/leases/" + fakeLease + "/attestations", `{"lease":"lease-1","entries":[]}`, `attachment; filename="attestations-lease-1.json"`},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			res, err := c.Get(h.url + tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			var b bytes.Buffer
+			_, _ = b.ReadFrom(res.Body)
+			if res.StatusCode != http.StatusOK || b.String() != tc.want || res.Header.Get("Content-Disposition") != tc.disposition {
+				t.Errorf("%d %q %q", res.StatusCode, b.String(), res.Header.Get("Content-Disposition"))
+			}
+		})
+	}
+}
+
+func TestStaticAssetsAndHeaders(t *testing.T) {
+	h := newHarness(t)
+	c := newClient(t)
+	for _, p := range []string{"/ui/static/app.css", "/ui/static/app.js"} {
+		res, err := c.Get(h.url + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("%s: %d", p, res.StatusCode)
+		}
+	}
+	res, err := c.Get(h.url + "/ui/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") {
+		t.Errorf("CSP %q", csp)
+	}
+}

@@ -1,0 +1,80 @@
+package ui
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// pageNames are the templates that are whole pages; each is parsed with
+// the layout and the shared partials.
+var pageNames = []string{"login", "error", "overview", "market", "jobs", "job", "provider", "trust"}
+
+var funcs = template.FuncMap{
+	"usd":   func(v float64) string { return fmt.Sprintf("$%.2f", v) },
+	"pct":   func(v float64) string { return fmt.Sprintf("%.0f%%", v*100) },
+	"num":   func(v float64) string { return fmt.Sprintf("%.2f", v) },
+	"short": shortID,
+	"join":  strings.Join,
+	"when":  formatTime,
+	"uptime": func(sec float64) string {
+		return (time.Duration(sec) * time.Second).Round(time.Second).String()
+	},
+	"mib":  func(v uint64) string { return fmt.Sprintf("%d GiB", v/1024) },
+	"f1":   func(v float64) string { return fmt.Sprintf("%.1f", v) },
+	"add":  func(a, b float64) float64 { return a + b },
+	"list": func(s ...string) []string { return s },
+}
+
+func parsePages() (map[string]*template.Template, error) {
+	pages := map[string]*template.Template{}
+	for _, name := range pageNames {
+		t, err := template.New(name).Funcs(funcs).ParseFS(templateFS,
+			"templates/layout.html", "templates/partials.html", "templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("parse %s: %w", name, err)
+		}
+		pages[name] = t
+	}
+	return pages, nil
+}
+
+// render writes a page. data gets the session's CSRF token and the page's
+// name (for the navigation); it is rendered to a buffer first so a
+// template error does not leave half a page.
+func (u *UI) render(w http.ResponseWriter, status int, name string, s *session, data map[string]any) {
+	data["Page"] = name
+	if s != nil {
+		data["CSRF"] = s.CSRF()
+		data["SignedIn"] = true
+	}
+	var buf bytes.Buffer
+	if err := u.pages[name].ExecuteTemplate(&buf, "layout", data); err != nil {
+		u.log.Error("ui template failed", "page", name, "err", err)
+		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = buf.WriteTo(w)
+}
+
+// shortID shortens a peer ID or CID for tables; the full one is in the
+// title attribute.
+func shortID(id string) string {
+	if len(id) <= 16 {
+		return id
+	}
+	return id[:8] + "…" + id[len(id)-6:]
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
