@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/idlegrid/idlegrid/attest"
-	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/p2p"
 )
@@ -28,31 +25,8 @@ func (n *Node) topicValidators() map[string]p2p.Validator {
 	}
 }
 
-func (n *Node) validateRFQ(_ context.Context, _, signer peer.ID, data []byte) p2p.Verdict {
-	_, v := n.checkRFQ(p2p.TopicRFQ, signer, data)
-	return v
-}
-
-// checkRFQ is the edge check of an RFQ on a topic: decoded within its
-// size limit, signed by its gossip signer, not expired or dated ahead,
-// and not seen before on this topic (one RFQ may be published on several
-// shards; each copy is checked once).
-func (n *Node) checkRFQ(topic string, signer peer.ID, data []byte) (*auction.RFQ, p2p.Verdict) {
-	rfq, author, err := auction.OpenRFQ(data)
-	if err != nil || author != signer {
-		return nil, p2p.Reject
-	}
-	now := time.Now()
-	if v := rfqTimeliness(rfq, now); v != p2p.Accept {
-		return nil, v
-	}
-	if n.rfqSeen.Seen(topic+" "+attest.RecordID(data).String(), rfq.ExpiresAtMs, now) {
-		return nil, p2p.Ignore // a replay
-	}
-	if !n.rfqRate.allow(rfq.Renter, now) {
-		return nil, p2p.Ignore // over the renter's RFQ rate (rfq_rate.go)
-	}
-	return rfq, p2p.Accept
+func (n *Node) validateRFQ(ctx context.Context, from, signer peer.ID, data []byte) p2p.Verdict {
+	return n.rfqGate.Validator(p2p.TopicRFQ)(ctx, from, signer, data)
 }
 
 func (n *Node) registerValidators() error {
@@ -62,36 +36,6 @@ func (n *Node) registerValidators() error {
 		}
 	}
 	return nil
-}
-
-// gossipLog keeps the last messages per topic for the debug API.
-type gossipLog struct {
-	mu   sync.Mutex
-	size int
-	msgs map[string][]api.GossipMessage
-}
-
-func newGossipLog(size int) *gossipLog {
-	return &gossipLog{size: size, msgs: map[string][]api.GossipMessage{}}
-}
-
-func (g *gossipLog) add(m p2p.Message) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	l := append(g.msgs[m.Topic], api.GossipMessage{
-		Topic: m.Topic, From: m.From.String(), ReceivedFrom: m.ReceivedFrom.String(),
-		Data: m.Data, ReceivedAt: time.Now().UTC(),
-	})
-	if len(l) > g.size {
-		l = slices.Delete(l, 0, len(l)-g.size)
-	}
-	g.msgs[m.Topic] = l
-}
-
-func (g *gossipLog) recent(topic string) []api.GossipMessage {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return slices.Clone(g.msgs[topic])
 }
 
 // apiBackend serves the API from the node.
@@ -128,7 +72,7 @@ func (b apiBackend) RecentGossip(topic string) ([]api.GossipMessage, error) {
 	if !slices.Contains(p2p.AllTopics, topic) {
 		return nil, fmt.Errorf("topic %q is not one of %v", topic, p2p.AllTopics)
 	}
-	return b.n.gossip.recent(topic), nil
+	return b.n.gossip.Recent(topic), nil
 }
 
 func addrStrings[T fmt.Stringer](xs []T) []string {
@@ -143,7 +87,7 @@ func addrStrings[T fmt.Stringer](xs []T) []string {
 // (the debug API's view, for tests and operators).
 func (n *Node) RecentGossip(topic string) []p2p.Message {
 	var out []p2p.Message
-	for _, m := range n.gossip.recent(topic) {
+	for _, m := range n.gossip.Recent(topic) {
 		out = append(out, p2p.Message{Topic: m.Topic, Data: m.Data})
 	}
 	return out

@@ -77,13 +77,12 @@ type Node struct {
 	p2p     *p2p.Node
 	api     *api.Server
 	started time.Time
-	gossip  *gossipLog
+	gossip  *api.GossipLog
 	key     crypto.PrivKey
 	gpus    gpu.Backend // providers only; the node owns it
 	leases  *lease.Book
-	parties *leaseParties // peers of live leases, protected from trimming
-	rfqSeen *auction.SeenCache
-	rfqRate *renterRate
+	parties *lease.Parties // peers of live leases, protected from trimming
+	rfqGate *trust.RFQGate
 	// workDir holds executor state, artifacts, results and downloads;
 	// cleanupWork removes it when it is temporary.
 	workDir     string
@@ -108,7 +107,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("node.New: %w", err)
 	}
-	n := &Node{cfg: cfg, log: deps.Logger, reg: deps.Registry, started: time.Now(), gossip: newGossipLog(64)}
+	n := &Node{cfg: cfg, log: deps.Logger, reg: deps.Registry, started: time.Now(), gossip: api.NewGossipLog(64)}
 	if n.log == nil {
 		n.log = slog.New(slog.DiscardHandler)
 	}
@@ -153,8 +152,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	}
 	undo = append(undo, n.p2p.Close)
 
-	n.rfqSeen = auction.NewSeenCache(100_000)
-	n.rfqRate = newRenterRate(rfqRatePerSec, rfqRateBurst, rfqRateRenter)
+	n.rfqGate = trust.NewRFQGate(time.Now)
 	n.leases = lease.NewBook(n.db, time.Now)
 	if err := n.protectLeaseParties(); err != nil {
 		return nil, fmt.Errorf("node.New: %w", err)

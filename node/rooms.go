@@ -156,7 +156,7 @@ const maxConcurrentRFQs = 64
 func (n *Node) onGossip(ctx context.Context, topic string) func(p2p.Message) {
 	slots := make(chan struct{}, maxConcurrentRFQs)
 	return func(m p2p.Message) {
-		n.gossip.add(m)
+		n.gossip.Add(m.Topic, m.From, m.ReceivedFrom, m.Data)
 		switch topic {
 		case p2p.TopicRFQ:
 			if n.provider == nil {

@@ -33,7 +33,7 @@ func (n *Node) shardValidator(topic string) p2p.Validator {
 		return n.trust.ValidateDigest(topic)
 	}
 	return func(_ context.Context, _, signer peer.ID, data []byte) p2p.Verdict {
-		rfq, v := n.checkRFQ(topic, signer, data)
+		rfq, v := n.rfqGate.Check(topic, signer, data)
 		if v != p2p.Accept {
 			return v
 		}

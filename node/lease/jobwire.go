@@ -7,10 +7,11 @@ import (
 	"io"
 	"time"
 
-	"github.com/idlegrid/idlegrid/node/jobproto"
-	"github.com/idlegrid/idlegrid/p2p"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/idlegrid/idlegrid/node/jobproto"
+	"github.com/idlegrid/idlegrid/p2p"
 )
 
 // JobProto is the job protocol (package jobproto): renters follow their

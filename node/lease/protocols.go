@@ -3,8 +3,9 @@ package lease
 import (
 	"time"
 
-	"github.com/idlegrid/idlegrid/p2p"
 	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/idlegrid/idlegrid/p2p"
 )
 
 // Request/response protocols of the auction. Each exchange is one

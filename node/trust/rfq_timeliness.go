@@ -1,10 +1,9 @@
-package node
+package trust
 
 import (
 	"time"
 
 	"github.com/idlegrid/idlegrid/auction"
-	"github.com/idlegrid/idlegrid/node/trust"
 	"github.com/idlegrid/idlegrid/p2p"
 )
 
@@ -22,7 +21,7 @@ const rfqSeenTTL = 120 * time.Second
 // rejected, which costs the forwarding peer (p2p charges rejects more
 // than ignores, and gossipsub counts them as invalid deliveries).
 func rfqTimeliness(rfq *auction.RFQ, now time.Time) p2p.Verdict {
-	switch rfq.Timeliness(now, trust.MaxClockSkew, rfqSeenTTL) {
+	switch rfq.Timeliness(now, MaxClockSkew, rfqSeenTTL) {
 	case auction.RFQTimely:
 		return p2p.Accept
 	case auction.RFQExpired:

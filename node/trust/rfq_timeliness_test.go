@@ -1,4 +1,4 @@
-package node
+package trust
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/idlegrid/idlegrid/auction"
-	"github.com/idlegrid/idlegrid/node/trust"
 	"github.com/idlegrid/idlegrid/p2p"
 )
 
@@ -44,18 +43,19 @@ func TestRFQValidatorTimeliness(t *testing.T) {
 		want   p2p.Verdict
 	}{
 		{"timely", now, p2p.Accept},
-		{"ahead within the skew", now.Add(trust.MaxClockSkew / 2), p2p.Accept},
-		{"ahead beyond the skew", now.Add(trust.MaxClockSkew + 5*time.Second), p2p.Reject},
+		{"ahead within the skew", now.Add(MaxClockSkew / 2), p2p.Accept},
+		{"ahead beyond the skew", now.Add(MaxClockSkew + 5*time.Second), p2p.Reject},
 		{"just expired", expiredBy(time.Second), p2p.Ignore},
-		{"expired within seen-cache time and skew", expiredBy(rfqSeenTTL + trust.MaxClockSkew - 5*time.Second), p2p.Ignore},
-		{"stale", expiredBy(rfqSeenTTL + trust.MaxClockSkew + 5*time.Second), p2p.Reject},
+		{"expired within seen-cache time and skew", expiredBy(rfqSeenTTL + MaxClockSkew - 5*time.Second), p2p.Ignore},
+		{"stale", expiredBy(rfqSeenTTL + MaxClockSkew + 5*time.Second), p2p.Reject},
 		{"long stale", now.Add(-24 * time.Hour), p2p.Reject},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			n := &Node{rfqSeen: auction.NewSeenCache(16)}
+			n := NewRFQGate(time.Now)
+			n.seen = auction.NewSeenCache(16)
 			data := sealTestRFQ(t, sk, tc.issued)
-			if got := n.validateRFQ(context.Background(), renter, renter, data); got != tc.want {
+			if got := n.validate(context.Background(), renter, renter, data); got != tc.want {
 				t.Fatalf("verdict %v, want %v", got, tc.want)
 			}
 		})
@@ -73,8 +73,8 @@ func TestRFQTimelinessVerdicts(t *testing.T) {
 	}{
 		{"timely", ms(-time.Second), ms(time.Minute), p2p.Accept},
 		{"expired", ms(-time.Minute), ms(-time.Second), p2p.Ignore},
-		{"stale", ms(-time.Hour), ms(-rfqSeenTTL - trust.MaxClockSkew), p2p.Reject},
-		{"future", ms(trust.MaxClockSkew + time.Millisecond), ms(time.Hour), p2p.Reject},
+		{"stale", ms(-time.Hour), ms(-rfqSeenTTL - MaxClockSkew), p2p.Reject},
+		{"future", ms(MaxClockSkew + time.Millisecond), ms(time.Hour), p2p.Reject},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package node
+package lease
 
 import (
 	"testing"
@@ -6,7 +6,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/store"
 )
 
@@ -26,31 +25,31 @@ func TestLeasePartiesFollowTheBook(t *testing.T) {
 	}
 	renter, provider, stranger := id(), id(), id()
 	// A live lease stored before start is found by load.
-	if err := db.PutLease(&store.Lease{ID: "old", Renter: renter.String(), Provider: provider.String(), State: lease.Running}); err != nil {
+	if err := db.PutLease(&store.Lease{ID: "old", Renter: renter.String(), Provider: provider.String(), State: Running}); err != nil {
 		t.Fatal(err)
 	}
-	book := lease.NewBook(db, nil)
-	parties := newLeaseParties()
-	book.OnChange(parties.changed)
-	if err := parties.load(db); err != nil {
+	book := NewBook(db, nil)
+	parties := NewParties()
+	book.OnChange(parties.Changed)
+	if err := parties.Load(db); err != nil {
 		t.Fatal(err)
 	}
-	if !parties.has(renter) || !parties.has(provider) || parties.has(stranger) {
+	if !parties.Has(renter) || !parties.Has(provider) || parties.Has(stranger) {
 		t.Fatal("after load: want the stored lease's parties protected, and only them")
 	}
-	if err := book.Put(&store.Lease{ID: "new", Renter: renter.String(), Provider: provider.String(), State: lease.Awarded}); err != nil {
+	if err := book.Put(&store.Lease{ID: "new", Renter: renter.String(), Provider: provider.String(), State: Awarded}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := book.Finish("old", lease.Completed, "done", nil); err != nil {
+	if _, _, err := book.Finish("old", Completed, "done", nil); err != nil {
 		t.Fatal(err)
 	}
-	if !parties.has(provider) {
+	if !parties.Has(provider) {
 		t.Fatal("the provider of a live lease lost its protection when another lease ended")
 	}
-	if _, _, err := book.Finish("new", lease.Cancelled, "stop", nil); err != nil {
+	if _, _, err := book.Finish("new", Cancelled, "stop", nil); err != nil {
 		t.Fatal(err)
 	}
-	if parties.has(renter) || parties.has(provider) {
+	if parties.Has(renter) || parties.Has(provider) {
 		t.Fatal("parties still protected after every lease ended")
 	}
 }

@@ -1,4 +1,4 @@
-package node
+package trust
 
 import (
 	"container/list"

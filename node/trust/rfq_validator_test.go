@@ -1,4 +1,4 @@
-package node
+package trust
 
 import (
 	"context"
@@ -34,7 +34,8 @@ func sealTestRFQ(t *testing.T, sk crypto.PrivKey, now time.Time) []byte {
 // whose gossip signer is not the RFQ's renter, garbage and long-expired
 // RFQs never reach the bidder.
 func TestRFQValidator(t *testing.T) {
-	n := &Node{rfqSeen: auction.NewSeenCache(16)}
+	n := NewRFQGate(time.Now)
+	n.seen = auction.NewSeenCache(16)
 	sk, _, _ := crypto.GenerateEd25519Key(nil)
 	other, _, _ := crypto.GenerateEd25519Key(nil)
 	renter, _ := peer.IDFromPrivateKey(sk)
@@ -56,7 +57,7 @@ func TestRFQValidator(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := n.validateRFQ(ctx, tc.signer, tc.signer, tc.data); got != tc.want {
+			if got := n.validate(ctx, tc.signer, tc.signer, tc.data); got != tc.want {
 				t.Fatalf("verdict %v, want %v", got, tc.want)
 			}
 		})

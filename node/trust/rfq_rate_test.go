@@ -1,4 +1,4 @@
-package node
+package trust
 
 import (
 	"context"
@@ -64,7 +64,7 @@ func TestRenterRateIsBounded(t *testing.T) {
 // pass.
 func TestRFQValidatorRateLimitsPerRenter(t *testing.T) {
 	// A rate far below the test's duration: only the burst counts.
-	n := &Node{rfqSeen: auction.NewSeenCache(16), rfqRate: newRenterRate(1e-3, 2, 16)}
+	n := &RFQGate{seen: auction.NewSeenCache(16), rate: newRenterRate(1e-3, 2, 16), now: time.Now}
 	ctx := context.Background()
 	sk, _, _ := crypto.GenerateEd25519Key(nil)
 	other, _, _ := crypto.GenerateEd25519Key(nil)
@@ -74,11 +74,11 @@ func TestRFQValidatorRateLimitsPerRenter(t *testing.T) {
 	want := []p2p.Verdict{p2p.Accept, p2p.Accept, p2p.Ignore, p2p.Ignore}
 	for i, w := range want {
 		raw := sealTestRFQ(t, sk, now.Add(time.Duration(i)*time.Millisecond))
-		if got := n.validateRFQ(ctx, renter, renter, raw); got != w {
+		if got := n.validate(ctx, renter, renter, raw); got != w {
 			t.Fatalf("RFQ %d: verdict %v, want %v", i+1, got, w)
 		}
 	}
-	if got := n.validateRFQ(ctx, honest, honest, sealTestRFQ(t, other, now)); got != p2p.Accept {
+	if got := n.validate(ctx, honest, honest, sealTestRFQ(t, other, now)); got != p2p.Accept {
 		t.Fatalf("another renter's RFQ: verdict %v, want Accept", got)
 	}
 }
