@@ -149,18 +149,11 @@ func startDockerNet(t *testing.T, cli *client.Client, n int, gpus int) *dockerNe
 	return d
 }
 
-// waitOffers waits until the renter hears the RFQ topic's providers and
+// waitOffers waits until the renter
 // sees each provider's offer with docker and a free GPU.
 func (d *dockerNet) waitOffers(t *testing.T, ctx context.Context) {
 	t.Helper()
 	waitFor(t, ctx, "the renter to see every provider's docker offer", d.all, func() (bool, string) {
-		st, err := d.renter.client.Status(ctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		if n := st.TopicPeers["idlegrid/rfq/1"]; n < len(d.providers) {
-			return false, fmt.Sprintf("renter knows %d rfq subscribers", n)
-		}
 		res, err := d.renter.client.Search(ctx, "", apiclient.SearchOptions{})
 		if err != nil {
 			return false, err.Error()

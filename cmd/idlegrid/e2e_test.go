@@ -317,12 +317,13 @@ func gossipRound(t *testing.T, ctx context.Context, bin string, procs []*proc, t
 	providers := procs[1:4]
 	renter := procs[4]
 	waitFor(t, ctx, "rfq topic peers", procs, func() (bool, string) {
-		st, err := renter.client.Status(ctx)
+		// The renter's market view knows every provider again (digests).
+		res, err := renter.client.Search(ctx, "", client.SearchOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
-		if st.TopicPeers["idlegrid/rfq/1"] < 3 {
-			return false, fmt.Sprintf("renter knows %d rfq subscribers", st.TopicPeers["idlegrid/rfq/1"])
+		if len(res.Offers) < 3 {
+			return false, fmt.Sprintf("renter's market view has %d of 3 providers", len(res.Offers))
 		}
 		return true, ""
 	})
@@ -338,7 +339,7 @@ func gossipRound(t *testing.T, ctx context.Context, bin string, procs []*proc, t
 			return false, fmt.Sprintf("job has no RFQ yet (%v)", err)
 		}
 		for _, p := range providers {
-			got, err := p.client.RecentGossip(ctx, "idlegrid/rfq/1")
+			got, err := p.client.RecentGossip(ctx, "idlegrid/rfq/2/gpu/t4")
 			if err != nil {
 				return false, err.Error()
 			}

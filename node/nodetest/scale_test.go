@@ -28,6 +28,14 @@ func TestMarketAt100Providers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	for round := range 3 {
+		// Each round starts on a market whose GPUs are all free again (the
+		// last winner's GPU is released just after its lease completes).
+		if err := nodetest.WaitFor(ctx, "every GPU free", func() bool {
+			res, err := renter.Trust().Search(ctx, "gpus>=1", "", 0, false)
+			return err == nil && len(res.Offers) == n
+		}); err != nil {
+			t.Fatal(err)
+		}
 		j, err := renter.Renter().Submit(jobYAML(jobOpts{name: fmt.Sprintf("r%d", round), gpus: 1, duration: "1s"}))
 		if err != nil {
 			t.Fatal(err)
@@ -46,7 +54,7 @@ func TestMarketAt100Providers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("round %d: %d bids, won at %s", round, bids, lease.USD(l.PriceMicro))
+		t.Logf("round %d: %d bids, won at %s; %s", round, bids, lease.USD(l.PriceMicro), eventKinds(j))
 		if l.PriceMicro != 1_000_000 {
 			t.Fatalf("round %d: won at %s, want the cheapest floor $1.0000 (everyone bidding gives the same)", round, lease.USD(l.PriceMicro))
 		}
