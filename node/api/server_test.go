@@ -45,7 +45,7 @@ func (f *fakeBackend) Provider(context.Context, string) (api.Offer, error) {
 	return api.Offer{}, api.Errorf(http.StatusNotFound, api.CodeNotFound, "no valid capacity record")
 }
 func (f *fakeBackend) Capacity() (api.Offer, error) { return api.Offer{PeerID: "12D3KooWtest"}, nil }
-func (f *fakeBackend) SubmitJob(_ context.Context, spec []byte) (api.Job, error) {
+func (f *fakeBackend) SubmitJob(_ context.Context, spec []byte, _ api.SubmitOptions) (api.Job, error) {
 	if !strings.Contains(string(spec), "max_price") {
 		return api.Job{}, api.Errorf(http.StatusBadRequest, api.CodeBadSpec, "max_price: required")
 	}

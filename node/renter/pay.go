@@ -145,7 +145,7 @@ func (py *payer) checkLate(late time.Duration) {
 
 func (py *payer) stop(why string) {
 	py.stopped = why
-	py.a.jobs.event(py.l.JobCID, "payment-stopped", "lease %s: payments stopped: %s", lease.Short(py.l.ID), why)
+	py.a.jobs.event(py.l.RenterJobID(), "payment-stopped", "lease %s: payments stopped: %s", lease.Short(py.l.ID), why)
 	py.a.log.Warn("payments stopped", "lease", lease.Short(py.l.ID), "reason", why)
 }
 
