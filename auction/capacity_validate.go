@@ -59,6 +59,7 @@ func (c *Capacity) Validate() error {
 	}
 	c.validateGPUs(&p)
 	c.validateHost(&p)
+	c.validateCPU(&p)
 	c.validateRegion(&p)
 	switch c.Reachability {
 	case ReachPublic, ReachPrivate, ReachRelayed:
@@ -314,4 +315,26 @@ func (p *problems) err() error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s", ErrInvalidCapacity, strings.Join(p.list, "; "))
+}
+
+func (c *Capacity) validateCPU(p *problems) {
+	o := c.CPU
+	if o == nil {
+		return
+	}
+	switch {
+	case o.Cores == 0 || o.Cores > c.Host.CPUCores:
+		p.addf("cpu.cores", "%d out of range 1..%d (host cores)", o.Cores, c.Host.CPUCores)
+	case o.FreeCores > o.Cores:
+		p.addf("cpu.free_cores", "%d exceeds cores %d", o.FreeCores, o.Cores)
+	}
+	switch {
+	case o.RAMMiB > c.Host.RAMMiB:
+		p.addf("cpu.ram_mib", "%d exceeds host RAM %d", o.RAMMiB, c.Host.RAMMiB)
+	case o.FreeRAMMiB > o.RAMMiB:
+		p.addf("cpu.free_ram_mib", "%d exceeds ram_mib %d", o.FreeRAMMiB, o.RAMMiB)
+	}
+	if o.FloorMicro == 0 || o.FloorMicro > MaxPriceUUSD {
+		p.addf("cpu.floor", "%d uUSD out of range 1..%d", o.FloorMicro, uint64(MaxPriceUUSD))
+	}
 }

@@ -52,7 +52,7 @@ type JobSpec struct {
 	Command []string          `yaml:"command,omitempty"` // argv; never split by a shell
 	Env     map[string]string `yaml:"env,omitempty"`
 	// GPUs is the GPU count; nil means 1 (a pointer, because an explicit
-	// 0 is an error, not a default: CPU-only jobs are not auctioned yet).
+	// 0 is not the default: it asks for a CPU-only job).
 	GPUs           *int     `yaml:"gpus,omitempty"`
 	GPU            []string `yaml:"gpu,omitempty"`  // model slugs or families, any of them
 	VRAM           string   `yaml:"vram,omitempty"` // per GPU; bare number = GB
