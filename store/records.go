@@ -41,6 +41,10 @@ type Lease struct {
 	Model      string   `json:"model,omitempty"`
 	Tier       string   `json:"tier"`
 	NoticeSec  uint32   `json:"notice_s,omitempty"`
+	// CPUCores and RAMMiB are what a CPU-only lease (no GPUs) holds of
+	// its provider's CPU share.
+	CPUCores uint32 `json:"cpu_cores,omitempty"`
+	RAMMiB   uint64 `json:"ram_mib,omitempty"`
 	// ExpectedSec is the job's expected duration (from the RFQ).
 	ExpectedSec uint64 `json:"expected_s,omitempty"`
 	State       string `json:"state"`

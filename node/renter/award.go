@@ -39,9 +39,11 @@ func (a *Renter) award(ctx context.Context, pa *pendingAuction, spec *auction.Jo
 	}
 	rfq := *pa.rfq
 	need := rfq.Resources.GPUs
+	// A CPU-only job (no GPU) is filled by one lease on a CPU share.
+	cpuOnly := need == 0
 	var leases []*store.Lease
 	excluded := map[string]bool{}
-	for attempt := 0; attempt < maxAwardAttempts && need > 0; attempt++ {
+	for attempt := 0; attempt < maxAwardAttempts && (need > 0 || cpuOnly && len(leases) == 0); attempt++ {
 		var remaining []*auction.Bid
 		var remainingIDs []string
 		for i, b := range bids {
@@ -257,6 +259,9 @@ func (a *Renter) offerAward(ctx context.Context, jobID string, rfq *auction.RFQ,
 		Tier: string(aw.Tier), NoticeSec: aw.NoticeSec, ExpectedSec: rfq.ExpectedDurationSec, Runtime: rfq.Runtime,
 		State: lease.Awarded, StartsAtMs: start.UnixMilli(),
 		EndsAtMs: start.Add(time.Duration(rfq.MaxDurationSec) * time.Second).UnixMilli(),
+	}
+	if rfq.Resources.GPUs == 0 {
+		l.CPUCores, l.RAMMiB = auction.CPUCoresOf(rfq.Resources), rfq.Resources.RAMMiB
 	}
 	if err := a.leases.Put(l); err != nil {
 		return nil, err
