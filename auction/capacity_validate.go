@@ -59,7 +59,7 @@ func (c *Capacity) Validate() error {
 	}
 	c.validateGPUs(&p)
 	c.validateHost(&p)
-	c.validateCPU(&p)
+	validateCPUOffer(&p, c.CPU, c.Host)
 	c.validateRegion(&p)
 	switch c.Reachability {
 	case ReachPublic, ReachPrivate, ReachRelayed:
@@ -317,20 +317,21 @@ func (p *problems) err() error {
 	return fmt.Errorf("%w: %s", ErrInvalidCapacity, strings.Join(p.list, "; "))
 }
 
-func (c *Capacity) validateCPU(p *problems) {
-	o := c.CPU
+// validateCPUOffer checks a CPU share against the host it is part of (of
+// a capacity record or a digest); nil is no share.
+func validateCPUOffer(p *problems, o *CPUOffer, host Host) {
 	if o == nil {
 		return
 	}
 	switch {
-	case o.Cores == 0 || o.Cores > c.Host.CPUCores:
-		p.addf("cpu.cores", "%d out of range 1..%d (host cores)", o.Cores, c.Host.CPUCores)
+	case o.Cores == 0 || o.Cores > host.CPUCores:
+		p.addf("cpu.cores", "%d out of range 1..%d (host cores)", o.Cores, host.CPUCores)
 	case o.FreeCores > o.Cores:
 		p.addf("cpu.free_cores", "%d exceeds cores %d", o.FreeCores, o.Cores)
 	}
 	switch {
-	case o.RAMMiB > c.Host.RAMMiB:
-		p.addf("cpu.ram_mib", "%d exceeds host RAM %d", o.RAMMiB, c.Host.RAMMiB)
+	case o.RAMMiB > host.RAMMiB:
+		p.addf("cpu.ram_mib", "%d exceeds host RAM %d", o.RAMMiB, host.RAMMiB)
 	case o.FreeRAMMiB > o.RAMMiB:
 		p.addf("cpu.free_ram_mib", "%d exceeds ram_mib %d", o.FreeRAMMiB, o.RAMMiB)
 	}
