@@ -80,6 +80,7 @@ func toAPIOffer(c *auction.Capacity, reliability float64, detail bool) api.Offer
 		Host: api.OfferHost{
 			CPUCores: c.Host.CPUCores, RAMMiB: c.Host.RAMMiB, DiskGiB: c.Host.DiskGiB, BandwidthMbps: c.Host.BandwidthMbps,
 		},
+		CPU:         toAPICPU(c.CPU),
 		Images:      c.Policy.AllowedImages,
 		Egress:      c.Policy.Egress,
 		Datasets:    c.Datasets,
@@ -112,4 +113,12 @@ func toAPIOffer(c *auction.Capacity, reliability float64, detail bool) api.Offer
 		o.Extra = &api.OfferDetail{RecordKey: "/" + auction.CapacityNamespace + "/" + c.Peer, Capabilities: auction.CapabilityStrings(c)}
 	}
 	return o
+}
+
+func toAPICPU(o *auction.CPUOffer) *api.OfferCPU {
+	if o == nil {
+		return nil
+	}
+	return &api.OfferCPU{Cores: o.Cores, RAMMiB: o.RAMMiB, FreeCores: o.FreeCores, FreeRAMMiB: o.FreeRAMMiB,
+		FloorUSDPerCoreHour: float64(o.FloorMicro) / 1e6}
 }
