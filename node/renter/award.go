@@ -76,7 +76,11 @@ func (a *Renter) award(ctx context.Context, pa *pendingAuction, spec *auction.Jo
 			excluded[bid.Provider] = true // it holds what it took
 			leases = append(leases, l)
 			need -= uint32(len(l.GPUs))
-			a.jobs.note(jobID, store.JobEvent{Kind: "lease", Message: fmt.Sprintf("lease %s: %d GPUs on %s at %s/GPU-h", lease.Short(l.ID), len(l.GPUs), lease.Short(l.Provider), lease.USD(l.PriceMicro))},
+			msg := fmt.Sprintf("lease %s: %d GPUs on %s at %s/GPU-h", lease.Short(l.ID), len(l.GPUs), lease.Short(l.Provider), lease.USD(l.PriceMicro))
+			if cpuOnly {
+				msg = fmt.Sprintf("lease %s: %d cores, %d MiB RAM (CPU-only) on %s at %s/h", lease.Short(l.ID), l.CPUCores, l.RAMMiB, lease.Short(l.Provider), lease.USD(l.PriceMicro))
+			}
+			a.jobs.note(jobID, store.JobEvent{Kind: "lease", Message: msg},
 				func(j *store.Job) { j.Leases = append(j.Leases, l.ID) })
 		}
 	}
