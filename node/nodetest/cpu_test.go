@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/node/nodetest"
@@ -79,5 +80,48 @@ func TestCPUOnlyJobRunsBesideLeasedGPUs(t *testing.T) {
 	}
 	if j := waitJob(t, ctx, renter, done.ID, lease.JobCompleted, lease.JobFailed); j.State != lease.JobCompleted {
 		t.Fatalf("CPU job %s: %s", j.State, j.Reason)
+	}
+}
+
+// TestCPUOnlyLeaseIsPaidByTime: a CPU-only lease has no GPU telemetry, so
+// the renter pays it by the voucher interval; the provider keeps running
+// it well past the grace after which unpaid work stops.
+func TestCPUOnlyLeaseIsPaidByTime(t *testing.T) {
+	_, renter := auctionCluster(t, []provOpts{{gpus: 1, bronze: 0.5}}, nodetest.Options{Configure: fastAttest})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	j, err := renter.Renter().Submit([]byte("name: cpu-paid\nmodule: " + nodetest.DemoModule +
+		"\ncommand: [\"hang\"]\ngpus: 0\nmax_price: 5\nduration: 10m\nbid_window: 3s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j = waitJob(t, ctx, renter, j.ID, lease.JobRunning)
+	var paid []uint64
+	// Grace is 750 ms past a 250 ms interval: unpaid work would stop
+	// after about a second; several vouchers later it still runs.
+	if err := nodetest.WaitFor(ctx, "four growing vouchers", func() bool {
+		l, err := renter.Store().GetLease(j.Leases[0])
+		if err != nil || l.State != lease.Running {
+			return false
+		}
+		if len(paid) == 0 || l.PaidMicro > paid[len(paid)-1] {
+			paid = append(paid, l.PaidMicro)
+		}
+		return len(paid) >= 5 && paid[0] < paid[4]
+	}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := renter.Store().GetLease(j.Leases[0])
+	if err != nil || l.State != lease.Running || len(l.GPUs) != 0 {
+		t.Fatalf("lease %+v (%v), want a running CPU-only lease", l, err)
+	}
+	// Paid by time, not for the host's GPU telemetry, which says nothing
+	// of CPU work (and a host without GPUs has none).
+	raw, err := renter.Store().Voucher(l.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := attest.OpenVoucher(raw); err != nil || v.Telemetry != "" || v.AmountMicro == 0 {
+		t.Fatalf("voucher %+v (%v), want a time-based one naming no telemetry", v, err)
 	}
 }
