@@ -131,6 +131,9 @@ func (s *JobSpec) resolveWorkload(sp *specProblems, c *jobSpecCanon) {
 
 func (s *JobSpec) resolveResources(sp *specProblems, c *jobSpecCanon) {
 	gpus := 1
+	if c.Runtime == RuntimeWasm {
+		gpus = 0 // WASM cannot use a GPU: by default it leases CPU only
+	}
 	if s.GPUs != nil {
 		gpus = *s.GPUs
 	}

@@ -134,8 +134,8 @@ func TestParseJobSpecValid(t *testing.T) {
 				t.Errorf("defaults: %+v", r)
 			}
 		}},
-		{"wasm_infers_runtime_and_one_gpu", "module: " + specModule + "\nmax_price: 0.05\nduration: 10m\n", func(t *testing.T, r *RFQ) {
-			if r.Runtime != RuntimeWasm || r.Resources.GPUs != 1 || r.Module != specModule || r.Image != "" {
+		{"wasm_infers_runtime_and_no_gpu", "module: " + specModule + "\nmax_price: 0.05\nduration: 10m\n", func(t *testing.T, r *RFQ) {
+			if r.Runtime != RuntimeWasm || r.Resources.GPUs != 0 || r.Module != specModule || r.Image != "" {
 				t.Errorf("wasm: %+v", r)
 			}
 		}},
