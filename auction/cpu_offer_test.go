@@ -121,3 +121,19 @@ func TestDigestCPU(t *testing.T) {
 		})
 	}
 }
+
+func TestCouldBidCPUOnly(t *testing.T) {
+	c := fixtureCapacity(t, 1)
+	r := cpuRFQ()
+	if CouldBid(r, c) {
+		t.Fatal("a provider without a CPU share could bid on CPU-only work")
+	}
+	c.CPU = testCPUOffer()
+	if !CouldBid(r, c) {
+		t.Fatal("a provider with a free CPU share could not bid on CPU-only work")
+	}
+	c.CPU.FreeCores = 1
+	if CouldBid(r, c) {
+		t.Fatal("a share with 1 free core could bid on a 2-core job")
+	}
+}
