@@ -27,6 +27,7 @@ const (
 	NoBidStart    = "start"       // the RFQ's start-by has passed
 	NoBidCalendar = "calendar"    // outside the calendar, or it closes too soon
 	NoBidGPUs     = "no_gpus"     // no offerable GPU fits; Reason counts why
+	NoBidCPU      = "no_cpu"      // CPU-only job: no CPU offer, or too few free cores or RAM
 	NoBidPrice    = "above_max"   // our price is above the RFQ's maximum
 )
 

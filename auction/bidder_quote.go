@@ -35,6 +35,9 @@ func Quote(in QuoteInput) (Quotation, error) {
 	if err != nil {
 		return Quotation{}, err
 	}
+	if in.RFQ.Resources.GPUs == 0 {
+		return quoteCPU(in, pol, cal)
+	}
 	pick, why := pickGPUs(in, pol)
 	if len(pick.gpus) == 0 {
 		return noBid(NoBidGPUs, "no offerable GPU: %s", why)

@@ -136,7 +136,7 @@ func TestQuoteRefusals(t *testing.T) {
 			in.Bronze = map[string]BronzeLease{"GPU-0": {LeaseID: "l", NoticeSec: 600}}
 			in.RFQ.StartByMs = fixedNow.Add(5 * time.Minute).UnixMilli()
 		}, NoBidGPUs, "1 preemptible too late"},
-		{"zero gpus requested", func(in *QuoteInput) { in.RFQ.Resources.GPUs = 0 }, NoBidGPUs, "requests no GPUs"},
+		{"cpu-only without a CPU offer", func(in *QuoteInput) { in.RFQ.Resources = Resources{} }, NoBidCPU, "offers no CPU share"},
 		{"price above max", func(in *QuoteInput) { in.RFQ.MaxPriceMicro = 1_999_999 }, NoBidPrice, "above max 1999999"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -230,6 +230,14 @@ func DigestFitsOn(r *RFQ, d *Digest, s Shard) (priceMicro uint64, gpus int, ok b
 		jobSec = r.ExpectedDurationSec
 	}
 	res := r.Resources
+	if res.GPUs == 0 && d.CPU != nil && price != 0 {
+		// CPU-only work is priced on the CPU share (a digest without one
+		// is from before it and keeps the GPU floor below).
+		if cpuFits(res, d.CPU) != "" {
+			return 0, 0, false
+		}
+		price = d.CPU.FloorMicro * uint64(CPUCoresOf(res))
+	}
 	switch {
 	case price == 0 || price > r.MaxPriceMicro,
 		!slices.Contains(d.Runtimes, r.Runtime),

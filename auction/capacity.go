@@ -31,13 +31,17 @@ var CapacityKind = attest.Register(attest.Kind{
 // reliability figure: reputation is computed locally by each renter from
 // evidence, never self-declared.
 type Capacity struct {
-	V            uint         `cbor:"v"`
-	Peer         string       `cbor:"peer"` // peer ID (text form) of the signer
-	Seq          uint64       `cbor:"seq"`  // strictly increases with each re-put
-	IssuedAtMs   int64        `cbor:"issued_at_ms"`
-	ExpiresAtMs  int64        `cbor:"expires_at_ms"`
-	GPUs         []GPU        `cbor:"gpus,omitempty"`
-	Host         Host         `cbor:"host"`
+	V           uint   `cbor:"v"`
+	Peer        string `cbor:"peer"` // peer ID (text form) of the signer
+	Seq         uint64 `cbor:"seq"`  // strictly increases with each re-put
+	IssuedAtMs  int64  `cbor:"issued_at_ms"`
+	ExpiresAtMs int64  `cbor:"expires_at_ms"`
+	GPUs        []GPU  `cbor:"gpus,omitempty"`
+	Host        Host   `cbor:"host"`
+	// CPU is the share of the host offered to CPU-only work (gpus: 0
+	// jobs); nil when none is offered. Omitted when nil, so records from
+	// before the field encode and decode as they did.
+	CPU          *CPUOffer    `cbor:"cpu,omitempty"`
 	Region       Region       `cbor:"region"`
 	Reachability Reachability `cbor:"reachability"`
 	Runtimes     []string     `cbor:"runtimes,omitempty"` // RuntimeDocker, RuntimeWasm
@@ -78,6 +82,27 @@ type Host struct {
 	DiskGiB       uint64 `cbor:"disk_gib"`
 	BandwidthMbps uint32 `cbor:"bandwidth_mbps"`
 }
+
+// CPUOffer is the part of the host's cores and RAM that CPU-only jobs may
+// lease (an operator-chosen share of Host), and how much of it is free.
+// A CPU-only lease holds cores and RAM, never a GPU.
+type CPUOffer struct {
+	Cores      uint32 `cbor:"cores"`
+	RAMMiB     uint64 `cbor:"ram_mib"`
+	FreeCores  uint32 `cbor:"free_cores"`
+	FreeRAMMiB uint64 `cbor:"free_ram_mib"`
+	// FloorMicro is the lowest price per core-hour in uUSD, for every
+	// tier the policy accepts; a CPU-only bid asks it times the cores it
+	// leases (at least one) per hour.
+	FloorMicro uint64 `cbor:"floor"`
+}
+
+// CPUModel is the model a CPU-only bid names in place of a GPU model.
+const CPUModel = "cpu"
+
+// CPUCoresOf is how many cores a CPU-only job of res leases: what it asks
+// for, at least one.
+func CPUCoresOf(res Resources) uint32 { return max(res.CPUCores, 1) }
 
 // Region is where the host is: an ISO 3166-1 alpha-2 country code in lower
 // case ("de") and an optional operator-chosen zone ("fra-1").

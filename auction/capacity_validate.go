@@ -59,6 +59,7 @@ func (c *Capacity) Validate() error {
 	}
 	c.validateGPUs(&p)
 	c.validateHost(&p)
+	validateCPUOffer(&p, c.CPU, c.Host)
 	c.validateRegion(&p)
 	switch c.Reachability {
 	case ReachPublic, ReachPrivate, ReachRelayed:
@@ -281,3 +282,26 @@ func validateSet[T comparable](p *problems, path string, xs []T, ok func(T) bool
 // problems collects validation failures so an operator sees all of them at
 // once instead of fixing a config one error per restart.
 type problems = attest.Problems
+
+// validateCPUOffer checks a CPU share against the host it is part of (of
+// a capacity record or a digest); nil is no share.
+func validateCPUOffer(p *problems, o *CPUOffer, host Host) {
+	if o == nil {
+		return
+	}
+	switch {
+	case o.Cores == 0 || o.Cores > host.CPUCores:
+		p.Addf("cpu.cores", "%d out of range 1..%d (host cores)", o.Cores, host.CPUCores)
+	case o.FreeCores > o.Cores:
+		p.Addf("cpu.free_cores", "%d exceeds cores %d", o.FreeCores, o.Cores)
+	}
+	switch {
+	case o.RAMMiB > host.RAMMiB:
+		p.Addf("cpu.ram_mib", "%d exceeds host RAM %d", o.RAMMiB, host.RAMMiB)
+	case o.FreeRAMMiB > o.RAMMiB:
+		p.Addf("cpu.free_ram_mib", "%d exceeds ram_mib %d", o.FreeRAMMiB, o.RAMMiB)
+	}
+	if o.FloorMicro == 0 || o.FloorMicro > MaxPriceUUSD {
+		p.Addf("cpu.floor", "%d uUSD out of range 1..%d", o.FloorMicro, uint64(MaxPriceUUSD))
+	}
+}

@@ -59,6 +59,11 @@ type Digest struct {
 	MaxDurationSec uint64        `cbor:"max_s,omitempty"`
 	Egress         bool          `cbor:"egress,omitempty"`
 	Models         []DigestModel `cbor:"models,omitempty"`
+	// CPU is the record's CPU share with its floor at the calendar's
+	// factor now (no core free outside the calendar); nil when none is
+	// offered, and omitted then, so digests from before encode as they
+	// did.
+	CPU *CPUOffer `cbor:"cpu,omitempty"`
 }
 
 // DigestModel counts a provider's GPUs of one model.
@@ -116,6 +121,14 @@ func NewDigest(in DigestInput) (*Digest, error) {
 		}
 		now := max(f, uint64(math.Round(float64(f)*float64(factor)/1000)))
 		d.Floor.set(t, min(now, MaxPriceUUSD))
+	}
+	if c.CPU != nil {
+		o := *c.CPU
+		o.FloorMicro = min(max(o.FloorMicro, uint64(math.Round(float64(o.FloorMicro)*float64(factor)/1000))), MaxPriceUUSD)
+		if !open {
+			o.FreeCores, o.FreeRAMMiB = 0, 0
+		}
+		d.CPU = &o
 	}
 	byModel := map[string]*DigestModel{}
 	for _, g := range c.GPUs {
@@ -205,7 +218,7 @@ func (d *Digest) Shards() []Shard {
 	for _, m := range d.Models {
 		count[GPUFamily(m.Model)] += int(m.Total)
 	}
-	return familyShards(count, slices.Contains(d.Runtimes, RuntimeWasm))
+	return familyShards(count, slices.Contains(d.Runtimes, RuntimeWasm) || d.CPU != nil)
 }
 
 // OnShard reports whether d belongs on shard s; a digest topic validator
@@ -223,6 +236,7 @@ func (d *Digest) Capacity() *Capacity {
 		Host: d.Host, Region: d.Region, Reachability: d.Reachability, Runtimes: slices.Clone(d.Runtimes),
 		Floor:   d.Floor,
 		Policy:  Policy{MaxDurationSec: d.MaxDurationSec, Egress: d.Egress},
+		CPU:     cloneCPU(d.CPU),
 		Version: "digest",
 	}
 	for _, t := range Tiers {
@@ -239,4 +253,12 @@ func (d *Digest) Capacity() *Capacity {
 		}
 	}
 	return c
+}
+
+func cloneCPU(o *CPUOffer) *CPUOffer {
+	if o == nil {
+		return nil
+	}
+	c := *o
+	return &c
 }

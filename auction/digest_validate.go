@@ -61,6 +61,7 @@ func (d *Digest) Validate() error {
 		p.Addf("max_s", "%d exceeds %d", d.MaxDurationSec, uint64(MaxJobDuration/time.Second))
 	}
 	d.validateModels(&p)
+	validateCPUOffer(&p, d.CPU, d.Host)
 	return messageErr(&p, DigestKind.Name)
 }
 

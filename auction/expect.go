@@ -17,7 +17,7 @@ func CouldBid(r *RFQ, c *Capacity) bool {
 		return false
 	}
 	if r.Resources.GPUs == 0 {
-		return false // bids lease whole GPUs
+		return cpuFits(r.Resources, c.CPU) == "" // CPU-only: the CPU share
 	}
 	for _, g := range c.GPUs {
 		if !g.Free || g.VRAMMiB < r.Resources.MinVRAMMiB {

@@ -51,8 +51,8 @@ type JobSpec struct {
 	Module  string            `yaml:"module,omitempty"`  // wasm: module CID
 	Command []string          `yaml:"command,omitempty"` // argv; never split by a shell
 	Env     map[string]string `yaml:"env,omitempty"`
-	// GPUs is the GPU count; nil means 1 (a pointer, because an explicit
-	// 0 is an error, not a default: CPU-only jobs are not auctioned yet).
+	// GPUs is the GPU count; nil means 1, or 0 (CPU-only) for wasm, which
+	// cannot use a GPU (a pointer, so an explicit count always wins).
 	GPUs           *int     `yaml:"gpus,omitempty"`
 	GPU            []string `yaml:"gpu,omitempty"`  // model slugs or families, any of them
 	VRAM           string   `yaml:"vram,omitempty"` // per GPU; bare number = GB

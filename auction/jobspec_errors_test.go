@@ -43,9 +43,9 @@ func TestParseJobSpecErrors(t *testing.T) {
 		{"env_list", specBase + "env: [A=1]\n", []string{"line 4: env: want a mapping of NAME: value"}},
 		{"env_bad_name", specBase + "env: {1X: a}\n", []string{`line 4: env: "1X" is not a variable name`}},
 		{"env_repeated", specBase + "env:\n  A: 1\n  A: 2\n", []string{"env: line 6: A repeated"}},
-		{"zero_gpus", specBase + "gpus: 0\n", []string{"line 4: gpus: 0: CPU-only jobs are not auctioned yet (bids lease whole GPUs); ask for 1 or more"}},
+		{"zero_gpus_with_vram", specBase + "gpus: 0\nvram: 40GiB\n", []string{"line 4: gpus: 0 (a CPU-only job) cannot ask for gpu, vram or cc"}},
 		{"negative_gpus", specBase + "gpus: -1\n", []string{`line 4: gpus: takes a whole number, got "-1"`}},
-		{"too_many_gpus", specBase + "gpus: 65\n", []string{"line 4: gpus: 65 out of range 1..64"}},
+		{"too_many_gpus", specBase + "gpus: 65\n", []string{"line 4: gpus: 65 out of range 0..64"}},
 		{"gpus_list", specBase + "gpus: [1]\n", []string{"line 4: gpus: want a single value, not a list or mapping"}},
 		{"vendor_model_name", specBase + "gpu: [H100 80GB]\n", []string{
 			`line 4: gpu[0]: "H100 80GB" is not a GPU model slug or family (lower-case letters and digits joined by '-', e.g. h100 or h100-80gb) (did you mean "h100-80gb"?)`}},

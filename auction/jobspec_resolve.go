@@ -132,18 +132,18 @@ func (s *JobSpec) resolveWorkload(sp *specProblems, c *jobSpecCanon) {
 
 func (s *JobSpec) resolveResources(sp *specProblems, c *jobSpecCanon) {
 	gpus := 1
+	if c.Runtime == RuntimeWasm {
+		gpus = 0 // WASM cannot use a GPU: by default it leases CPU only
+	}
 	if s.GPUs != nil {
 		gpus = *s.GPUs
 	}
 	switch {
 	case gpus < 0 || gpus > MaxGPUsPerHost:
-		sp.add("gpus", "%d out of range 1..%d", gpus, MaxGPUsPerHost)
-	case gpus == 0:
-		// Bids lease whole GPUs and prices are per GPU-hour, so a job
-		// without GPUs could never be filled; say so now rather than post
-		// an RFQ nobody can answer.
-		sp.add("gpus", "0: CPU-only jobs are not auctioned yet (bids lease whole GPUs); ask for 1 or more")
+		sp.add("gpus", "%d out of range 0..%d", gpus, MaxGPUsPerHost)
 	default:
+		// 0 is a CPU-only job: it leases cores and RAM of a provider's
+		// CPU share, priced per hour, and may not ask for GPU properties.
 		c.Resources.GPUs = uint32(gpus)
 	}
 	c.Resources.Models = jobNormalizeList(sp, "gpu", s.GPU, MaxRFQModels, func(m string) (string, error) {
@@ -170,6 +170,9 @@ func (s *JobSpec) resolveResources(sp *specProblems, c *jobSpecCanon) {
 		} else {
 			c.Resources.MinComputeCap = fmt.Sprintf("%d.%d", maj, minor)
 		}
+	}
+	if gpus == 0 && (len(c.Resources.Models) > 0 || c.Resources.MinVRAMMiB > 0 || c.Resources.MinComputeCap != "") {
+		sp.add("gpus", "0 (a CPU-only job) cannot ask for gpu, vram or cc")
 	}
 	if s.CPU < 0 || s.CPU > maxCPUCores {
 		sp.add("cpu", "%d out of range 0..%d cores", s.CPU, maxCPUCores)

@@ -134,8 +134,8 @@ func TestParseJobSpecValid(t *testing.T) {
 				t.Errorf("defaults: %+v", r)
 			}
 		}},
-		{"wasm_infers_runtime_and_one_gpu", "module: " + specModule + "\nmax_price: 0.05\nduration: 10m\n", func(t *testing.T, r *RFQ) {
-			if r.Runtime != RuntimeWasm || r.Resources.GPUs != 1 || r.Module != specModule || r.Image != "" {
+		{"wasm_infers_runtime_and_no_gpu", "module: " + specModule + "\nmax_price: 0.05\nduration: 10m\n", func(t *testing.T, r *RFQ) {
+			if r.Runtime != RuntimeWasm || r.Resources.GPUs != 0 || r.Module != specModule || r.Image != "" {
 				t.Errorf("wasm: %+v", r)
 			}
 		}},
@@ -289,9 +289,9 @@ func TestJobSpecSetMatchesYAML(t *testing.T) {
 // without line numbers.
 func TestJobSpecValidateWithoutYAML(t *testing.T) {
 	zero := 0
-	s := &JobSpec{Image: specImage, GPUs: &zero, MaxPrice: 1, Duration: "1h"}
+	s := &JobSpec{Image: specImage, GPUs: &zero, VRAM: "40GiB", MaxPrice: 1, Duration: "1h"}
 	err := s.Validate()
-	want := "auction.JobSpec.Validate: invalid job spec: gpus: 0: CPU-only jobs are not auctioned yet"
+	want := "auction.JobSpec.Validate: invalid job spec: gpus: 0 (a CPU-only job) cannot ask for gpu, vram or cc"
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("Validate = %v, want prefix %q", err, want)
 	}

@@ -203,7 +203,9 @@ func feasibleByHand(in MatchInput, i int) (feasible, ok bool) {
 	for _, m := range r.Resources.Models {
 		modelOK = modelOK || b.Model == m || strings.HasPrefix(b.Model, m+"-")
 	}
-	feasible = len(b.GPUs) > 0 && len(b.GPUs) <= MaxGPUsPerHost &&
+	// A CPU-only request takes only bids without GPUs, any other only
+	// bids with some.
+	feasible = (len(b.GPUs) > 0) == (r.Resources.GPUs > 0) && len(b.GPUs) <= MaxGPUsPerHost &&
 		in.Now.UnixMilli() < b.ValidUntilMs &&
 		b.PriceMicro <= r.MaxPriceMicro &&
 		rel*1000 >= float64(r.MinReliabilityPermille)-1e-9 &&
@@ -299,6 +301,14 @@ func checkPlan(t *rapid.T, in MatchInput, p Plan) {
 	}
 	if len(p.Allocations) == 0 {
 		t.Fatalf("filled plan without allocations")
+	}
+	if need == 0 {
+		// CPU-only: one GPU-less bid wins alone, at its price.
+		a := p.Allocations[0]
+		if len(p.Allocations) != 1 || len(a.GPUs) != 0 || a.PriceMicro != in.Bids[a.BidIndex].PriceMicro {
+			t.Fatalf("CPU-only plan %+v, want one GPU-less allocation at its bid's price", p.Allocations)
+		}
+		return
 	}
 	sum := 0
 	providers := map[string]bool{}

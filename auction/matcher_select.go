@@ -17,8 +17,11 @@ func (p *Plan) selectAndPrice(in MatchInput, w Weights, cands []candidate) {
 		total += c.gpus
 	}
 	switch {
+	case need == 0 && len(cands) > 0:
+		p.selectCPU(cands) // matcher_cpu.go
+		return
 	case need == 0:
-		p.unfilled(cands, "the RFQ requests no GPUs")
+		p.unfilled(cands, "no feasible CPU-only bid")
 		return
 	case total < need:
 		p.unfilled(cands, fmt.Sprintf("feasible bids offer %d of %d GPUs", total, need))

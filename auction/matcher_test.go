@@ -194,15 +194,6 @@ func TestMatchNilRFQRejectsEverything(t *testing.T) {
 	}
 }
 
-func TestMatchRequestForZeroGPUsIsUnfilled(t *testing.T) {
-	rfq := matchRFQ()
-	rfq.Resources.GPUs = 0
-	p := Match(matchInput(rfq, matchBid("a", 1, 4)))
-	if p.Unfilled == "" || len(p.Allocations) != 0 || !slices.Equal(p.Backups, []int{0}) {
-		t.Fatalf("plan = %+v", p)
-	}
-}
-
 func TestMatchSingleHostBeatsCheaperPool(t *testing.T) {
 	// Two 2-GPU hosts are cheaper, but one 4-GPU host can hold the job.
 	p := Match(matchInput(matchRFQ(), matchBid("a", 1_000_000, 2), matchBid("b", 1_000_000, 2), matchBid("c", 2_000_000, 4)))

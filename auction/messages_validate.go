@@ -95,10 +95,9 @@ func (r *RFQ) validateResources(p *problems) {
 	switch {
 	case res.GPUs > MaxGPUsPerHost:
 		p.Addf("res.gpus", "%d exceeds %d", res.GPUs, MaxGPUsPerHost)
-	case res.GPUs == 0 && r.Runtime != RuntimeWasm:
-		p.Addf("res.gpus", "0 GPUs is allowed only for the wasm runtime")
 	case res.GPUs == 0:
-		// A CPU-only wasm job cannot ask for properties of GPUs.
+		// A CPU-only job (wasm or docker) cannot ask for properties of
+		// GPUs.
 		if len(res.Models) > 0 || res.MinVRAMMiB > 0 || res.MinComputeCap != "" {
 			p.Addf("res", "models, min_vram_mib and min_cc need gpus >= 1")
 		}
@@ -132,12 +131,19 @@ func (b *Bid) Validate() error {
 	attest.CheckRecordID(&p, "rfq", b.RFQ)
 	attest.CheckContentID(&p, "job", b.JobCID)
 	msgCheckPrice(&p, "price", b.PriceMicro)
-	msgCheckGPUUUIDs(&p, "gpus", b.GPUs)
-	if !IsModelSlug(b.Model) {
-		p.Addf("model", "%q is not a model slug", b.Model)
-	}
-	if b.VRAMMiB == 0 || b.VRAMMiB > maxVRAMMiB {
-		p.Addf("vram_mib", "%d out of range 1..%d", b.VRAMMiB, maxVRAMMiB)
+	if len(b.GPUs) == 0 {
+		// A CPU-only bid (for a gpus: 0 RFQ) offers cores, not GPUs.
+		if b.Model != CPUModel || b.VRAMMiB != 0 {
+			p.Addf("gpus", "empty: only a CPU-only bid (model %q, no vram_mib) offers no GPU", CPUModel)
+		}
+	} else {
+		msgCheckGPUUUIDs(&p, "gpus", b.GPUs)
+		if !IsModelSlug(b.Model) {
+			p.Addf("model", "%q is not a model slug", b.Model)
+		}
+		if b.VRAMMiB == 0 || b.VRAMMiB > maxVRAMMiB {
+			p.Addf("vram_mib", "%d out of range 1..%d", b.VRAMMiB, maxVRAMMiB)
+		}
 	}
 	if !IsCountryCode(b.Region) {
 		p.Addf("region", "%q is not a lower-case ISO 3166-1 alpha-2 code", b.Region)
@@ -159,7 +165,7 @@ func (a *Award) Validate() error {
 	attest.CheckRecordID(&p, "rfq", a.RFQ)
 	attest.CheckRecordID(&p, "bid", a.Bid)
 	attest.CheckContentID(&p, "job", a.JobCID)
-	msgCheckGPUUUIDs(&p, "gpus", a.GPUs)
+	msgCheckGPUUUIDsOrNone(&p, "gpus", a.GPUs) // none: CPU-only work
 	msgCheckPrice(&p, "price", a.PriceMicro)
 	msgCheckTier(&p, "tier", a.Tier)
 	switch {
@@ -190,7 +196,7 @@ func (l *LeaseAcceptance) Validate() error {
 	msgCheckVersion(&p, l.V)
 	attest.CheckPeerID(&p, "provider", l.Provider)
 	attest.CheckRecordID(&p, "award", l.Award)
-	msgCheckGPUUUIDs(&p, "gpus", l.GPUs)
+	msgCheckGPUUUIDsOrNone(&p, "gpus", l.GPUs) // none: CPU-only work
 	if l.AcceptedMs <= 0 {
 		p.Addf("accepted_ms", "must be positive Unix milliseconds")
 	}
@@ -385,6 +391,14 @@ func msgCheckGPUUUIDs(p *problems, path string, ids []string) {
 	}
 	validateSet(p, path, ids, func(s string) bool { return s != "" && attest.Printable(s, MaxTextLen) },
 		fmt.Sprintf("is not a GPU UUID (1..%d printable ASCII characters)", MaxTextLen))
+}
+
+// msgCheckGPUUUIDsOrNone is msgCheckGPUUUIDs that also accepts no GPU:
+// the award and acceptance of CPU-only work name none.
+func msgCheckGPUUUIDsOrNone(p *problems, path string, ids []string) {
+	if len(ids) > 0 {
+		msgCheckGPUUUIDs(p, path, ids)
+	}
 }
 
 func msgCheckList(p *problems, path string, xs []string, maxN int, ok func(string) bool, what string) {

@@ -59,7 +59,8 @@ func TestRFQValidate(t *testing.T) {
 		{"zero_issued", func(r *RFQ) { r.IssuedAtMs = 0 }, "issued_at_ms: must be positive"},
 		{"expires_before_issue", func(r *RFQ) { r.ExpiresAtMs = r.IssuedAtMs }, "expires_at_ms: must be after issued_at_ms"},
 		{"lifetime_too_long", func(r *RFQ) { r.ExpiresAtMs = r.IssuedAtMs + MaxRFQLifetimeMs + 1 }, "lifetime 10m0.001s exceeds 10m0s"},
-		{"docker_zero_gpus", func(r *RFQ) { r.Resources.GPUs = 0 }, "res.gpus: 0 GPUs is allowed only for the wasm runtime"},
+		{"docker_cpu_only", func(r *RFQ) { r.Resources = Resources{CPUCores: 2, RAMMiB: 512} }, ""},
+		{"docker_zero_gpus_with_models", func(r *RFQ) { r.Resources.GPUs = 0 }, "res: models, min_vram_mib and min_cc need gpus >= 1"},
 		{"too_many_gpus", func(r *RFQ) { r.Resources.GPUs = 65 }, "res.gpus: 65 exceeds 64"},
 		{"wasm_zero_gpus_with_models", func(r *RFQ) {
 			r.Runtime, r.Image, r.Module = RuntimeWasm, "", msgContentID("module", cid.Raw)
@@ -110,7 +111,9 @@ func TestBidValidate(t *testing.T) {
 		}, "is not the canonical CID form"},
 		{"empty_rfq", func(b *Bid) { b.RFQ = "" }, "rfq: missing record ID"},
 		{"zero_price", func(b *Bid) { b.PriceMicro = 0 }, "price: 0 uUSD"},
-		{"no_gpus", func(b *Bid) { b.GPUs = nil }, "gpus: 0 entries, want 1..64"},
+		{"no_gpus", func(b *Bid) { b.GPUs = nil }, `gpus: empty: only a CPU-only bid (model "cpu", no vram_mib) offers no GPU`},
+		{"cpu_only", func(b *Bid) { b.GPUs, b.Model, b.VRAMMiB = nil, CPUModel, 0 }, ""},
+		{"cpu_only_with_vram", func(b *Bid) { b.GPUs, b.Model = nil, CPUModel }, "gpus: empty: only a CPU-only bid"},
 		{"too_many_gpus", func(b *Bid) { b.GPUs = make([]string, 65) }, "gpus: 65 entries, want 1..64"},
 		{"dup_gpu", func(b *Bid) { b.GPUs[1] = b.GPUs[0] }, `gpus[1]: duplicate "GPU-8b7c1f2e`},
 		{"empty_gpu", func(b *Bid) { b.GPUs[0] = "" }, `gpus[0]: "" is not a GPU UUID`},
@@ -149,7 +152,8 @@ func TestLeaseAcceptanceValidate(t *testing.T) {
 		{"fixture_valid", func(*LeaseAcceptance) {}, ""},
 		{"bad_version", func(l *LeaseAcceptance) { l.V = 0 }, "lease-acceptance: v: version 0"},
 		{"bad_award", func(l *LeaseAcceptance) { l.Award = "" }, "award: missing record ID"},
-		{"no_gpus", func(l *LeaseAcceptance) { l.GPUs = nil }, "gpus: 0 entries"},
+		{"cpu_only", func(l *LeaseAcceptance) { l.GPUs = nil }, ""},
+		{"too_many_gpus", func(l *LeaseAcceptance) { l.GPUs = make([]string, 65) }, "gpus: 65 entries"},
 		{"zero_time", func(l *LeaseAcceptance) { l.AcceptedMs = 0 }, "accepted_ms: must be positive"},
 	})
 }

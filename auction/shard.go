@@ -132,7 +132,7 @@ func ProviderShards(c *Capacity) []Shard {
 	for _, g := range c.GPUs {
 		count[GPUFamily(g.Model)]++
 	}
-	return familyShards(count, slices.Contains(c.Runtimes, RuntimeWasm))
+	return familyShards(count, slices.Contains(c.Runtimes, RuntimeWasm) || c.CPU != nil)
 }
 
 // familyShards orders families by count (desc), then name, truncates to

@@ -21,13 +21,13 @@ import (
 	"github.com/idlegrid/idlegrid/store"
 )
 
-func (b apiBackend) SubmitJob(_ context.Context, spec []byte) (api.Job, error) {
+func (b apiBackend) SubmitJob(_ context.Context, spec []byte, opts api.SubmitOptions) (api.Job, error) {
 	if b.n.renter == nil {
 		return api.Job{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "this node is a %s; post jobs from a renter node", b.n.cfg.Role)
 	}
-	j, err := b.n.renter.Submit(spec)
+	j, err := b.n.renter.SubmitWith(spec, renter.SubmitOptions{IdempotencyKey: opts.IdempotencyKey})
 	switch {
-	case errors.Is(err, renter.ErrJobActive):
+	case errors.Is(err, renter.ErrIdempotencyConflict):
 		return api.Job{}, api.Errorf(http.StatusConflict, "conflict", "%v", err)
 	case err != nil:
 		return api.Job{}, api.Errorf(http.StatusBadRequest, api.CodeBadSpec, "%v", err)
@@ -114,7 +114,7 @@ func (b apiBackend) Prices(window time.Duration) (api.Prices, error) {
 
 func (b apiBackend) toAPIJob(j *store.Job) api.Job {
 	out := api.Job{
-		ID: j.ID, Name: j.Name, State: j.State, Reason: j.Reason, RFQs: j.RFQs,
+		ID: j.ID, Name: j.Name, SpecCID: j.SpecCID, State: j.State, Reason: j.Reason, RFQs: j.RFQs,
 		CreatedAt: time.UnixMilli(j.CreatedAtMs).UTC(), UpdatedAt: time.UnixMilli(j.UpdatedAtMs).UTC(),
 	}
 	for _, id := range j.Leases {
@@ -137,7 +137,7 @@ func toAPIEvent(ev store.JobEvent) api.JobEvent {
 
 func toAPILease(l *store.Lease) api.Lease {
 	out := api.Lease{
-		ID: l.ID, Side: l.Side, JobID: l.JobCID, Renter: l.Renter, Provider: l.Provider, GPUs: l.GPUs,
+		ID: l.ID, Side: l.Side, JobID: l.RenterJobID(), Renter: l.Renter, Provider: l.Provider, GPUs: l.GPUs,
 		PriceUSD: float64(l.PriceMicro) / 1e6, Tier: l.Tier, State: l.State, Reason: l.Reason,
 		StartsAt: time.UnixMilli(l.StartsAtMs).UTC(), EndsAt: time.UnixMilli(l.EndsAtMs).UTC(), NoticeSec: l.NoticeSec,
 	}

@@ -179,6 +179,8 @@ func DefaultConfig(role Role) Config {
 			AllowedImages: []string{},
 			OfferGPUs:     []string{},
 			Datasets:      []string{},
+			CPUShare:      0.5,
+			CPUFloorUSD:   0.02,
 			RecordTTL:     30 * time.Minute,
 			Republish:     10 * time.Minute,
 		},

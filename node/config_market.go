@@ -73,6 +73,12 @@ func (c *Config) validateMarket() error {
 	if p.RecordTTL < 10*time.Second || p.Republish <= 0 || p.Republish >= p.RecordTTL {
 		return bad("provider.republish", "need 0 < republish (%s) < record_ttl (%s), record_ttl at least 10s", p.Republish, p.RecordTTL)
 	}
+	if !(p.CPUShare >= 0 && p.CPUShare <= 1) {
+		return bad("provider.cpu_share", "%v: must be within 0..1", p.CPUShare)
+	}
+	if p.CPUShare > 0 && !(p.CPUFloorUSD > 0 && p.CPUFloorUSD <= 1000) {
+		return bad("provider.cpu_floor_usd", "%v: must be above 0 and at most 1000 USD per core-hour when cpu_share is set", p.CPUFloorUSD)
+	}
 	for key, v := range map[string]int{"provider.cpu_cores": p.CPUCores, "provider.ram_mib": p.RAMMiB, "provider.disk_gib": p.DiskGiB, "provider.bandwidth_mbps": p.BandwidthMbps} {
 		if v < 0 {
 			return bad(key, "must not be negative (0 means detect)")

@@ -137,6 +137,10 @@ firm_hold_gpus = {{.Provider.FirmHoldGPUs}}
 offer_gpus = {{list .Provider.OfferGPUs}}
 # CIDs of datasets cached on this host (renters can look for them).
 datasets = {{list .Provider.Datasets}}
+# Share (0..1) of the host's cores and RAM offered to CPU-only jobs (gpus: 0),
+# which lease it without a GPU, and its floor in USD per core-hour; 0 offers none.
+cpu_share = {{.Provider.CPUShare}}
+cpu_floor_usd = {{.Provider.CPUFloorUSD}}
 # Host resources offered to jobs; 0 means detect.
 cpu_cores = {{.Provider.CPUCores}}
 ram_mib = {{.Provider.RAMMiB}}

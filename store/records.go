@@ -25,11 +25,15 @@ const (
 // Lease is one side's durable copy of a lease: the renter's signed award
 // and the provider's signed acceptance, plus where it stands.
 type Lease struct {
-	ID         string   `json:"id"`   // record ID of the award
-	Side       string   `json:"side"` // "renter" or "provider"
-	Award      []byte   `json:"award"`
-	Acceptance []byte   `json:"acceptance,omitempty"`
-	JobCID     string   `json:"job"`
+	ID         string `json:"id"`   // record ID of the award
+	Side       string `json:"side"` // "renter" or "provider"
+	Award      []byte `json:"award"`
+	Acceptance []byte `json:"acceptance,omitempty"`
+	JobCID     string `json:"job"` // CID of the job spec the provider runs
+	// JobID is the renter's job (record ID of one submission) on a
+	// renter-side lease; empty on provider leases and on leases from before
+	// job IDs differed from spec CIDs (use RenterJobID).
+	JobID      string   `json:"job_id,omitempty"`
 	Renter     string   `json:"renter"`
 	Provider   string   `json:"provider"`
 	GPUs       []string `json:"gpus"`
@@ -37,6 +41,10 @@ type Lease struct {
 	Model      string   `json:"model,omitempty"`
 	Tier       string   `json:"tier"`
 	NoticeSec  uint32   `json:"notice_s,omitempty"`
+	// CPUCores and RAMMiB are what a CPU-only lease (no GPUs) holds of
+	// its provider's CPU share.
+	CPUCores uint32 `json:"cpu_cores,omitempty"`
+	RAMMiB   uint64 `json:"ram_mib,omitempty"`
 	// ExpectedSec is the job's expected duration (from the RFQ).
 	ExpectedSec uint64 `json:"expected_s,omitempty"`
 	State       string `json:"state"`
@@ -88,16 +96,33 @@ type JobEvent struct {
 
 // Job is the renter's durable record of a job it posted.
 type Job struct {
-	ID          string     `json:"id"` // job spec CID
-	Name        string     `json:"name,omitempty"`
-	Spec        []byte     `json:"spec"` // the job spec, JSON
-	State       string     `json:"state"`
-	Reason      string     `json:"reason,omitempty"`
-	RFQs        []string   `json:"rfqs,omitempty"`
-	Leases      []string   `json:"leases,omitempty"`
-	Events      []JobEvent `json:"events,omitempty"`
-	CreatedAtMs int64      `json:"created_at_ms"`
-	UpdatedAtMs int64      `json:"updated_at_ms"`
+	// ID names one submission: each submit is a new job, even of the same
+	// spec. Jobs stored before that have their spec's CID as ID (and no
+	// SpecCID).
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
+	// SpecCID is the CID of the job spec, which leases and RFQs carry.
+	SpecCID string `json:"spec_cid,omitempty"`
+	// IdempotencyKey is the client's key for safe retries: a submit with a
+	// key an earlier job holds returns that job.
+	IdempotencyKey string     `json:"idempotency_key,omitempty"`
+	Spec           []byte     `json:"spec"` // the job spec, JSON
+	State          string     `json:"state"`
+	Reason         string     `json:"reason,omitempty"`
+	RFQs           []string   `json:"rfqs,omitempty"`
+	Leases         []string   `json:"leases,omitempty"`
+	Events         []JobEvent `json:"events,omitempty"`
+	CreatedAtMs    int64      `json:"created_at_ms"`
+	UpdatedAtMs    int64      `json:"updated_at_ms"`
+}
+
+// RenterJobID is the renter's job of a renter-side lease: JobID, or the
+// spec CID on a lease stored before the two differed.
+func (l *Lease) RenterJobID() string {
+	if l.JobID != "" {
+		return l.JobID
+	}
+	return l.JobCID
 }
 
 // PutLease stores a lease durably: the write is synced before it returns,

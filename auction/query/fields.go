@@ -104,6 +104,26 @@ var fields = []*field{
 	{name: "ram", kind: kindSize, num: func(o Offer, _ evalCtx) (int64, bool) {
 		return mibToBytes(o.Capacity.Host.RAMMiB), true
 	}},
+	// The CPU share for CPU-only (gpus: 0) work, defined only for offers
+	// that have one: free cores, free RAM, and its floor per core-hour.
+	{name: "cpu.free", kind: kindCount, num: func(o Offer, _ evalCtx) (int64, bool) {
+		if c := o.Capacity.CPU; c != nil {
+			return int64(c.FreeCores), true
+		}
+		return 0, false
+	}},
+	{name: "ram.free", kind: kindSize, num: func(o Offer, _ evalCtx) (int64, bool) {
+		if c := o.Capacity.CPU; c != nil {
+			return mibToBytes(c.FreeRAMMiB), true
+		}
+		return 0, false
+	}},
+	{name: "price.cpu", kind: kindPrice, num: func(o Offer, _ evalCtx) (int64, bool) {
+		if c := o.Capacity.CPU; c != nil {
+			return int64(c.FloorMicro), true
+		}
+		return 0, false
+	}},
 	{name: "disk", kind: kindSize, num: func(o Offer, _ evalCtx) (int64, bool) {
 		return gibToBytes(o.Capacity.Host.DiskGiB), true
 	}},

@@ -65,6 +65,7 @@ func testOffers() []Offer {
 			c.Runtimes = []string{auction.RuntimeWasm}
 			c.Region.Country = "fi"
 			c.Host = auction.Host{CPUCores: 8, RAMMiB: 16 << 10, DiskGiB: 100}
+			c.CPU = &auction.CPUOffer{Cores: 4, RAMMiB: 8 << 10, FreeCores: 3, FreeRAMMiB: 6 << 10, FloorMicro: 10_000}
 			c.Floor = auction.FloorPrice{Silver: 50_000, Bronze: 20_000}
 			c.Policy.Tiers = []auction.Tier{auction.TierSilver, auction.TierBronze}
 		})},

@@ -39,7 +39,7 @@ var parseErr = []parseCase{
 	{name: "unknown_field_typo", in: "vrma>=80",
 		err: `query.Parse: column 1: unknown field "vrma" (did you mean "vram"?)`},
 	{name: "unknown_field_far", in: "gpu=h100 colour=red",
-		err: `query.Parse: column 10: unknown field "colour"; fields: gpu, gpus, vram, cc, region, price, price.gold, price.silver, price.bronze, reliability, runtime, tier, cpu, ram, disk, dataset, reachability, egress`},
+		err: `query.Parse: column 10: unknown field "colour"; fields: gpu, gpus, vram, cc, region, price, price.gold, price.silver, price.bronze, reliability, runtime, tier, cpu, ram, cpu.free, ram.free, price.cpu, disk, dataset, reachability, egress`},
 	{name: "unknown_price_tier", in: "price.gld<=2",
 		err: `query.Parse: column 1: unknown field "price.gld" (did you mean "price.gold"?)`},
 	{name: "unit_as_term", in: "vram>=80 GiB",
@@ -167,8 +167,8 @@ func TestParseSort(t *testing.T) {
 		{in: "+reliability", field: "reliability"},
 		{in: "-VRAM", field: "vram", desc: true},
 		{in: "", field: ""},
-		{in: "-prise", err: `query.ParseSort: cannot sort by "-prise"; sortable: price, price.gold, price.silver, price.bronze, reliability, gpus, vram, cc, cpu, ram, disk (did you mean "price"?)`},
-		{in: "region", err: `query.ParseSort: cannot sort by "region"; sortable: price, price.gold, price.silver, price.bronze, reliability, gpus, vram, cc, cpu, ram, disk`},
+		{in: "-prise", err: `query.ParseSort: cannot sort by "-prise"; sortable: price, price.gold, price.silver, price.bronze, reliability, gpus, vram, cc, cpu, ram, cpu.free, ram.free, price.cpu, disk (did you mean "price"?)`},
+		{in: "region", err: `query.ParseSort: cannot sort by "region"; sortable: price, price.gold, price.silver, price.bronze, reliability, gpus, vram, cc, cpu, ram, cpu.free, ram.free, price.cpu, disk`},
 	} {
 		t.Run("sort_"+tc.in, func(t *testing.T) {
 			k, err := ParseSort(tc.in)

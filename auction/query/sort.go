@@ -19,7 +19,7 @@ type SortKey struct {
 
 // sortable lists the fields a search can be ordered by.
 var sortable = []string{"price", "price.gold", "price.silver", "price.bronze", "reliability",
-	"gpus", "vram", "cc", "cpu", "ram", "disk"}
+	"gpus", "vram", "cc", "cpu", "ram", "cpu.free", "ram.free", "price.cpu", "disk"}
 
 // ParseSort parses "price" (ascending), "+price" or "-price" (descending).
 // The empty string means no ordering beyond the deterministic tie-break.

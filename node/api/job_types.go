@@ -4,8 +4,11 @@ import "time"
 
 // Job is a renter's job as the API shows it.
 type Job struct {
-	ID        string     `json:"id"` // job spec CID
-	Name      string     `json:"name,omitempty"`
+	ID   string `json:"id"` // one submission's ID (not the spec's CID)
+	Name string `json:"name,omitempty"`
+	// SpecCID is the CID of the job spec that leases carry; empty on jobs
+	// stored before it was recorded (their ID is the spec CID).
+	SpecCID   string     `json:"spec_cid,omitempty"`
 	State     string     `json:"state"`
 	Reason    string     `json:"reason,omitempty"`
 	CreatedAt time.Time  `json:"created_at"`
@@ -14,6 +17,17 @@ type Job struct {
 	Leases    []Lease    `json:"leases,omitempty"`
 	Events    []JobEvent `json:"events,omitempty"`
 }
+
+// SubmitOptions are the optional parts of a job submission.
+type SubmitOptions struct {
+	// IdempotencyKey (HTTP header Idempotency-Key) makes a retried submit
+	// safe: the daemon returns the job an earlier submit with the same key
+	// made, instead of starting another.
+	IdempotencyKey string
+}
+
+// IdempotencyKeyHeader carries SubmitOptions.IdempotencyKey on POST /v1/jobs.
+const IdempotencyKeyHeader = "Idempotency-Key"
 
 // Terminal reports whether the job will not change state again.
 func (j Job) Terminal() bool {

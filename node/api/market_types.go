@@ -5,28 +5,40 @@ import "time"
 // Offer is a provider's verified capacity record as the API shows it.
 // Prices are in USD per GPU-hour (the record carries integer micro-USD).
 type Offer struct {
-	PeerID       string       `json:"peer_id"`
-	Seq          uint64       `json:"seq"`
-	IssuedAt     time.Time    `json:"issued_at"`
-	ExpiresAt    time.Time    `json:"expires_at"`
-	Country      string       `json:"country"`
-	Zone         string       `json:"zone,omitempty"`
-	Reachability string       `json:"reachability"`
-	Runtimes     []string     `json:"runtimes"`
-	Tiers        []string     `json:"tiers"`
-	FloorUSD     TierPrices   `json:"floor_usd"`
-	GPUs         []OfferGPU   `json:"gpus"`
-	FreeGPUs     int          `json:"free_gpus"`
-	Host         OfferHost    `json:"host"`
-	Calendar     []OfferSlot  `json:"calendar,omitempty"`
-	MaxDuration  string       `json:"max_duration,omitempty"`
-	Images       []string     `json:"allowed_images,omitempty"`
-	Egress       bool         `json:"egress"`
-	Datasets     []string     `json:"datasets,omitempty"`
-	Version      string       `json:"version"`
-	Reliability  float64      `json:"reliability"`
-	Fingerprint  string       `json:"fingerprint_id,omitempty"`
-	Extra        *OfferDetail `json:"detail,omitempty"`
+	PeerID       string     `json:"peer_id"`
+	Seq          uint64     `json:"seq"`
+	IssuedAt     time.Time  `json:"issued_at"`
+	ExpiresAt    time.Time  `json:"expires_at"`
+	Country      string     `json:"country"`
+	Zone         string     `json:"zone,omitempty"`
+	Reachability string     `json:"reachability"`
+	Runtimes     []string   `json:"runtimes"`
+	Tiers        []string   `json:"tiers"`
+	FloorUSD     TierPrices `json:"floor_usd"`
+	GPUs         []OfferGPU `json:"gpus"`
+	FreeGPUs     int        `json:"free_gpus"`
+	Host         OfferHost  `json:"host"`
+	// CPU is the share offered to CPU-only (gpus: 0) work; nil: none.
+	CPU         *OfferCPU    `json:"cpu,omitempty"`
+	Calendar    []OfferSlot  `json:"calendar,omitempty"`
+	MaxDuration string       `json:"max_duration,omitempty"`
+	Images      []string     `json:"allowed_images,omitempty"`
+	Egress      bool         `json:"egress"`
+	Datasets    []string     `json:"datasets,omitempty"`
+	Version     string       `json:"version"`
+	Reliability float64      `json:"reliability"`
+	Fingerprint string       `json:"fingerprint_id,omitempty"`
+	Extra       *OfferDetail `json:"detail,omitempty"`
+}
+
+// OfferCPU is a provider's CPU share: cores and RAM offered to CPU-only
+// work, how much is free, and its floor per core-hour.
+type OfferCPU struct {
+	Cores               uint32  `json:"cores"`
+	RAMMiB              uint64  `json:"ram_mib"`
+	FreeCores           uint32  `json:"free_cores"`
+	FreeRAMMiB          uint64  `json:"free_ram_mib"`
+	FloorUSDPerCoreHour float64 `json:"floor_usd_per_core_hour"`
 }
 
 // TierPrices holds a USD price per tier; a tier not offered is 0.

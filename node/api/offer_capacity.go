@@ -26,6 +26,7 @@ func OfferFromCapacity(c *auction.Capacity, reliability float64, detail bool) Of
 			Bronze: float64(c.Floor.Bronze) / 1e6,
 		},
 		FreeGPUs: c.FreeGPUs(),
+		CPU:      cpuOffer(c.CPU),
 		Host: OfferHost{
 			CPUCores: c.Host.CPUCores, RAMMiB: c.Host.RAMMiB, DiskGiB: c.Host.DiskGiB, BandwidthMbps: c.Host.BandwidthMbps,
 		},
@@ -61,4 +62,13 @@ func OfferFromCapacity(c *auction.Capacity, reliability float64, detail bool) Of
 		o.Extra = &OfferDetail{RecordKey: "/" + auction.CapacityNamespace + "/" + c.Peer, Capabilities: auction.CapabilityStrings(c)}
 	}
 	return o
+}
+
+// cpuOffer is the API's view of a provider's CPU share (nil: none).
+func cpuOffer(o *auction.CPUOffer) *OfferCPU {
+	if o == nil {
+		return nil
+	}
+	return &OfferCPU{Cores: o.Cores, RAMMiB: o.RAMMiB, FreeCores: o.FreeCores, FreeRAMMiB: o.FreeRAMMiB,
+		FloorUSDPerCoreHour: float64(o.FloorMicro) / 1e6}
 }

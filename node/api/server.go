@@ -34,7 +34,9 @@ type Backend interface {
 	// Capacity returns this provider's own current offer.
 	Capacity() (Offer, error)
 	// SubmitJob validates a YAML job spec and starts its auction.
-	SubmitJob(ctx context.Context, spec []byte) (Job, error)
+	// Each submit is a new job, except one whose idempotency key an
+	// earlier job holds: that job is returned.
+	SubmitJob(ctx context.Context, spec []byte, opts SubmitOptions) (Job, error)
 	// Jobs lists the renter's jobs, newest first.
 	Jobs() ([]Job, error)
 	// Job returns one job.
@@ -375,7 +377,7 @@ func (s *Server) postJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return Errorf(http.StatusBadRequest, CodeBadSpec, "read job spec (at most %d KiB): %v", maxSpecBody>>10, err)
 	}
-	job, err := s.b.SubmitJob(r.Context(), spec)
+	job, err := s.b.SubmitJob(r.Context(), spec, SubmitOptions{IdempotencyKey: r.Header.Get(IdempotencyKeyHeader)})
 	if err != nil {
 		return err
 	}

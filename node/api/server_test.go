@@ -45,9 +45,13 @@ func (f *fakeBackend) Provider(context.Context, string) (api.Offer, error) {
 	return api.Offer{}, api.Errorf(http.StatusNotFound, api.CodeNotFound, "no valid capacity record")
 }
 func (f *fakeBackend) Capacity() (api.Offer, error) { return api.Offer{PeerID: "12D3KooWtest"}, nil }
-func (f *fakeBackend) SubmitJob(_ context.Context, spec []byte) (api.Job, error) {
+func (f *fakeBackend) SubmitJob(_ context.Context, spec []byte, opts api.SubmitOptions) (api.Job, error) {
 	if !strings.Contains(string(spec), "max_price") {
 		return api.Job{}, api.Errorf(http.StatusBadRequest, api.CodeBadSpec, "max_price: required")
+	}
+	if opts.IdempotencyKey != "" {
+		// The key reaches the backend: name the job after it.
+		return api.Job{ID: "job-" + opts.IdempotencyKey, State: "auctioning"}, nil
 	}
 	return api.Job{ID: "bafyjob", State: "auctioning"}, nil
 }
@@ -208,6 +212,9 @@ func TestClientRoundTrip(t *testing.T) {
 	}
 	if id, err := c.AddArtifact(ctx, strings.NewReader("module")); err != nil || id != "len-6" {
 		t.Fatalf("add artifact: %q %v", id, err)
+	}
+	if keyed, err := c.SubmitJobWith(ctx, []byte("max_price: 1\n"), api.SubmitOptions{IdempotencyKey: "k1"}); err != nil || keyed.ID != "job-k1" {
+		t.Fatalf("submit with an idempotency key: %+v %v", keyed, err)
 	}
 	job, err := c.SubmitJob(ctx, []byte("max_price: 1\n"))
 	if err != nil || job.ID != "bafyjob" {

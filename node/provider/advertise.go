@@ -68,6 +68,8 @@ type advertiser struct {
 	onChange func()
 	// firmHeld are the GPUs under firm hold now (shown as held).
 	firmHeld func() map[string]bool
+	// cpuOffer is the CPU share with what is free of it now; nil: none.
+	cpuOffer func() *auction.CPUOffer
 
 	mu       sync.Mutex
 	leases   map[string]string // GPU UUID -> lease ID
@@ -225,6 +227,9 @@ func (a *advertiser) build(seq uint64) (*auction.Capacity, error) {
 		case auction.TierBronze:
 			c.Floor.Bronze = micro
 		}
+	}
+	if a.cpuOffer != nil {
+		c.CPU = a.cpuOffer()
 	}
 	held := a.firmHeld()
 	a.mu.Lock()

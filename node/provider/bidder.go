@@ -97,6 +97,9 @@ func (b *bidder) restore() error {
 		if l.Side != lease.SideProvider || lease.State(l.State).Terminal() {
 			continue
 		}
+		if cpuOnly(l) {
+			b.p.cpu.restore(l)
+		}
 		for _, g := range l.GPUs {
 			b.committed[g] = commitment{leaseID: l.ID, tier: auction.Tier(l.Tier), renter: l.Renter, noticeSec: l.NoticeSec}
 		}
@@ -105,6 +108,9 @@ func (b *bidder) restore() error {
 }
 
 func (b *bidder) leaseEnded(l *store.Lease) {
+	if b.p.cpu.release(l.ID) {
+		b.p.adv.signal()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, g := range l.GPUs {
@@ -354,6 +360,9 @@ func (b *bidder) commit(aw *auction.Award, awardID string, raw []byte, inventory
 	}
 	if aw.PriceMicro < sb.bid.PriceMicro {
 		return nil, nil, fmt.Sprintf("price %d below the bid %d", aw.PriceMicro, sb.bid.PriceMicro)
+	}
+	if sb.rfq.Resources.GPUs == 0 {
+		return b.commitCPU(aw, awardID, raw, sb, now) // cpu_commit.go
 	}
 	if len(aw.GPUs) == 0 {
 		return nil, nil, "award names no GPUs"

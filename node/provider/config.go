@@ -40,6 +40,11 @@ type OfferConfig struct {
 	OfferGPUs []string `toml:"offer_gpus"`
 	// Datasets are CIDs of datasets cached on this host.
 	Datasets []string `toml:"datasets"`
+	// CPUShare is the share (0..1) of the host's cores and RAM offered to
+	// CPU-only jobs (gpus: 0), which lease it without a GPU; 0 offers
+	// none. CPUFloorUSD is its lowest price per core-hour, in USD.
+	CPUShare    float64 `toml:"cpu_share"`
+	CPUFloorUSD float64 `toml:"cpu_floor_usd"`
 	// Host resources offered to jobs; 0 means detect.
 	CPUCores      int `toml:"cpu_cores"`
 	RAMMiB        int `toml:"ram_mib"`

@@ -83,6 +83,7 @@ type Provider struct {
 	ex     *executors
 	attest *attestor
 	adv    *advertiser
+	cpu    *cpuPool // the CPU share leased to CPU-only work
 	firm   *firmHolds
 	bidder *bidder
 	runner *leaseRunner
@@ -135,6 +136,8 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	if p.adv, err = newAdvertiser(p, p.key, p.gpus); err != nil {
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
+	p.cpu = newCPUPool(p.adv.host, cfg.Offer.CPUShare, cfg.Offer.CPUFloorUSD)
+	p.adv.cpuOffer = p.cpu.offer
 	p.digest = newDigester(p)
 	p.adv.onChange = p.digest.signal
 	p.bidder = newBidder(p, deps.AdmitAward)

@@ -39,9 +39,11 @@ func (a *Renter) award(ctx context.Context, pa *pendingAuction, spec *auction.Jo
 	}
 	rfq := *pa.rfq
 	need := rfq.Resources.GPUs
+	// A CPU-only job (no GPU) is filled by one lease on a CPU share.
+	cpuOnly := need == 0
 	var leases []*store.Lease
 	excluded := map[string]bool{}
-	for attempt := 0; attempt < maxAwardAttempts && need > 0; attempt++ {
+	for attempt := 0; attempt < maxAwardAttempts && (need > 0 || cpuOnly && len(leases) == 0); attempt++ {
 		var remaining []*auction.Bid
 		var remainingIDs []string
 		for i, b := range bids {
@@ -65,7 +67,7 @@ func (a *Renter) award(ctx context.Context, pa *pendingAuction, spec *auction.Jo
 		}
 		for i, alloc := range plan.Allocations {
 			bid := remaining[alloc.BidIndex]
-			l, err := a.offerAward(ctx, &rfq, pa.rfqID, bid, remainingIDs[alloc.BidIndex], alloc, uint32(i+1), uint32(len(plan.Allocations)))
+			l, err := a.offerAward(ctx, pa.jobID, &rfq, pa.rfqID, bid, remainingIDs[alloc.BidIndex], alloc, uint32(i+1), uint32(len(plan.Allocations)))
 			if err != nil {
 				excluded[bid.Provider] = true
 				a.jobs.event(jobID, "decline", "%s did not take the award: %v; passing it on", lease.Short(bid.Provider), err)
@@ -74,7 +76,11 @@ func (a *Renter) award(ctx context.Context, pa *pendingAuction, spec *auction.Jo
 			excluded[bid.Provider] = true // it holds what it took
 			leases = append(leases, l)
 			need -= uint32(len(l.GPUs))
-			a.jobs.note(jobID, store.JobEvent{Kind: "lease", Message: fmt.Sprintf("lease %s: %d GPUs on %s at %s/GPU-h", lease.Short(l.ID), len(l.GPUs), lease.Short(l.Provider), lease.USD(l.PriceMicro))},
+			msg := fmt.Sprintf("lease %s: %d GPUs on %s at %s/GPU-h", lease.Short(l.ID), len(l.GPUs), lease.Short(l.Provider), lease.USD(l.PriceMicro))
+			if cpuOnly {
+				msg = fmt.Sprintf("lease %s: %d cores, %d MiB RAM (CPU-only) on %s at %s/h", lease.Short(l.ID), l.CPUCores, l.RAMMiB, lease.Short(l.Provider), lease.USD(l.PriceMicro))
+			}
+			a.jobs.note(jobID, store.JobEvent{Kind: "lease", Message: msg},
 				func(j *store.Job) { j.Leases = append(j.Leases, l.ID) })
 		}
 	}
@@ -188,7 +194,7 @@ func (a *Renter) matchInput(rfq *auction.RFQ, rfqID string, bids []*auction.Bid)
 }
 
 // offerAward sends one signed award and waits for the countersignature.
-func (a *Renter) offerAward(ctx context.Context, rfq *auction.RFQ, rfqID string, bid *auction.Bid, bidID string, alloc auction.Allocation, part, parts uint32) (*store.Lease, error) {
+func (a *Renter) offerAward(ctx context.Context, jobID string, rfq *auction.RFQ, rfqID string, bid *auction.Bid, bidID string, alloc auction.Allocation, part, parts uint32) (*store.Lease, error) {
 	nonce := make([]byte, 16)
 	if _, err := rand.Read(nonce); err != nil {
 		return nil, err
@@ -213,7 +219,7 @@ func (a *Renter) offerAward(ctx context.Context, rfq *auction.RFQ, rfqID string,
 	// The provider may ask for the job spec as soon as it countersigned,
 	// before the lease below is stored.
 	a.mu.Lock()
-	a.inflight[awardID] = inflightAward{provider: bid.Provider, jobCID: rfq.JobCID}
+	a.inflight[awardID] = inflightAward{provider: bid.Provider, jobID: jobID}
 	a.mu.Unlock()
 	defer func() {
 		a.mu.Lock()
@@ -252,11 +258,14 @@ func (a *Renter) offerAward(ctx context.Context, rfq *auction.RFQ, rfqID string,
 	// it owes); both sides then agree on the lease's state.
 	start := time.UnixMilli(acc.StartsAtMs)
 	l := &store.Lease{
-		ID: awardID, Side: "renter", Award: raw, Acceptance: resp[1:], JobCID: rfq.JobCID,
+		ID: awardID, Side: "renter", Award: raw, Acceptance: resp[1:], JobCID: rfq.JobCID, JobID: jobID,
 		Renter: aw.Renter, Provider: aw.Provider, GPUs: acc.GPUs, PriceMicro: aw.PriceMicro, Model: bid.Model,
 		Tier: string(aw.Tier), NoticeSec: aw.NoticeSec, ExpectedSec: rfq.ExpectedDurationSec, Runtime: rfq.Runtime,
 		State: lease.Awarded, StartsAtMs: start.UnixMilli(),
 		EndsAtMs: start.Add(time.Duration(rfq.MaxDurationSec) * time.Second).UnixMilli(),
+	}
+	if rfq.Resources.GPUs == 0 {
+		l.CPUCores, l.RAMMiB = auction.CPUCoresOf(rfq.Resources), rfq.Resources.RAMMiB
 	}
 	if err := a.leases.Put(l); err != nil {
 		return nil, err

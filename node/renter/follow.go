@@ -18,20 +18,20 @@ import (
 // may already ask for the spec before the renter stored the lease.
 type inflightAward struct {
 	provider string
-	jobCID   string
+	jobID    string // the renter's job
 }
 
 // serveJob answers a provider preparing one of this renter's leases: the
 // job spec, and the artifacts (WASM modules) the job names. Only the
 // lease's provider is served, and only what its job names.
 func (a *Renter) serveJob(ctx context.Context, from peer.ID, req *jobproto.Request, send func([]byte) error) error {
-	jobCID, ok := a.leaseJob(req.Lease, from)
+	jobID, ok := a.leaseJob(req.Lease, from)
 	if !ok {
 		return lease.Refuse(send, jobproto.CodeNotFound, "no lease %s with provider %s", req.Lease, from)
 	}
-	j, err := a.db.GetJob(jobCID)
+	j, err := a.db.GetJob(jobID)
 	if err != nil {
-		return lease.Refuse(send, jobproto.CodeNotFound, "job %s: %v", jobCID, err)
+		return lease.Refuse(send, jobproto.CodeNotFound, "job %s: %v", jobID, err)
 	}
 	switch req.Op {
 	case jobproto.OpSpec:
@@ -42,7 +42,7 @@ func (a *Renter) serveJob(ctx context.Context, from peer.ID, req *jobproto.Reque
 			return lease.Refuse(send, jobproto.CodeInternal, "stored spec: %v", err)
 		}
 		if spec.Module != req.CID {
-			return lease.Refuse(send, jobproto.CodeForbidden, "job %s does not name artifact %s", jobCID, req.CID)
+			return lease.Refuse(send, jobproto.CodeForbidden, "job %s does not name artifact %s", jobID, req.CID)
 		}
 		rc, err := a.artifacts.Get(ctx, req.CID)
 		if err != nil {
@@ -66,10 +66,10 @@ func (a *Renter) leaseJob(leaseID string, p peer.ID) (string, bool) {
 	in, ok := a.inflight[leaseID]
 	a.mu.Unlock()
 	if ok {
-		return in.jobCID, in.provider == p.String()
+		return in.jobID, in.provider == p.String()
 	}
 	if l, err := a.db.GetLease(leaseID); err == nil {
-		return l.JobCID, l.Side == lease.SideRenter && l.Provider == p.String()
+		return l.RenterJobID(), l.Side == lease.SideRenter && l.Provider == p.String()
 	}
 	return "", false
 }
@@ -185,7 +185,7 @@ func (a *Renter) leaseEvent(l *store.Lease, st *jobproto.Status) {
 	if st.OutputCID != "" {
 		msg += fmt.Sprintf("; output %s, %d bytes", st.OutputCID, st.OutputSize)
 	}
-	a.jobs.event(l.JobCID, "lease-"+st.State, "%s", msg)
+	a.jobs.event(l.RenterJobID(), "lease-"+st.State, "%s", msg)
 }
 
 // cancelLease asks a lease's provider to stop its work and records the

@@ -65,7 +65,7 @@ func (a *Renter) handlePreempt(_ context.Context, from peer.ID, req []byte) ([]b
 		if _, err := a.leases.Update(l.ID, func(l *store.Lease) bool { l.PreemptAtMs = notice.EffectiveAtMs; return true }); err != nil {
 			a.log.Warn("store lease", "lease", lease.Short(l.ID), "err", err)
 		}
-		a.jobs.event(l.JobCID, "preempt-notice", "provider %s preempted lease %s with %ds notice: %s", lease.Short(l.Provider), lease.Short(l.ID), notice.NoticeSec, notice.Reason)
+		a.jobs.event(l.RenterJobID(), "preempt-notice", "provider %s preempted lease %s with %ds notice: %s", lease.Short(l.Provider), lease.Short(l.ID), notice.NoticeSec, notice.Reason)
 		return lease.Ack, nil
 	}
 	if notice.NoticeSec < l.NoticeSec {
@@ -74,7 +74,7 @@ func (a *Renter) handlePreempt(_ context.Context, from peer.ID, req []byte) ([]b
 	if _, err := a.leases.Update(l.ID, func(l *store.Lease) bool { l.PreemptAtMs = notice.EffectiveAtMs; return true }); err != nil {
 		return nil, err
 	}
-	a.jobs.event(l.JobCID, "preempt-notice", "provider %s preempts lease %s in %ds: %s", lease.Short(l.Provider), lease.Short(l.ID), notice.NoticeSec, notice.Reason)
+	a.jobs.event(l.RenterJobID(), "preempt-notice", "provider %s preempts lease %s in %ds: %s", lease.Short(l.Provider), lease.Short(l.ID), notice.NoticeSec, notice.Reason)
 	wait := time.UnixMilli(notice.EffectiveAtMs).Sub(a.now())
 	err = a.background(func(ctx context.Context) {
 		t := time.NewTimer(wait)
@@ -86,7 +86,7 @@ func (a *Renter) handlePreempt(_ context.Context, from peer.ID, req []byte) ([]b
 		}
 		a.finishLease(l.ID, lease.Preempted, notice.Reason)
 		select {
-		case a.preemptions(l.JobCID) <- l.ID:
+		case a.preemptions(l.RenterJobID()) <- l.ID:
 		default:
 		}
 	})

@@ -61,6 +61,10 @@ func (a *Renter) payLease(ctx context.Context, l *store.Lease) {
 		start := time.UnixMilli(l.StartsAtMs)
 		py.pay(ctx, start.Add(time.Duration(cfg.PrepayIntervals)*cfg.VoucherInterval), "")
 	}
+	if len(l.GPUs) == 0 {
+		py.payByTime(ctx) // CPU-only work: no telemetry windows (pay_cpu.go)
+		return
+	}
 	late := max(cfg.VoucherInterval, cfg.Window) + cfg.VoucherGrace
 	backoff := 500 * time.Millisecond
 	// At least one pass, even for a lease that ended before the payer
@@ -145,7 +149,7 @@ func (py *payer) checkLate(late time.Duration) {
 
 func (py *payer) stop(why string) {
 	py.stopped = why
-	py.a.jobs.event(py.l.JobCID, "payment-stopped", "lease %s: payments stopped: %s", lease.Short(py.l.ID), why)
+	py.a.jobs.event(py.l.RenterJobID(), "payment-stopped", "lease %s: payments stopped: %s", lease.Short(py.l.ID), why)
 	py.a.log.Warn("payments stopped", "lease", lease.Short(py.l.ID), "reason", why)
 }
 
@@ -228,7 +232,7 @@ func (py *payer) pay(ctx context.Context, until time.Time, telemetry string) {
 	py.seq++
 	v := &attest.Voucher{
 		V: attest.RecordsVersion, Lease: l.ID, Renter: l.Renter, Provider: l.Provider, Seq: py.seq,
-		AmountMicro: owed(l.PriceMicro, len(l.GPUs), until.Sub(start)), CoveredUntilMs: until.UnixMilli(),
+		AmountMicro: owed(l.PriceMicro, leaseUnits(len(l.GPUs)), until.Sub(start)), CoveredUntilMs: until.UnixMilli(),
 		Telemetry: telemetry, IssuedMs: py.a.now().UnixMilli(),
 	}
 	raw, err := attest.SealVoucher(v, a.key)

@@ -31,10 +31,6 @@ import (
 	"github.com/idlegrid/idlegrid/store"
 )
 
-// ErrJobActive is returned when a spec is submitted while the same job
-// (same spec CID) is still running.
-var ErrJobActive = errors.New("job is already active")
-
 // maxAwardAttempts bounds how often one auction passes an award on after
 // declines and timeouts.
 const maxAwardAttempts = 8
@@ -62,6 +58,8 @@ type Renter struct {
 	rep           Reputation
 	reportFraud   func(proof []byte)
 	withhold      func(leaseID string) bool
+
+	submitMu sync.Mutex // one Submit at a time (idempotency keys)
 
 	mu      sync.Mutex
 	pending map[string]*pendingAuction // by RFQ ID
@@ -153,44 +151,6 @@ func (a *Renter) background(fn func(ctx context.Context)) error {
 	}
 	a.wg.Go(func() { fn(ctx) })
 	return nil
-}
-
-// Submit validates a YAML job spec, records the job and starts its
-// auction. Nothing is published for a spec that fails validation.
-func (a *Renter) Submit(specYAML []byte) (*store.Job, error) {
-	spec, err := auction.ParseJobSpec(specYAML)
-	if err != nil {
-		return nil, err
-	}
-	if err := spec.Validate(); err != nil {
-		return nil, err
-	}
-	jobCID, err := spec.CID()
-	if err != nil {
-		return nil, err
-	}
-	id := jobCID.String()
-	now := a.now().UnixMilli()
-	job := &store.Job{ID: id, Name: spec.Name, Spec: specYAML, State: lease.JobAuctioning, CreatedAtMs: now, UpdatedAtMs: now}
-	if err := a.jobs.create(job); err != nil {
-		existing, gerr := a.db.GetJob(id)
-		if gerr != nil {
-			return nil, err
-		}
-		if !lease.JobState(existing.State).Terminal() {
-			return nil, fmt.Errorf("job %s: %w (state %s)", id, ErrJobActive, existing.State)
-		}
-		// The same spec again after it ended: run it again.
-		if _, err := a.jobs.setState(id, lease.JobAuctioning, "resubmitted", "job submitted again"); err != nil {
-			return nil, err
-		}
-	}
-	if err := a.background(func(ctx context.Context) {
-		a.runJob(ctx, id, func(ctx context.Context) { a.auction(ctx, id, spec, 0) })
-	}); err != nil {
-		return nil, err
-	}
-	return a.db.GetJob(id)
 }
 
 // resumeJobs picks up the jobs a restart interrupted: auctions run again,

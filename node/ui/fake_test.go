@@ -79,7 +79,7 @@ func fakeOffer() api.Offer {
 func (f *fakeBackend) Provider(context.Context, string) (api.Offer, error) { return fakeOffer(), nil }
 func (f *fakeBackend) Capacity() (api.Offer, error)                        { return fakeOffer(), nil }
 
-func (f *fakeBackend) SubmitJob(_ context.Context, spec []byte) (api.Job, error) {
+func (f *fakeBackend) SubmitJob(_ context.Context, spec []byte, _ api.SubmitOptions) (api.Job, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.submitted = append(f.submitted, string(spec))

@@ -64,7 +64,7 @@ func (u *UI) postJob(w http.ResponseWriter, r *http.Request, s *session) error {
 			return u.showJobs(w, r, s, http.StatusBadRequest, f, err.Error())
 		}
 	}
-	job, err := u.b.SubmitJob(r.Context(), spec)
+	job, err := u.b.SubmitJob(r.Context(), spec, api.SubmitOptions{})
 	var apiErr *api.Error
 	if errors.As(err, &apiErr) && apiErr.Status < 500 {
 		return u.showJobs(w, r, s, apiErr.Status, f, apiErr.Message)

@@ -43,10 +43,11 @@ var specFlags = []specFlag{
 
 func newJobSubmitCmd(g *globals) *cobra.Command {
 	var (
-		file   string
-		env    []string
-		detach bool
-		asJSON bool
+		file    string
+		env     []string
+		detach  bool
+		asJSON  bool
+		idemKey string
 	)
 	cmd := &cobra.Command{
 		Use:   "submit [-f SPEC.yaml] [flags] [-- CMD ARGS...]",
@@ -56,8 +57,9 @@ func newJobSubmitCmd(g *globals) *cobra.Command {
   idlegrid job submit --gpus 1 --gpu h100,a100 --vram 40GiB --tier bronze \
     --max-price 1.80 --region de,fr --duration 2h --image REF@sha256:... -- cmd args
 
-The daemon validates the spec (nothing is posted when it is wrong), gives it
-a CID and runs the auction. Progress (bids received, best price, award, or why
+The daemon validates the spec (nothing is posted when it is wrong), gives the
+submission its own job ID (submitting one spec twice makes two jobs; a retry
+with the same --idempotency-key returns the first) and runs the auction. Progress (bids received, best price, award, or why
 it failed) is shown live; --json prints the outcome. Every field is described
 in docs/jobspec.md.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -106,7 +108,7 @@ in docs/jobspec.md.`,
 				return err
 			}
 			ctx := cmd.Context()
-			job, err := c.SubmitJob(ctx, body)
+			job, err := c.SubmitJobWith(ctx, body, api.SubmitOptions{IdempotencyKey: idemKey})
 			if err != nil {
 				return explain(err, g.home)
 			}
@@ -164,6 +166,7 @@ in docs/jobspec.md.`,
 	f.StringArrayVar(&env, "env", nil, "environment variable KEY=VALUE (repeatable)")
 	f.BoolVar(&detach, "detach", false, "return once the job is accepted, without following the auction")
 	f.BoolVar(&asJSON, "json", false, "print the final job as JSON")
+	f.StringVar(&idemKey, "idempotency-key", "", "client key for safe retries: a submit with a key already used returns that job")
 	return cmd
 }
 

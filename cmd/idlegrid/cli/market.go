@@ -69,10 +69,10 @@ Fields and units: docs/query.md. An empty query lists every provider.`,
 
 func printSearch(w io.Writer, res api.SearchResult) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PEER\tREGION\tFREE GPUS\tVRAM\tBRONZE\tSILVER\tGOLD\tRUNTIMES\tRELIABILITY")
+	fmt.Fprintln(tw, "PEER\tREGION\tFREE GPUS\tVRAM\tFREE CPU\tBRONZE\tSILVER\tGOLD\tRUNTIMES\tRELIABILITY")
 	for _, o := range res.Offers {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\n",
-			short(o.PeerID), region(o), gpuSummary(o), vramSummary(o),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\n",
+			short(o.PeerID), region(o), gpuSummary(o), vramSummary(o), cpuSummary(o.CPU),
 			usd(o.FloorUSD.Bronze), usd(o.FloorUSD.Silver), usd(o.FloorUSD.Gold),
 			strings.Join(o.Runtimes, ","), o.Reliability)
 	}
@@ -135,6 +135,10 @@ func printOffer(w io.Writer, o api.Offer) error {
 	fmt.Fprintf(tw, "floor\tbronze %s  silver %s  gold %s  (USD per GPU-hour)\n", usd(o.FloorUSD.Bronze), usd(o.FloorUSD.Silver), usd(o.FloorUSD.Gold))
 	fmt.Fprintf(tw, "runtimes\t%s\n", strings.Join(o.Runtimes, ", "))
 	fmt.Fprintf(tw, "host\t%d cores, %d MiB RAM, %d GiB disk\n", o.Host.CPUCores, o.Host.RAMMiB, o.Host.DiskGiB)
+	if c := o.CPU; c != nil {
+		fmt.Fprintf(tw, "cpu share\t%d of %d cores, %d of %d MiB RAM free for CPU-only jobs, %s per core-hour\n",
+			c.FreeCores, c.Cores, c.FreeRAMMiB, c.RAMMiB, usd(c.FloorUSDPerCoreHour))
+	}
 	if o.MaxDuration != "" {
 		fmt.Fprintf(tw, "max duration\t%s\n", o.MaxDuration)
 	}
@@ -173,6 +177,14 @@ func usd(x float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("$%.2f", x)
+}
+
+// cpuSummary is the free part of a CPU share, "6c/12GiB"; "-" without one.
+func cpuSummary(c *api.OfferCPU) string {
+	if c == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%dc/%dGiB", c.FreeCores, c.FreeRAMMiB>>10)
 }
 
 // gpuSummary is "2x h100-80gb" (free GPUs by model).

@@ -85,6 +85,11 @@ func (c *Client) RecentGossip(ctx context.Context, topic string) ([]api.GossipMe
 }
 
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, body []byte, out any) error {
+	return c.doHeader(ctx, method, path, q, nil, body, out)
+}
+
+// doHeader is do with extra request headers.
+func (c *Client) doHeader(ctx context.Context, method, path string, q url.Values, hdr http.Header, body []byte, out any) error {
 	u := c.base + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
@@ -96,6 +101,9 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return fmt.Errorf("client: %s %s: %w", method, path, err)
+	}
+	for k, vs := range hdr {
+		req.Header[k] = vs
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	resp, err := c.hc.Do(req)

@@ -17,8 +17,19 @@ import (
 // SubmitJob posts a YAML job spec; the daemon validates it and starts the
 // auction. A bad spec is an *api.Error with code bad_spec.
 func (c *Client) SubmitJob(ctx context.Context, specYAML []byte) (api.Job, error) {
+	return c.SubmitJobWith(ctx, specYAML, api.SubmitOptions{})
+}
+
+// SubmitJobWith is SubmitJob with options: with an idempotency key, a
+// retry of a submit whose answer was lost returns the same job.
+func (c *Client) SubmitJobWith(ctx context.Context, specYAML []byte, opts api.SubmitOptions) (api.Job, error) {
+	var hdr http.Header
+	if opts.IdempotencyKey != "" {
+		hdr = http.Header{}
+		hdr.Set(api.IdempotencyKeyHeader, opts.IdempotencyKey)
+	}
 	var out api.Job
-	err := c.do(ctx, http.MethodPost, "/v1/jobs", nil, specYAML, &out)
+	err := c.doHeader(ctx, http.MethodPost, "/v1/jobs", nil, hdr, specYAML, &out)
 	return out, err
 }
 

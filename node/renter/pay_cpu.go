@@ -1,0 +1,43 @@
+package renter
+
+import (
+	"context"
+	"time"
+
+	"github.com/idlegrid/idlegrid/node/lease"
+)
+
+// payByTime pays a CPU-only lease (no GPU, so no telemetry windows to
+// verify): every voucher interval while the work runs, a cumulative
+// voucher up to now, and at the end one up to when the work finished.
+// The renter has no evidence of the work beyond the provider's status, so
+// it risks one interval, as with GPU work; CPU telemetry would make these
+// payments verified.
+func (py *payer) payByTime(ctx context.Context) {
+	a := py.a
+	t := time.NewTicker(max(a.cfg.Attest.VoucherInterval, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		cur, err := a.db.GetLease(py.l.ID)
+		switch {
+		case err != nil:
+			return
+		case cur.WorkFinishedMs != 0:
+			py.pay(ctx, time.UnixMilli(cur.WorkFinishedMs), "")
+			return
+		case lease.State(cur.State).Terminal():
+			return
+		case cur.WorkStartedMs != 0:
+			py.pay(ctx, a.now(), "")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// leaseUnits is what a lease's price is per hour of: its GPUs, or the
+// whole job for CPU-only work (priced per hour of the lease).
+func leaseUnits(gpus int) int { return max(gpus, 1) }
