@@ -223,7 +223,7 @@ func ParseHealthCheck(s string) (HealthCheck, error) {
 		port, path = rest[:i], rest[i:]
 	}
 	if !jobIsDigits(port, 1, 5) {
-		return HealthCheck{}, fmt.Errorf("%q: want a port number after %s:", s, proto)
+		return HealthCheck{}, fmt.Errorf("%q: want a port number after %q", s, proto+":")
 	}
 	n, _ := strconv.Atoi(port)
 	if n < 1 || n > 65535 {
