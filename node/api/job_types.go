@@ -13,6 +13,8 @@ type Job struct {
 	RFQs      []string   `json:"rfqs,omitempty"`
 	Leases    []Lease    `json:"leases,omitempty"`
 	Events    []JobEvent `json:"events,omitempty"`
+	// Forwards are a service job's running forwards (job forward).
+	Forwards []Forward `json:"forwards,omitempty"`
 }
 
 // Terminal reports whether the job will not change state again.
@@ -64,6 +66,9 @@ type Lease struct {
 	PaidUSD    float64   `json:"paid_usd,omitempty"`
 	PaidUntil  time.Time `json:"paid_until,omitzero"`
 	ReceiptCID string    `json:"receipt_cid,omitempty"`
+	// Health is a service lease's health verdict (starting, healthy,
+	// unhealthy); empty for batch work.
+	Health string `json:"health,omitempty"`
 }
 
 // Result is a job's downloaded output: a tar file addressed by CID.

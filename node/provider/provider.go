@@ -20,6 +20,7 @@ import (
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/executor"
+	"github.com/idlegrid/idlegrid/node/forward"
 	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/node/jobproto"
 	"github.com/idlegrid/idlegrid/node/lease"
@@ -87,6 +88,9 @@ type Provider struct {
 	bidder *bidder
 	runner *leaseRunner
 	digest *digester
+	// services are the running service leases; fwd tunnels to them.
+	services *serviceBook
+	fwd      *forward.Server
 
 	// shardView is this node's digests of one shard (trust's book).
 	shardView func(s auction.Shard) []*auction.Digest
@@ -129,6 +133,10 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	// Advertise only the runtimes that can run here.
 	p.cfg.Offer.Runtimes = offered
 	if p.attest, err = openAttestor(p); err != nil {
+		return nil, fmt.Errorf("provider.New: %w", err)
+	}
+	p.services = newServiceBook()
+	if p.fwd, err = forward.NewServer(forward.ServerConfig{}, forward.ServerDeps{Logger: p.log, Resolve: p.ResolveTunnel}); err != nil {
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
 	p.firm = newFirmHolds(cfg.Offer.FirmHold, cfg.Offer.FirmHoldGPUs, p.now)
