@@ -205,4 +205,3 @@ func strangerTunnel(ctx context.Context, prov *proc, leaseID string) error {
 	}
 	return r.Err()
 }
-
