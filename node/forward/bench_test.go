@@ -153,4 +153,3 @@ func BenchmarkTunnelThroughput(b *testing.B) {
 		}
 	}
 }
-
