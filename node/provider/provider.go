@@ -17,6 +17,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/executor"
@@ -67,6 +68,8 @@ type Deps struct {
 	// PriceIndex is the network's cleared prices (signed award summaries),
 	// which cap the scarcity markup; nil: no cap.
 	PriceIndex func(since, until time.Time) ([]auction.PriceStat, error)
+	// Registerer gets the service tunnel's metrics; nil: none.
+	Registerer prometheus.Registerer
 }
 
 // Provider is the running provider room.
@@ -136,7 +139,7 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
 	p.services = newServiceBook()
-	if p.fwd, err = forward.NewServer(forward.ServerConfig{}, forward.ServerDeps{Logger: p.log, Resolve: p.ResolveTunnel}); err != nil {
+	if p.fwd, err = forward.NewServer(forward.ServerConfig{}, forward.ServerDeps{Logger: p.log, Registerer: deps.Registerer, Resolve: p.ResolveTunnel}); err != nil {
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
 	p.firm = newFirmHolds(cfg.Offer.FirmHold, cfg.Offer.FirmHoldGPUs, p.now)
