@@ -81,6 +81,16 @@ func TestDockerServiceEndToEnd(t *testing.T) {
 		t.Errorf("job status:\n%s %v", out, err)
 	}
 
+	for _, m := range []struct {
+		p    *proc
+		name string
+	}{{d.renter, "idlegrid_forward_client_request_seconds_count"}, {prov, "idlegrid_forward_served_tunnels_total"}} {
+		text, err := m.p.client.Metrics(ctx)
+		if err != nil || !strings.Contains(text, m.name) {
+			t.Errorf("%s metrics lack %s (%v)", m.p.name, m.name, err)
+		}
+	}
+
 	if err := strangerTunnel(ctx, prov, leaseID); !errors.Is(err, forward.ErrRefused) {
 		t.Fatalf("a peer that is not the renter opened the tunnel: %v", err)
 	}
