@@ -112,6 +112,10 @@ func (f *Forwarder) Run(ctx context.Context) error {
 			}
 			return fmt.Errorf("forward.Run: accept: %w", err)
 		}
+		if f.ctx.Err() != nil {
+			_ = c.Close()
+			return nil
+		}
 		f.rec.update(func(s *Stats) { s.Conns++; s.Open++ })
 		f.wg.Go(func() {
 			defer f.rec.update(func(s *Stats) { s.Open-- })

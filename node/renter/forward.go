@@ -60,6 +60,19 @@ func (b *forwardBook) remove(job string, port uint16) *forward.Forwarder {
 	return f
 }
 
+// drop removes f if it still holds its slot (StopForward and a newer
+// forward may have taken it since).
+func (b *forwardBook) drop(job string, f *forward.Forwarder) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m[job][f.Port()] == f {
+		delete(b.m[job], f.Port())
+		if len(b.m[job]) == 0 {
+			delete(b.m, job)
+		}
+	}
+}
+
 func (b *forwardBook) list(job string) []*forward.Forwarder {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -124,12 +137,10 @@ func (a *Renter) StartForward(jobID, listen string, port uint16) (api.Forward, e
 		if err := f.Run(ctx); err != nil {
 			a.log.Warn("forward stopped", "job", jobID, "port", port, "err", err)
 		}
-		if a.forwards.remove(jobID, port) != f {
-			a.forwards.add(jobID, f) // a newer forward took the slot; leave it
-		}
+		a.forwards.drop(jobID, f)
 	})
 	if err != nil {
-		a.forwards.remove(jobID, port)
+		a.forwards.drop(jobID, f)
 		_ = f.Close()
 		return api.Forward{}, err
 	}
