@@ -74,6 +74,15 @@ type JobSpec struct {
 	Egress         bool     `yaml:"egress,omitempty"`
 	MinNotice      string   `yaml:"min_notice,omitempty"` // bronze only
 
+	// Service jobs (kind: service; jobspec_service.go).
+	Kind               string   `yaml:"kind,omitempty"` // batch (default) or service
+	Ports              []int    `yaml:"ports,omitempty"`
+	Health             string   `yaml:"health,omitempty"` // http:PORT/PATH or tcp:PORT
+	HealthInterval     string   `yaml:"health_interval,omitempty"`
+	HealthThreshold    int      `yaml:"health_threshold,omitempty"`
+	ForwardPeers       []string `yaml:"forward_peers,omitempty"`
+	ReauctionUnhealthy bool     `yaml:"reauction_unhealthy,omitempty"`
+
 	// lines maps a field to the YAML line it came from, so problems found
 	// after parsing still point into the file.
 	lines map[string]int
@@ -84,6 +93,7 @@ var jobSpecFields = []string{
 	"name", "runtime", "image", "module", "command", "env", "gpus", "gpu", "vram", "cc", "cpu",
 	"ram", "disk", "tier", "max_price", "min_reliability", "region", "max_rtt", "duration",
 	"max_duration", "start_by", "bid_window", "datasets", "pricing", "egress", "min_notice",
+	"kind", "ports", "health", "health_interval", "health_threshold", "forward_peers", "reauction_unhealthy",
 }
 
 // JobSpecFields returns the field names a job spec accepts, in
@@ -199,6 +209,9 @@ func (s *JobSpec) set(field, v string) error {
 	case "command":
 		return errors.New("is the argument list after --; assign JobSpec.Command")
 	default:
+		if ok, err := s.setService(field, v); ok {
+			return err
+		}
 		return jobUnknownField(field)
 	}
 	return nil
@@ -331,6 +344,16 @@ func (s *JobSpec) setNode(field string, v *yaml.Node) error {
 			return err
 		}
 		s.setList(field, list)
+	case "ports", "forward_peers":
+		if v.Kind == yaml.SequenceNode {
+			list, err := yamlScalarList(v)
+			if err != nil {
+				return err
+			}
+			_, err = s.setService(field, strings.Join(list, ","))
+			return err
+		}
+		return s.set(field, v.Value)
 	default:
 		if v.Kind != yaml.ScalarNode {
 			return errors.New("want a single value, not a list or mapping")

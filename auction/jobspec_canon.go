@@ -136,6 +136,8 @@ type jobSpecCanon struct {
 	Pricing                PricingRule       `cbor:"pricing"`
 	Egress                 bool              `cbor:"egress,omitempty"`
 	MinNoticeSec           uint32            `cbor:"min_notice_s,omitempty"`
+	// Service is nil for batch jobs, so their CIDs are unchanged.
+	Service *Service `cbor:"service,omitempty"`
 }
 
 func (c *jobSpecCanon) cid() (cid.Cid, error) {
@@ -210,6 +212,8 @@ type Workload struct {
 	Resources      Resources
 	MaxDurationSec uint64
 	Egress         bool
+	// Service is set for kind: service jobs.
+	Service *Service
 }
 
 // Workload resolves the spec into what runs. It fails like Validate.
@@ -220,6 +224,6 @@ func (s *JobSpec) Workload() (*Workload, error) {
 	}
 	return &Workload{
 		Runtime: c.Runtime, Image: c.Image, Module: c.Module, Command: c.Command, Env: c.Env,
-		Resources: c.Resources, MaxDurationSec: c.MaxDurationSec, Egress: c.Egress,
+		Resources: c.Resources, MaxDurationSec: c.MaxDurationSec, Egress: c.Egress, Service: c.Service,
 	}, nil
 }

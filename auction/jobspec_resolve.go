@@ -54,6 +54,7 @@ func (s *JobSpec) resolve(sp *specProblems) *jobSpecCanon {
 	s.resolveResources(sp, c)
 	s.resolveMarket(sp, c)
 	s.resolveTimes(sp, c)
+	s.resolveService(sp, c)
 	return c
 }
 

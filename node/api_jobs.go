@@ -125,6 +125,9 @@ func (b apiBackend) toAPIJob(j *store.Job) api.Job {
 	for _, ev := range j.Events {
 		out.Events = append(out.Events, toAPIEvent(ev))
 	}
+	if b.n.renter != nil {
+		out.Forwards = b.n.renter.Forwards(j.ID)
+	}
 	return out
 }
 
@@ -146,6 +149,7 @@ func toAPILease(l *store.Lease) api.Lease {
 	}
 	out.Runtime, out.ExitCode = l.Runtime, l.ExitCode
 	out.OutputCID, out.OutputSize, out.LogBytes = l.OutputCID, l.OutputSize, l.LogBytes
+	out.Health = l.Health
 	if l.WorkStartedMs != 0 {
 		out.StartedAt = time.UnixMilli(l.WorkStartedMs).UTC()
 	}

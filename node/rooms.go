@@ -8,6 +8,7 @@ import (
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/executor"
+	"github.com/idlegrid/idlegrid/node/forward"
 	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/node/jobproto"
 	"github.com/idlegrid/idlegrid/node/lease"
@@ -43,7 +44,7 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 		}, provider.Deps{
 			Logger: n.log, Clock: time.Now, Key: n.key, P2P: n.p2p, Store: n.db, Leases: n.leases, GPU: n.gpus,
 			Artifacts: artifacts, WorkDir: n.workDir, Executors: deps.Executors, AdmitAward: deps.AdmitAward,
-			ShardView: n.shardView, PriceIndex: n.priceIndex,
+			ShardView: n.shardView, PriceIndex: n.priceIndex, Registerer: n.reg,
 		}); err != nil {
 			return err
 		}
@@ -70,7 +71,7 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 			Artifacts: artifacts, WorkDir: n.workDir,
 			Offers: n.trust.Offers, Shards: n.trust.ShardsFor, ExpectBidders: n.trust.ExpectedBidders,
 			Reputation: n.trust.Reputation(), ReportFraud: n.trust.ApplyFraud,
-			WithholdPayment: deps.WithholdPayment,
+			WithholdPayment: deps.WithholdPayment, Registerer: n.reg,
 		}); err != nil {
 			return err
 		}
@@ -83,6 +84,7 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 func (n *Node) route() {
 	if n.provider != nil {
 		n.p2p.HandleRequests(lease.LeaseProto, "idlegrid.lease", lease.LeaseLimits, n.provider.HandleAward)
+		n.p2p.HandleTunnel(forward.Proto, "idlegrid.forward", forward.TunnelLimits, n.provider.HandleTunnel)
 	}
 	if n.renter != nil {
 		n.p2p.HandleRequests(lease.BidProto, "idlegrid.bid", lease.BidLimits, n.renter.HandleBid)

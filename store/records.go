@@ -65,7 +65,10 @@ type Lease struct {
 	Spec []byte `json:"spec,omitempty"`
 	// Handle names the workload in its executor while it exists, so a
 	// restarted provider can reattach to it.
-	Handle         string `json:"handle,omitempty"`
+	Handle string `json:"handle,omitempty"`
+	// Health is a service's health check verdict (lease.Health*); empty
+	// for batch work.
+	Health         string `json:"health,omitempty"`
 	ExitCode       *int   `json:"exit_code,omitempty"`
 	WorkStartedMs  int64  `json:"work_started_ms,omitempty"`
 	WorkFinishedMs int64  `json:"work_finished_ms,omitempty"`

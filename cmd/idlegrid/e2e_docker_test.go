@@ -74,7 +74,7 @@ type dockerNet struct {
 // renter sees every provider's docker offer. Every container of the
 // providers is removed at cleanup, after the daemons stop, and the logs are
 // printed if the test failed.
-func startDockerNet(t *testing.T, cli *client.Client, n int, gpus int) *dockerNet {
+func startDockerNet(t *testing.T, cli *client.Client, n int, gpus int, extra ...string) *dockerNet {
 	t.Helper()
 	d := &dockerNet{bin: buildBinary(t), cli: cli}
 	root := t.TempDir()
@@ -120,6 +120,7 @@ func startDockerNet(t *testing.T, cli *client.Client, n int, gpus int) *dockerNe
 			"--set", "market.refresh=2s",
 			"--log-level", "debug",
 		}
+		p.args = append(p.args, extra...)
 		if slices.Contains(d.providers, p) {
 			p.args = append(p.args,
 				"--set", "gpu.backend=sim",

@@ -16,6 +16,8 @@ type Job struct {
 	RFQs      []string   `json:"rfqs,omitempty"`
 	Leases    []Lease    `json:"leases,omitempty"`
 	Events    []JobEvent `json:"events,omitempty"`
+	// Forwards are a service job's running forwards (job forward).
+	Forwards []Forward `json:"forwards,omitempty"`
 }
 
 // SubmitOptions are the optional parts of a job submission.
@@ -78,6 +80,9 @@ type Lease struct {
 	PaidUSD    float64   `json:"paid_usd,omitempty"`
 	PaidUntil  time.Time `json:"paid_until,omitzero"`
 	ReceiptCID string    `json:"receipt_cid,omitempty"`
+	// Health is a service lease's health verdict (starting, healthy,
+	// unhealthy); empty for batch work.
+	Health string `json:"health,omitempty"`
 }
 
 // Result is a job's downloaded output: a tar file addressed by CID.

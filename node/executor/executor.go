@@ -89,6 +89,10 @@ type Spec struct {
 	Env     map[string]string
 	Stdin   []byte
 	Limits  Limits
+	// Ports makes the workload a service: the container ports it listens
+	// on, reachable by the daemon through Endpointer.Endpoint and from
+	// nowhere else (docker only).
+	Ports []uint16
 }
 
 // Validate checks what every executor needs; executors check the rest.

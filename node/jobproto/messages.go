@@ -116,6 +116,9 @@ type Status struct {
 	OutputCID  string `cbor:"output_cid,omitempty"`
 	OutputSize int64  `cbor:"output_size,omitempty"`
 	LogBytes   int64  `cbor:"log_bytes,omitempty"`
+	// Health is a service's health verdict: starting, healthy or
+	// unhealthy; empty for batch work.
+	Health string `cbor:"health,omitempty"`
 }
 
 // Header opens every response. A refused request has Error set and no

@@ -56,8 +56,10 @@ func (r *leaseRunner) execute(ctx context.Context, id string) {
 	}
 	wctx, stopWatch := context.WithCancel(ctx)
 	go r.payWatch(wctx, id)
+	endService := r.runService(wctx, id, ex, h)
 	res, detached := r.wait(ctx, id, ex, h)
 	stopWatch()
+	endService()
 	if detached {
 		// The node is shutting down and the workload outlives it: the
 		// next start reattaches to it.
@@ -257,6 +259,9 @@ func (r *leaseRunner) execSpec(l *store.Lease, w *auction.Workload) executor.Spe
 			MaxDuration: max(time.Second, time.UnixMilli(l.EndsAtMs).Sub(r.now())),
 			Network:     executor.NetworkNone,
 		},
+	}
+	if w.Service != nil {
+		s.Ports = w.Service.Ports
 	}
 	if w.Egress && r.p.cfg.Offer.Egress {
 		s.Limits.Network = executor.NetworkEgress

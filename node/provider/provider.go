@@ -17,9 +17,11 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/executor"
+	"github.com/idlegrid/idlegrid/node/forward"
 	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/node/jobproto"
 	"github.com/idlegrid/idlegrid/node/lease"
@@ -66,6 +68,8 @@ type Deps struct {
 	// PriceIndex is the network's cleared prices (signed award summaries),
 	// which cap the scarcity markup; nil: no cap.
 	PriceIndex func(since, until time.Time) ([]auction.PriceStat, error)
+	// Registerer gets the service tunnel's metrics; nil: none.
+	Registerer prometheus.Registerer
 }
 
 // Provider is the running provider room.
@@ -88,6 +92,9 @@ type Provider struct {
 	bidder *bidder
 	runner *leaseRunner
 	digest *digester
+	// services are the running service leases; fwd tunnels to them.
+	services *serviceBook
+	fwd      *forward.Server
 
 	// shardView is this node's digests of one shard (trust's book).
 	shardView func(s auction.Shard) []*auction.Digest
@@ -130,6 +137,10 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	// Advertise only the runtimes that can run here.
 	p.cfg.Offer.Runtimes = offered
 	if p.attest, err = openAttestor(p); err != nil {
+		return nil, fmt.Errorf("provider.New: %w", err)
+	}
+	p.services = newServiceBook()
+	if p.fwd, err = forward.NewServer(forward.ServerConfig{}, forward.ServerDeps{Logger: p.log, Registerer: deps.Registerer, Resolve: p.ResolveTunnel}); err != nil {
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
 	p.firm = newFirmHolds(cfg.Offer.FirmHold, cfg.Offer.FirmHoldGPUs, p.now)

@@ -68,7 +68,7 @@ func leaseStatus(l *store.Lease) *jobproto.Status {
 	return &jobproto.Status{
 		Version: l.Version, State: l.State, Reason: l.Reason, ExitCode: l.ExitCode,
 		StartedMs: l.WorkStartedMs, FinishedMs: l.WorkFinishedMs,
-		OutputCID: l.OutputCID, OutputSize: l.OutputSize, LogBytes: l.LogBytes,
+		OutputCID: l.OutputCID, OutputSize: l.OutputSize, LogBytes: l.LogBytes, Health: l.Health,
 	}
 }
 

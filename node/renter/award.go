@@ -354,11 +354,12 @@ func (a *Renter) watchCompletion(ctx context.Context, jobID string, spec *auctio
 			a.auction(ctx, jobID, spec, round+1)
 			return
 		case lease.Failed:
-			if !strings.HasPrefix(l.Reason, reasonUnreachable) || !a.cfg.Reauction || round+1 >= maxReauctions {
+			movable := strings.HasPrefix(l.Reason, reasonUnreachable) || strings.HasPrefix(l.Reason, reasonUnhealthy)
+			if !movable || !a.cfg.Reauction || round+1 >= maxReauctions {
 				break
 			}
 			stopFollowing()
-			cancelOthers("sibling lease's provider unreachable; job re-auctioned")
+			cancelOthers("sibling lease's provider unreachable or unhealthy; job re-auctioned")
 			a.jobs.set(jobID, lease.JobAuctioning, "reauction", "lease %s: %s; re-auctioning the work", lease.Short(l.ID), l.Reason)
 			a.auction(ctx, jobID, spec, round+1)
 			return

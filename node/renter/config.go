@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idlegrid/idlegrid/attest/reputation"
 	"github.com/idlegrid/idlegrid/auction"
@@ -83,4 +84,6 @@ type Deps struct {
 	// its next voucher (a dispute, a budget cap). nil pays whatever
 	// verified telemetry covers.
 	WithholdPayment func(leaseID string) bool
+	// Registerer gets the service forwards' metrics; nil: none.
+	Registerer prometheus.Registerer
 }

@@ -167,6 +167,7 @@ func (a *Renter) mirror(id string, st *jobproto.Status) (*store.Lease, bool) {
 		l.Reason, l.ExitCode = st.Reason, st.ExitCode
 		l.WorkStartedMs, l.WorkFinishedMs = st.StartedMs, st.FinishedMs
 		l.OutputCID, l.OutputSize, l.LogBytes = st.OutputCID, st.OutputSize, st.LogBytes
+		l.Health = st.Health
 		return true
 	})
 	if err != nil {

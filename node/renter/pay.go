@@ -37,6 +37,8 @@ type payer struct {
 	undelivered  []byte // the last voucher, until the provider acknowledged it
 	lastWindow   time.Time
 	stopped      string // why payments stopped ("" while paying)
+	// unhealthySince is when the service lease was first seen unhealthy.
+	unhealthySince time.Time
 }
 
 // payLease runs until ctx ends (the lease ended or the job stopped).
@@ -145,6 +147,7 @@ func (py *payer) checkLate(late time.Duration) {
 	if py.stopped == "" && py.a.now().Sub(py.lastWindow) > late && !py.ended() {
 		py.stop(fmt.Sprintf("no telemetry from the provider for %s", py.a.now().Sub(py.lastWindow).Round(time.Second)))
 	}
+	py.checkUnhealthy(late)
 }
 
 func (py *payer) stop(why string) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/auction"
@@ -73,8 +74,12 @@ type Renter struct {
 	downloads *downloads
 	// payers: per lease, closed when its payer returned (pay.go).
 	payers map[string]chan struct{}
-	wg     sync.WaitGroup
-	ctx    context.Context // set by Run; background auctions live on it
+	// forwards are the service forwards (forward.go); registerer gets
+	// their metrics.
+	forwards   forwardBook
+	registerer prometheus.Registerer
+	wg         sync.WaitGroup
+	ctx        context.Context // set by Run; background auctions live on it
 }
 
 // pendingAuction collects the bids of one open RFQ.
@@ -101,7 +106,8 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 		cfg: cfg, log: deps.Logger, now: deps.Clock, key: deps.Key, self: deps.P2P.ID(),
 		p2p: deps.P2P, db: deps.Store, leases: deps.Leases, artifacts: deps.Artifacts,
 		offers: deps.Offers, shards: deps.Shards, expectBidders: deps.ExpectBidders, rep: deps.Reputation, reportFraud: deps.ReportFraud, withhold: deps.WithholdPayment,
-		pending: map[string]*pendingAuction{}, inflight: map[string]inflightAward{},
+		registerer: deps.Registerer,
+		pending:    map[string]*pendingAuction{}, inflight: map[string]inflightAward{},
 		cancels:   map[string]*jobRun{},
 		downloads: &downloads{dir: filepath.Join(deps.WorkDir, "downloads"), per: map[string]*sync.Mutex{}},
 	}

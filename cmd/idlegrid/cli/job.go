@@ -19,7 +19,7 @@ import (
 
 func newJobCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "job", Short: "Post and follow jobs (renter)"}
-	cmd.AddCommand(newJobSubmitCmd(g), newJobListCmd(g), newJobStatusCmd(g), newJobLogsCmd(g), newJobResultCmd(g), newJobCancelCmd(g))
+	cmd.AddCommand(newJobSubmitCmd(g), newJobListCmd(g), newJobStatusCmd(g), newJobLogsCmd(g), newJobResultCmd(g), newJobCancelCmd(g), newJobForwardCmd(g))
 	return cmd
 }
 
@@ -277,6 +277,7 @@ func newJobStatusCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(w, "reason  %s\n", j.Reason)
 			}
 			printLeases(w, j.Leases)
+			printForwards(w, j.Forwards)
 			for _, l := range j.Leases {
 				if l.ExitCode != nil || l.OutputCID != "" {
 					fmt.Fprintf(w, "lease %s: exit %s, output %s (%d bytes), log %d bytes\n", short(l.ID), exitString(l.ExitCode), orDash(l.OutputCID), l.OutputSize, l.LogBytes)
@@ -300,7 +301,11 @@ func printLeases(w io.Writer, leases []api.Lease) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nLEASE\tSIDE\tPROVIDER\tGPUS\tTIER\tPRICE\tSTATE\tSTARTS\tREASON")
 	for _, l := range leases {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t$%.4f\t%s\t%s\t%s\n", short(l.ID), l.Side, short(l.Provider), len(l.GPUs), l.Tier, l.PriceUSD, l.State, l.StartsAt.Local().Format("15:04:05"), l.Reason)
+		state := l.State
+		if l.Health != "" {
+			state += " (" + l.Health + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t$%.4f\t%s\t%s\t%s\n", short(l.ID), l.Side, short(l.Provider), len(l.GPUs), l.Tier, l.PriceUSD, state, l.StartsAt.Local().Format("15:04:05"), l.Reason)
 	}
 	_ = tw.Flush()
 }

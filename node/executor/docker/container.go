@@ -8,6 +8,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/go-connections/nat"
 
 	"github.com/idlegrid/idlegrid/node/executor"
 )
@@ -48,6 +49,8 @@ type plan struct {
 	allowRoot   bool
 	init        bool
 	maxLogBytes int64
+	// serviceNet is the internal network a service joins (service.go).
+	serviceNet string
 }
 
 // containerConfig builds the engine's container settings for p. It is
@@ -117,6 +120,16 @@ func containerConfig(p plan) (*container.Config, *container.HostConfig) {
 	}
 	if p.init {
 		hc.Init = &p.init
+	}
+	if len(spec.Ports) > 0 {
+		// An internal network: no route out, but the host reaches the
+		// container's address, so the daemon alone can dial its ports.
+		hc.NetworkMode = container.NetworkMode(p.serviceNet)
+		// Recorded, not published: Endpoint checks a port against them.
+		cfg.ExposedPorts = nat.PortSet{}
+		for _, port := range spec.Ports {
+			cfg.ExposedPorts[nat.Port(strconv.Itoa(int(port))+"/tcp")] = struct{}{}
+		}
 	}
 	if len(spec.Limits.GPUs) > 0 {
 		hc.DeviceRequests = []container.DeviceRequest{{

@@ -117,6 +117,12 @@ func (e *Executor) prepare(ctx context.Context, spec executor.Spec) (*workload, 
 			return nil, err
 		}
 	}
+	if len(spec.Ports) > 0 {
+		if p.serviceNet, err = e.serviceNetwork(ctx); err != nil {
+			e.cleanup(w)
+			return nil, err
+		}
+	}
 	cfg, hc := containerConfig(p)
 	resp, err := e.cli.ContainerCreate(ctx, cfg, hc, nil, nil, string(h))
 	if err != nil {

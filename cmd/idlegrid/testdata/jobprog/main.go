@@ -5,6 +5,7 @@
 //	jobprog write N      writes N deterministic bytes to /out/data.bin and a
 //	                     summary to /out/summary.txt, printing progress
 //	jobprog sleep SECS   prints "sleeping", sleeps, then writes /out/done.txt
+//	jobprog serve PORT   serves HTTP on PORT (serve.go), for service jobs
 package main
 
 import (
@@ -34,6 +35,8 @@ func main() {
 		write(n)
 	case "sleep":
 		sleep(n)
+	case "serve":
+		serve(n)
 	default:
 		fail("unknown mode %q", os.Args[1])
 	}

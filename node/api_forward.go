@@ -1,0 +1,62 @@
+package node
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/node/renter"
+)
+
+var _ api.ForwardBackend = apiBackend{}
+
+// StartForward implements api.ForwardBackend.
+func (b apiBackend) StartForward(job string, req api.ForwardRequest) (api.Forward, error) {
+	if b.n.renter == nil {
+		return api.Forward{}, b.renterOnly()
+	}
+	f, err := b.n.renter.StartForward(job, req.Listen, req.Port)
+	return f, forwardError(err)
+}
+
+// StopForward implements api.ForwardBackend.
+func (b apiBackend) StopForward(job string, port uint16) error {
+	if b.n.renter == nil {
+		return b.renterOnly()
+	}
+	return forwardError(b.n.renter.StopForward(job, port))
+}
+
+// Forwards implements api.ForwardBackend.
+func (b apiBackend) Forwards(job string) ([]api.Forward, error) {
+	if b.n.renter == nil {
+		return nil, b.renterOnly()
+	}
+	if _, err := b.n.db.GetJob(job); err != nil {
+		return nil, jobError(err)
+	}
+	return b.n.renter.Forwards(job), nil
+}
+
+func forwardError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, renter.ErrNotService):
+		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "%v", err)
+	case errors.Is(err, renter.ErrForwardExists):
+		return api.Errorf(http.StatusConflict, "conflict", "%v", err)
+	}
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	if e := jobError(err); e != nil {
+		var ae *api.Error
+		if errors.As(e, &ae) && ae.Status != http.StatusBadGateway {
+			return e
+		}
+	}
+	// Listening failed (address in use, bad address): the caller's to fix.
+	return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "%v", err)
+}

@@ -1,0 +1,67 @@
+package renter
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/store"
+)
+
+// reasonUnhealthy starts the reason of a service lease the renter failed
+// because its health check kept failing; watchCompletion re-auctions it.
+const reasonUnhealthy = "service unhealthy"
+
+// checkUnhealthy stops the payments of a service lease that stayed
+// unhealthy (as its provider reports) past the grace, as for late
+// telemetry, and, when the spec asks, fails the lease so the job is
+// re-auctioned elsewhere.
+func (py *payer) checkUnhealthy(grace time.Duration) {
+	if py.stopped != "" {
+		return
+	}
+	l, err := py.a.db.GetLease(py.l.ID)
+	if err != nil || l.Health != lease.HealthUnhealthy || lease.State(l.State).Terminal() {
+		py.unhealthySince = time.Time{}
+		return
+	}
+	now := py.a.now()
+	if py.unhealthySince.IsZero() {
+		py.unhealthySince = now
+		return
+	}
+	if now.Sub(py.unhealthySince) <= grace {
+		return
+	}
+	py.stop(fmt.Sprintf("the service failed its health check for %s", now.Sub(py.unhealthySince).Round(time.Second)))
+	if py.a.reauctionUnhealthy(l.JobCID) {
+		py.a.failUnhealthy(l)
+	}
+}
+
+// reauctionUnhealthy reports whether the job's spec asks for an
+// unhealthy service to be re-auctioned.
+func (a *Renter) reauctionUnhealthy(jobID string) bool {
+	j, err := a.db.GetJob(jobID)
+	if err != nil {
+		return false
+	}
+	spec, err := auction.ParseJobSpec(j.Spec)
+	if err != nil {
+		return false
+	}
+	w, err := spec.Workload()
+	return err == nil && w.Service != nil && w.Service.ReauctionUnhealthy
+}
+
+// failUnhealthy records the lease failed as unhealthy and stops its work
+// on the provider; the job's completion watch re-auctions it.
+func (a *Renter) failUnhealthy(l *store.Lease) {
+	if _, _, err := a.leases.Finish(l.ID, lease.Failed, reasonUnhealthy+": its health check kept failing", nil); err != nil {
+		a.log.Warn("store lease", "lease", lease.Short(l.ID), "err", err)
+	}
+	a.jobs.event(l.JobCID, "unhealthy", "lease %s: service unhealthy; re-auctioning the job", lease.Short(l.ID))
+	_ = a.background(func(ctx context.Context) { a.cancelLease(ctx, l, reasonUnhealthy) })
+}
