@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/idlegrid/idlegrid/attest"
 )
 
 // Job kinds. A batch job runs to its exit and leaves outputs; a service
@@ -235,7 +237,7 @@ func ParseHealthCheck(s string) (HealthCheck, error) {
 	case proto == "http" && path == "":
 		path = "/"
 	}
-	if len(path) > maxHealthPathLen || !printable(path, maxHealthPathLen) || strings.ContainsAny(path, " \t\r\n") {
+	if len(path) > maxHealthPathLen || !attest.Printable(path, maxHealthPathLen) || strings.ContainsAny(path, " \t\r\n") {
 		return HealthCheck{}, errors.New("the health path must be printable ASCII without spaces, at most 256 bytes")
 	}
 	return HealthCheck{Proto: proto, Port: uint16(n), Path: path}, nil
