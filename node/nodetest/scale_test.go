@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/node/nodetest"
@@ -35,6 +36,13 @@ func TestMarketAtScale(t *testing.T) {
 	}})
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
+	// The shard's gossip mesh must be one component before an RFQ can
+	// reach every provider; bounded bidding is under test, not delivery.
+	if err := nodetest.WaitFor(ctx, "a connected a10 shard mesh", func() bool {
+		return topicGraphConnected(c.ByRole(node.RoleProvider), auction.GPUShard("a10").RFQTopic())
+	}); err != nil {
+		t.Fatal(err)
+	}
 	for round := range 3 {
 		// Each round starts on a market whose GPUs are all free again (the
 		// last winner's GPU is released just after its lease completes).
@@ -64,6 +72,13 @@ func TestMarketAtScale(t *testing.T) {
 		}
 		t.Logf("round %d: %d bids, won at %s; %s", round, bids, lease.USD(l.PriceMicro), eventKinds(j))
 		if l.PriceMicro != 1_000_000 {
+			got := 0
+			for _, m := range c.ByRole(node.RoleProvider) {
+				if len(m.Node.RecentGossip(auction.GPUShard("a10").RFQTopic())) > round {
+					got++
+				}
+			}
+			t.Logf("round %d: %d of %d providers received the RFQ", round, got, n)
 			t.Fatalf("round %d: won at %s, want the cheapest floor $1.0000 (everyone bidding gives the same)", round, lease.USD(l.PriceMicro))
 		}
 	}

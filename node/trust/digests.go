@@ -45,11 +45,45 @@ func (t *Trust) ValidateDigest(topic string) p2p.Validator {
 
 // OnDigest adds a validated digest to the book.
 func (t *Trust) OnDigest(raw []byte) {
-	if _, err := t.digests.Add(raw, t.now()); err != nil {
+	t.addDigest(raw)
+}
+
+// addDigest adds a verified digest to the book and notes what it teaches:
+// a shard not seen before, a provider new to its shards.
+func (t *Trust) addDigest(raw []byte) bool {
+	d, _, err := auction.OpenDigest(raw)
+	if err != nil {
+		return false
+	}
+	_, _, known := t.digests.Get(d.Peer)
+	added, err := t.digests.Add(raw, t.now())
+	if err != nil {
 		t.log.Debug("digest not kept", "err", err)
-		return
+		return false
+	}
+	if !known {
+		t.shardsMu.Lock()
+		for _, s := range d.Shards() {
+			t.grewAt[s] = t.now()
+		}
+		t.shardsMu.Unlock()
 	}
 	t.noteShards(raw)
+	return added
+}
+
+// settleFor is how long after a shard's view last gained a provider the
+// renter still treats it as incomplete: while a node is still learning
+// its shards it must not close a bid window early on the providers it
+// happens to know (a cheaper one may be missing from its view).
+const settleFor = 10 * time.Second
+
+// settled reports whether the view of shard s stopped growing.
+func (t *Trust) settled(s auction.Shard) bool {
+	t.shardsMu.Lock()
+	defer t.shardsMu.Unlock()
+	at, ok := t.grewAt[s]
+	return ok && t.now().Sub(at) >= settleFor
 }
 
 // noteShards tells the node of shards it had not seen a digest of, so a
@@ -82,10 +116,14 @@ func (t *Trust) ShardsFor(r *auction.RFQ) []auction.Shard { return t.digests.Sha
 
 // ExpectedBidders are the providers that, by the shared selection rule,
 // will bid on an RFQ published on shards: the renter closes the bid window
-// once all of them answered.
+// once all of them answered. It is nil while a shard's view is still
+// growing (settled), so the window runs its full length.
 func (t *Trust) ExpectedBidders(r *auction.RFQ, rfqID string, shards []auction.Shard) map[string]bool {
 	out := map[string]bool{}
 	for _, s := range shards {
+		if !t.settled(s) {
+			return nil // not known yet: the window runs its full length
+		}
 		sel := auction.SelectBidders(auction.BidSelectInput{RFQ: r, RFQID: rfqID, Shard: s, Digests: t.Digests(s)})
 		for _, p := range sel.Always {
 			out[p] = true

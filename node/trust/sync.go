@@ -184,9 +184,8 @@ func (t *Trust) syncShard(ctx context.Context, p peer.ID, shard auction.Shard) (
 			if err != nil || signer.String() != d.Peer || d.CheckTime(now) != nil {
 				continue
 			}
-			if ok, err := t.digests.Add(raw, now); err == nil && ok {
+			if t.addDigest(raw) {
 				added++
-				t.noteShards(raw)
 			}
 		}
 		if page.Next == "" || page.Next <= after {

@@ -76,6 +76,7 @@ type Trust struct {
 	syncShards   func() []auction.Shard
 	shardsMu     sync.Mutex
 	shards       map[auction.Shard]bool
+	grewAt       map[auction.Shard]time.Time // when a shard's view last gained a provider
 	leaseEntries func(l *store.Lease) ([][]byte, error)
 
 	rep     *ReputationBook
@@ -92,7 +93,7 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 	t := &Trust{
 		cfg: cfg, log: deps.Logger, now: deps.Clock, key: deps.Key, self: deps.P2P.ID(),
 		p2p: deps.P2P, db: deps.Store, onSummary: deps.OnSummary, leaseEntries: deps.LeaseEntries,
-		onShard: deps.OnShard, syncShards: deps.SyncShards, shards: map[auction.Shard]bool{},
+		onShard: deps.OnShard, syncShards: deps.SyncShards, shards: map[auction.Shard]bool{}, grewAt: map[auction.Shard]time.Time{},
 	}
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
