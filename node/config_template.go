@@ -209,4 +209,36 @@ provider_timeout = {{dur .Market.ProviderTimeout}}
 # Free disk space (MiB) below which the store refuses writes and a provider
 # stops taking leases; -1 turns the check off.
 low_space_mib = {{.Store.LowSpaceMiB}}
+
+[costs]
+# What running this provider costs, for 'idlegrid earnings' (net margin per
+# day and GPU) and 'idlegrid advise' (break-even floors). Zero: no such cost.
+# Time zone of the tariff and of the earnings days (IANA; empty: UTC).
+time_zone = {{q .Costs.TimeZone}}
+# Electricity at the wall, USD per kWh, and time-of-use windows in local time,
+# "DAYS HH:MM-HH:MM PRICE" (first match wins; split a night at 24:00).
+price_kwh = {{f .Costs.PriceKWh}}
+windows = {{list .Costs.Windows}}
+# Power usage effectiveness (cooling): wall energy / IT energy; 0 means 1.
+pue = {{f .Costs.PUE}}
+# The host's draw beyond its GPUs, in watts.
+host_idle_w = {{f .Costs.HostIdleW}}
+# Internet line per month (30 days), USD; fees as a percentage of revenue.
+bandwidth_usd_month = {{f .Costs.BandwidthUSDMonth}}
+fee_pct = {{f .Costs.FeePct}}
+# Capital cost of one GPU with its share of the host, written off straight-line.
+gpu_capital_usd = {{f .Costs.GPUCapitalUSD}}
+depreciation_years = {{f .Costs.DepreciationYears}}
+# Per-model overrides, by model slug:
+# [[costs.models]]
+# model = "h100-80gb"
+# capital_usd = 30000.0
+# depreciation_years = 4.0
+{{- range .Costs.Models}}
+
+[[costs.models]]
+model = {{q .Model}}
+capital_usd = {{f .CapitalUSD}}
+depreciation_years = {{f .DepreciationYears}}
+{{- end}}
 `))

@@ -85,10 +85,15 @@ func (c Capital) PerHour() float64 {
 
 const year = 365 * 24 * time.Hour
 
-// NewModel validates a Config, naming the offending key.
+// KeyError is a bad [costs] value; Key is its full name ("costs.pue").
+type KeyError struct{ Key, Msg string }
+
+func (e *KeyError) Error() string { return e.Key + ": " + e.Msg }
+
+// NewModel validates a Config; its errors are *KeyError.
 func NewModel(c Config) (Model, error) {
 	bad := func(key, format string, a ...any) (Model, error) {
-		return Model{}, fmt.Errorf("costs.%s: %s", key, fmt.Sprintf(format, a...))
+		return Model{}, &KeyError{Key: "costs." + key, Msg: fmt.Sprintf(format, a...)}
 	}
 	loc := time.UTC
 	if c.TimeZone != "" {

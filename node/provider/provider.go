@@ -19,6 +19,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node/costs"
 	"github.com/idlegrid/idlegrid/node/executor"
 	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/node/jobproto"
@@ -37,6 +38,8 @@ type Config struct {
 	Home string
 	// Version is the software version advertised in capacity records.
 	Version string
+	// Costs prices the earnings ([costs]).
+	Costs costs.Config
 }
 
 // Deps are the provider's collaborators.
