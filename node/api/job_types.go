@@ -130,6 +130,8 @@ type Reputation struct {
 // /v1/earnings). Days are local days of the [costs] time zone.
 type Earnings struct {
 	Since    time.Time `json:"since"`
+	Until    time.Time `json:"until"`
+	FeePct   float64   `json:"fee_pct"` // costs.fee_pct, for floor advice
 	TimeZone string    `json:"time_zone"`
 	TotalUSD float64   `json:"total_usd"`
 	FillRate float64   `json:"fill_rate"` // leased GPU-hours / offered GPU-hours: the utilization
@@ -162,9 +164,13 @@ type EarningsDay struct {
 
 // EarningsGPU is one GPU's share.
 type EarningsGPU struct {
-	UUID            string  `json:"uuid"`
-	Model           string  `json:"model,omitempty"`
-	EarnedUSD       float64 `json:"earned_usd"`
+	UUID      string  `json:"uuid"`
+	Model     string  `json:"model,omitempty"`
+	EarnedUSD float64 `json:"earned_usd"`
+	// HostEnergyUSD is the GPU's share of the host's energy cost and
+	// LeasedEnergyUSD its own while leased (both inside EnergyUSD).
+	HostEnergyUSD   float64 `json:"host_energy_usd"`
+	LeasedEnergyUSD float64 `json:"leased_energy_usd"`
 	LeasedGPUHours  float64 `json:"leased_gpu_hours"`
 	OfferedGPUHours float64 `json:"offered_gpu_hours"`
 	FillRate        float64 `json:"fill_rate"`

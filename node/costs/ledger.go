@@ -45,10 +45,14 @@ type Day struct {
 	Line
 }
 
-// GPULine is one GPU over the range.
+// GPULine is one GPU over the range. Its EnergyUSD splits into its share
+// of the host's (HostEnergyUSD), its own while leased (LeasedEnergyUSD) and
+// its own while idle (the rest): the rates floor advice is built from.
 type GPULine struct {
-	UUID  string `json:"uuid"`
-	Model string `json:"model,omitempty"`
+	UUID            string  `json:"uuid"`
+	Model           string  `json:"model,omitempty"`
+	HostEnergyUSD   float64 `json:"host_energy_usd"`
+	LeasedEnergyUSD float64 `json:"leased_energy_usd"`
 	Line
 }
 
@@ -175,11 +179,13 @@ func (l *Ledger) AddTelemetry(t *attest.Telemetry) {
 			d.EnergyUSD += kwh * s.priceKWh
 			gl.EnergyKWh += kwh + hostKWh/n
 			gl.EnergyUSD += (kwh + hostKWh/n) * s.priceKWh
+			gl.HostEnergyUSD += hostKWh / n * s.priceKWh
 			d.OfferedGPUHours += h
 			gl.OfferedGPUHours += h
 			if g.Lease != "" {
 				d.LeasedGPUHours += h
 				gl.LeasedGPUHours += h
+				gl.LeasedEnergyUSD += kwh * s.priceKWh
 			}
 		}
 	})

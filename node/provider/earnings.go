@@ -22,12 +22,13 @@ func (p *Provider) Earnings(since time.Time) (api.Earnings, error) {
 	if err != nil {
 		return api.Earnings{}, fmt.Errorf("provider.Earnings: %w", err)
 	}
-	r, err := p.ledger(m, since, p.now())
+	until := p.now()
+	r, err := p.ledger(m, since, until)
 	if err != nil {
 		return api.Earnings{}, fmt.Errorf("provider.Earnings: %w", err)
 	}
 	out := api.Earnings{
-		Since: since.UTC(), TimeZone: m.Loc.String(), TotalUSD: r.Total.RevenueUSD, FillRate: r.Total.Utilization,
+		Since: since.UTC(), Until: until.UTC(), FeePct: p.cfg.Costs.FeePct, TimeZone: m.Loc.String(), TotalUSD: r.Total.RevenueUSD, FillRate: r.Total.Utilization,
 		EarningsCosts: costsOf(r.Total),
 	}
 	for _, d := range r.Days {
@@ -38,7 +39,8 @@ func (p *Provider) Earnings(since time.Time) (api.Earnings, error) {
 	}
 	for _, g := range r.GPUs {
 		out.GPUs = append(out.GPUs, api.EarningsGPU{
-			UUID: g.UUID, Model: g.Model, EarnedUSD: g.RevenueUSD, LeasedGPUHours: g.LeasedGPUHours,
+			UUID: g.UUID, Model: g.Model, EarnedUSD: g.RevenueUSD, HostEnergyUSD: g.HostEnergyUSD, LeasedEnergyUSD: g.LeasedEnergyUSD,
+			LeasedGPUHours:  g.LeasedGPUHours,
 			OfferedGPUHours: g.OfferedGPUHours, FillRate: g.Utilization, EarningsCosts: costsOf(g.Line),
 		})
 	}

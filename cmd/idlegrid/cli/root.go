@@ -86,6 +86,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 		newArtifactCmd(g),
 		newRepCmd(g),
 		newEarningsCmd(g),
+		newAdviseCmd(g),
 		newSpendCmd(g),
 		newAttestCmd(g),
 		newSimCmd(g),
