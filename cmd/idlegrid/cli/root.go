@@ -87,6 +87,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 		newRepCmd(g),
 		newEarningsCmd(g),
 		newAdviseCmd(g),
+		newDoctorCmd(g),
 		newSpendCmd(g),
 		newAttestCmd(g),
 		newSimCmd(g),
