@@ -26,6 +26,7 @@ import (
 	"github.com/idlegrid/idlegrid/node/executor"
 	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/node/opsmetrics"
 	"github.com/idlegrid/idlegrid/node/provider"
 	"github.com/idlegrid/idlegrid/node/renter"
 	"github.com/idlegrid/idlegrid/node/trust"
@@ -78,7 +79,8 @@ type Node struct {
 	started time.Time
 	gossip  *gossipLog
 	key     crypto.PrivKey
-	gpus    gpu.Backend // providers only; the node owns it
+	gpus    gpu.Backend         // providers only; the node owns it
+	ops     *opsmetrics.Metrics // providers only: what operators alert on
 	leases  *lease.Book
 	parties *leaseParties // peers of live leases, protected from trimming
 	rfqSeen *auction.SeenCache
@@ -298,13 +300,14 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 	}
 	n.trust.BlockProven()
-	errc := make(chan error, 5)
+	errc := make(chan error, 6)
 	var wg sync.WaitGroup
 	wg.Go(func() { errc <- n.p2p.Run(ctx) })
 	wg.Go(func() { n.pruneKnownPeers(ctx) })
 	wg.Go(func() { errc <- n.trust.Run(ctx) })
 	if n.provider != nil {
 		wg.Go(func() { errc <- n.provider.Run(ctx) })
+		wg.Go(func() { errc <- n.ops.Run(ctx) })
 	}
 	if n.renter != nil {
 		wg.Go(func() { errc <- n.renter.Run(ctx) })

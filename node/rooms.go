@@ -49,6 +49,9 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 			return err
 		}
 		*undo = append(*undo, n.provider.Close)
+		if n.ops, err = n.opsMetrics(); err != nil {
+			return err
+		}
 		// Advertise only the runtimes that can run here.
 		n.cfg.Provider.Runtimes = n.provider.Offered().Runtimes
 		tdeps.OnSummary = n.provider.AuctionClosed
