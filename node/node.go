@@ -81,6 +81,10 @@ type Node struct {
 	key     crypto.PrivKey
 	gpus    gpu.Backend         // providers only; the node owns it
 	ops     *opsmetrics.Metrics // providers only: what operators alert on
+	// reload guards fileCfg: the config as loaded, with what reloads
+	// applied (reload.go).
+	reload  sync.Mutex
+	fileCfg Config
 	leases  *lease.Book
 	parties *leaseParties // peers of live leases, protected from trimming
 	rfqSeen *auction.SeenCache
@@ -109,7 +113,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("node.New: %w", err)
 	}
-	n := &Node{cfg: cfg, log: deps.Logger, reg: deps.Registry, started: time.Now(), gossip: newGossipLog(64)}
+	n := &Node{cfg: cfg, fileCfg: cfg, log: deps.Logger, reg: deps.Registry, started: time.Now(), gossip: newGossipLog(64)}
 	if n.log == nil {
 		n.log = slog.New(slog.DiscardHandler)
 	}

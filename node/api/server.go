@@ -68,6 +68,9 @@ type Backend interface {
 	Spend(since time.Time) (Spend, error)
 	// Attestations exports the signed chain entries attesting a lease.
 	Attestations(ctx context.Context, lease string) ([]byte, error)
+	// Reload re-reads config.toml, applies the keys that can change live
+	// and names those that need a restart (also on SIGHUP).
+	Reload() (Reload, error)
 }
 
 // Options configure the server.
@@ -194,6 +197,7 @@ func (s *Server) Handler() http.Handler {
 		"GET /v1/earnings":                 s.getEarnings,
 		"GET /v1/spend":                    s.getSpend,
 		"GET /v1/leases/{id}/attestations": s.getAttestations,
+		"POST /v1/reload":                  s.postReload,
 	}
 	if s.opts.Debug {
 		routes["POST /v1/debug/gossip"] = s.postGossip

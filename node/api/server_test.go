@@ -95,6 +95,10 @@ func (f *fakeBackend) Reputation(p string) (api.Reputation, error) {
 	return api.Reputation{Provider: p, Score: 0.8, Badge: "none"}, nil
 }
 
+func (f *fakeBackend) Reload() (api.Reload, error) {
+	return api.Reload{Applied: []string{"provider.floor_usd.gold"}}, nil
+}
+
 func (f *fakeBackend) Earnings(since time.Time) (api.Earnings, error) {
 	return api.Earnings{Since: since, TotalUSD: 1.5}, nil
 }

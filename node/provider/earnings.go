@@ -18,7 +18,8 @@ import (
 // rate is GPU-hours that telemetry attributes to leases over the GPU-hours
 // it attests at all.
 func (p *Provider) Earnings(since time.Time) (api.Earnings, error) {
-	m, err := costs.NewModel(p.cfg.Costs)
+	cc := p.costsConfig()
+	m, err := costs.NewModel(cc)
 	if err != nil {
 		return api.Earnings{}, fmt.Errorf("provider.Earnings: %w", err)
 	}
@@ -28,7 +29,7 @@ func (p *Provider) Earnings(since time.Time) (api.Earnings, error) {
 		return api.Earnings{}, fmt.Errorf("provider.Earnings: %w", err)
 	}
 	out := api.Earnings{
-		Since: since.UTC(), Until: until.UTC(), FeePct: p.cfg.Costs.FeePct, TimeZone: m.Loc.String(), TotalUSD: r.Total.RevenueUSD, FillRate: r.Total.Utilization,
+		Since: since.UTC(), Until: until.UTC(), FeePct: cc.FeePct, TimeZone: m.Loc.String(), TotalUSD: r.Total.RevenueUSD, FillRate: r.Total.Utilization,
 		EarningsCosts: costsOf(r.Total),
 	}
 	for _, d := range r.Days {

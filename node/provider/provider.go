@@ -101,6 +101,7 @@ type Provider struct {
 	group     sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
+	live      liveConfig // what a reload replaced (reload.go)
 }
 
 // New builds the provider: executors (only the runtimes that can run here

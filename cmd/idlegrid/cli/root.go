@@ -88,6 +88,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 		newEarningsCmd(g),
 		newAdviseCmd(g),
 		newDoctorCmd(g),
+		newReloadCmd(g),
 		newSpendCmd(g),
 		newAttestCmd(g),
 		newSimCmd(g),
