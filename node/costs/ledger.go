@@ -200,13 +200,17 @@ func (l *Ledger) finish(x *Line) {
 	}
 }
 
-// Report sums the ledger: days in order, GPUs by UUID, and the total.
+// Report sums the ledger: days in order, GPUs by UUID, and the total
+// (summed in day order, so the same ledger always gives the same bits).
 func (l *Ledger) Report() Report {
 	var r Report
 	for _, d := range l.days {
 		l.finish(&d.Line)
 		r.Days = append(r.Days, *d)
-		t := &r.Total
+	}
+	slices.SortFunc(r.Days, func(a, b Day) int { return strings.Compare(a.Day, b.Day) })
+	t := &r.Total
+	for _, d := range r.Days {
 		t.RevenueUSD += d.RevenueUSD
 		t.EnergyKWh += d.EnergyKWh
 		t.EnergyUSD += d.EnergyUSD
@@ -215,8 +219,7 @@ func (l *Ledger) Report() Report {
 		t.LeasedGPUHours += d.LeasedGPUHours
 		t.OfferedGPUHours += d.OfferedGPUHours
 	}
-	l.finish(&r.Total)
-	slices.SortFunc(r.Days, func(a, b Day) int { return strings.Compare(a.Day, b.Day) })
+	l.finish(t)
 	for _, g := range l.gpus {
 		l.finish(&g.Line)
 		r.GPUs = append(r.GPUs, *g)
