@@ -12,8 +12,6 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/idlegrid/idlegrid/attest"
-	"github.com/idlegrid/idlegrid/attest/reputation"
 	"github.com/idlegrid/idlegrid/node/jobproto"
 	"github.com/idlegrid/idlegrid/node/renter"
 
@@ -74,7 +72,7 @@ func (b apiBackend) WatchJob(ctx context.Context, id string) (<-chan api.JobEven
 		defer close(out)
 		for ev := range events {
 			select {
-			case out <- toAPIEvent(ev):
+			case out <- api.EventFromStore(ev):
 			case <-ctx.Done():
 				return
 			}
@@ -90,7 +88,7 @@ func (b apiBackend) Leases() ([]api.Lease, error) {
 	}
 	out := make([]api.Lease, 0, len(leases))
 	for _, l := range leases {
-		out = append(out, toAPILease(l))
+		out = append(out, api.LeaseFromStore(l))
 	}
 	return out, nil
 }
@@ -119,49 +117,14 @@ func (b apiBackend) toAPIJob(j *store.Job) api.Job {
 	}
 	for _, id := range j.Leases {
 		if l, err := b.n.db.GetLease(id); err == nil {
-			out.Leases = append(out.Leases, toAPILease(l))
+			out.Leases = append(out.Leases, api.LeaseFromStore(l))
 		}
 	}
 	for _, ev := range j.Events {
-		out.Events = append(out.Events, toAPIEvent(ev))
+		out.Events = append(out.Events, api.EventFromStore(ev))
 	}
 	if b.n.renter != nil {
 		out.Forwards = b.n.renter.Forwards(j.ID)
-	}
-	return out
-}
-
-func toAPIEvent(ev store.JobEvent) api.JobEvent {
-	return api.JobEvent{
-		At: time.UnixMilli(ev.AtMs).UTC(), Kind: ev.Kind, Message: ev.Message,
-		Bids: ev.Bids, BestPriceUSD: float64(ev.BestPriceMicro) / 1e6,
-	}
-}
-
-func toAPILease(l *store.Lease) api.Lease {
-	out := api.Lease{
-		ID: l.ID, Side: l.Side, JobID: l.RenterJobID(), Renter: l.Renter, Provider: l.Provider, GPUs: l.GPUs,
-		PriceUSD: float64(l.PriceMicro) / 1e6, Tier: l.Tier, State: l.State, Reason: l.Reason,
-		StartsAt: time.UnixMilli(l.StartsAtMs).UTC(), EndsAt: time.UnixMilli(l.EndsAtMs).UTC(), NoticeSec: l.NoticeSec,
-	}
-	if l.PreemptAtMs != 0 {
-		out.PreemptAt = time.UnixMilli(l.PreemptAtMs).UTC()
-	}
-	out.Runtime, out.ExitCode = l.Runtime, l.ExitCode
-	out.OutputCID, out.OutputSize, out.LogBytes = l.OutputCID, l.OutputSize, l.LogBytes
-	out.Health = l.Health
-	if l.WorkStartedMs != 0 {
-		out.StartedAt = time.UnixMilli(l.WorkStartedMs).UTC()
-	}
-	if l.WorkFinishedMs != 0 {
-		out.FinishedAt = time.UnixMilli(l.WorkFinishedMs).UTC()
-	}
-	out.PaidUSD = float64(l.PaidMicro) / 1e6
-	if l.PaidUntilMs != 0 {
-		out.PaidUntil = time.UnixMilli(l.PaidUntilMs).UTC()
-	}
-	if len(l.Receipt) > 0 {
-		out.ReceiptCID = attest.RecordID(l.Receipt).String()
 	}
 	return out
 }
@@ -229,7 +192,7 @@ func (b apiBackend) Reputations() ([]api.Reputation, error) {
 	all := b.n.trust.Reputation().All()
 	out := make([]api.Reputation, 0, len(all))
 	for _, r := range all {
-		out = append(out, toAPIReputation(r))
+		out = append(out, api.ReputationFrom(r))
 	}
 	slices.SortFunc(out, func(x, y api.Reputation) int { return cmp.Compare(y.Score, x.Score) })
 	return out, nil
@@ -239,16 +202,7 @@ func (b apiBackend) Reputation(p string) (api.Reputation, error) {
 	if _, err := peer.Decode(p); err != nil {
 		return api.Reputation{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "%q is not a peer ID: %v", p, err)
 	}
-	return toAPIReputation(b.n.trust.Reputation().Of(p)), nil
-}
-
-func toAPIReputation(r reputation.Result) api.Reputation {
-	return api.Reputation{
-		Provider: r.Provider, Score: r.Score, Badge: r.Badge.String(), Fraud: r.Fraud,
-		OwnSuccesses: r.OwnSuccesses, OwnFailures: r.OwnFailures, OwnNeutral: r.OwnNeutral,
-		GossipSuccesses: r.GossipSuccesses, GossipFailures: r.GossipFailures, GossipIgnored: r.GossipIgnored,
-		UptimeWindows: r.UptimeWindows, UptimeRatio: r.UptimeRatio, GPUHours: r.EffectiveGPUHours,
-	}
+	return api.ReputationFrom(b.n.trust.Reputation().Of(p)), nil
 }
 
 func (b apiBackend) Earnings(since time.Time) (api.Earnings, error) {

@@ -15,6 +15,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node/costs"
 	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/node/provider"
@@ -53,6 +54,7 @@ type Config struct {
 	Attest   AttestConfig   `toml:"attest"`
 	Market   MarketConfig   `toml:"market"`
 	Store    StoreConfig    `toml:"store"`
+	Costs    costs.Config   `toml:"costs"`
 
 	// Home is the node's home directory; not part of the file.
 	Home string `toml:"-"`
@@ -195,6 +197,7 @@ func DefaultConfig(role Role) Config {
 		},
 		Market: MarketConfig{ReliabilityPrior: 0.8, Refresh: 15 * time.Second, SearchTimeout: 15 * time.Second, Reauction: true, GoldNeedsBadge: true, WantBids: 16, ProviderTimeout: 30 * time.Second},
 		Store:  StoreConfig{LowSpaceMiB: store.DefaultLowSpaceMiB},
+		Costs:  costs.Config{Windows: []string{}},
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/idlegrid/idlegrid/node/costs"
 )
 
 func TestConfigEncodeParseRoundTrip(t *testing.T) {
@@ -20,6 +22,13 @@ func TestConfigEncodeParseRoundTrip(t *testing.T) {
 			want.Provider.Calendar = []string{"mon-fri 08:00-20:00 x1.5"}
 			want.P2P.Bootstrap = []string{"/ip4/192.0.2.1/tcp/7401/p2p/12D3KooWQZDo27ooBp36oTQhLkqGWmbLteJQJEDK5krf7oreoT7h"}
 			want.P2P.ConnGrace = 90 * time.Second
+			if role == RoleProvider {
+				want.Costs = costs.Config{
+					TimeZone: "Europe/Berlin", PriceKWh: 0.3, Windows: []string{"daily 00:00-06:00 0.1"}, PUE: 1.3,
+					HostIdleW: 250, BandwidthUSDMonth: 50, FeePct: 2, GPUCapitalUSD: 25000, DepreciationYears: 4,
+					Models: []costs.ModelCapital{{Model: "h100-80gb", CapitalUSD: 30000, DepreciationYears: 4}},
+				}
+			}
 			data, err := want.Encode()
 			if err != nil {
 				t.Fatal(err)
@@ -70,6 +79,7 @@ func TestBadConfigErrorsCarryLineNumbers(t *testing.T) {
 		{"invalid value", func(s string) string { return strings.Replace(s, "conn_high = 192", "conn_high = 1", 1) }, lineOf("conn_high"), "conn_low (64) <= conn_high (1)"},
 		{"bad role", func(s string) string { return strings.Replace(s, `role = "provider"`, `role = "miner"`, 1) }, lineOf("role"), `"miner" is not a role`},
 		{"bad duration", func(s string) string { return strings.Replace(s, `reconnect_min = "1s"`, `reconnect_min = "soon"`, 1) }, lineOf("reconnect_min"), ""},
+		{"bad pue", func(s string) string { return strings.Replace(s, "pue = 0.0", "pue = 0.5", 1) }, lineOf("pue"), "costs.pue"},
 		{"bootstrap without peer id", func(s string) string {
 			return strings.Replace(s, "bootstrap = []", `bootstrap = ["/ip4/1.2.3.4/tcp/7401"]`, 1)
 		}, lineOf("bootstrap"), "must end in /p2p/"},

@@ -1,12 +1,15 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"slices"
 	"time"
 
 	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/idlegrid/idlegrid/node/costs"
 )
 
 // Validate checks every value and returns the first problem, naming its key.
@@ -56,6 +59,13 @@ func (c *Config) Validate() error {
 	}
 	if err := c.validateMarket(); err != nil {
 		return err
+	}
+	if _, err := costs.NewModel(c.Costs); err != nil {
+		var ke *costs.KeyError
+		if errors.As(err, &ke) {
+			return bad(ke.Key, "%s", ke.Msg)
+		}
+		return bad("costs", "%v", err)
 	}
 	switch a := c.Attest; {
 	case a.Sample < 10*time.Millisecond || a.Window < a.Sample:

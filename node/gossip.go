@@ -92,3 +92,5 @@ func (n *Node) RecentGossip(topic string) []p2p.Message {
 	}
 	return out
 }
+
+func (b apiBackend) Peers() []api.Peer { return b.n.trust.Peers() }

@@ -57,6 +57,9 @@ func StorePath(home string) string { return filepath.Join(home, storeDir) }
 // removed on clean shutdown.
 func APIURLPath(home string) string { return filepath.Join(home, apiURLFile) }
 
+// IdentityPath is home/identity.key, the node's private key.
+func IdentityPath(home string) string { return filepath.Join(home, identityFile) }
+
 // TokenPath is home/api.token.
 func TokenPath(home string) string { return filepath.Join(home, tokenFile) }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/idlegrid/idlegrid/node/executor"
 	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/node/opsmetrics"
 	"github.com/idlegrid/idlegrid/node/provider"
 	"github.com/idlegrid/idlegrid/node/renter"
 	"github.com/idlegrid/idlegrid/node/trust"
@@ -79,7 +80,12 @@ type Node struct {
 	started time.Time
 	gossip  *api.GossipLog
 	key     crypto.PrivKey
-	gpus    gpu.Backend // providers only; the node owns it
+	gpus    gpu.Backend         // providers only; the node owns it
+	ops     *opsmetrics.Metrics // providers only: what operators alert on
+	// reload guards fileCfg: the config as loaded, with what reloads
+	// applied (reload.go).
+	reload  sync.Mutex
+	fileCfg Config
 	leases  *lease.Book
 	parties *lease.Parties // peers of live leases, protected from trimming
 	rfqGate *trust.RFQGate
@@ -107,7 +113,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("node.New: %w", err)
 	}
-	n := &Node{cfg: cfg, log: deps.Logger, reg: deps.Registry, started: time.Now(), gossip: api.NewGossipLog(64)}
+	n := &Node{cfg: cfg, fileCfg: cfg, log: deps.Logger, reg: deps.Registry, started: time.Now(), gossip: api.NewGossipLog(64)}
 	if n.log == nil {
 		n.log = slog.New(slog.DiscardHandler)
 	}
@@ -301,13 +307,14 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 	}
 	n.trust.BlockProven()
-	errc := make(chan error, 5)
+	errc := make(chan error, 6)
 	var wg sync.WaitGroup
 	wg.Go(func() { errc <- n.p2p.Run(ctx) })
 	wg.Go(func() { n.pruneKnownPeers(ctx) })
 	wg.Go(func() { errc <- n.trust.Run(ctx) })
 	if n.provider != nil {
 		wg.Go(func() { errc <- n.provider.Run(ctx) })
+		wg.Go(func() { errc <- n.ops.Run(ctx) })
 	}
 	if n.renter != nil {
 		wg.Go(func() { errc <- n.renter.Run(ctx) })

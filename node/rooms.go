@@ -41,6 +41,7 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 		*undo = append(*undo, n.gpus.Close)
 		if n.provider, err = provider.New(provider.Config{
 			Offer: n.cfg.Provider, Executor: n.cfg.Executor, Attest: n.cfg.Attest, Home: n.cfg.Home, Version: Version,
+			Costs: n.cfg.Costs,
 		}, provider.Deps{
 			Logger: n.log, Clock: time.Now, Key: n.key, P2P: n.p2p, Store: n.db, Leases: n.leases, GPU: n.gpus,
 			Artifacts: artifacts, WorkDir: n.workDir, Executors: deps.Executors, AdmitAward: deps.AdmitAward,
@@ -49,6 +50,9 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 			return err
 		}
 		*undo = append(*undo, n.provider.Close)
+		if n.ops, err = n.opsMetrics(); err != nil {
+			return err
+		}
 		// Advertise only the runtimes that can run here.
 		n.cfg.Provider.Runtimes = n.provider.Offered().Runtimes
 		tdeps.OnSummary = n.provider.AuctionClosed

@@ -145,30 +145,55 @@ type Reputation struct {
 	GPUHours        float64 `json:"effective_gpu_hours"`
 }
 
-// Earnings is a provider's income and fill rate (GET /v1/earnings).
+// Earnings is a provider's income, costs and fill rate (GET
+// /v1/earnings). Days are local days of the [costs] time zone.
 type Earnings struct {
-	Since    time.Time     `json:"since"`
-	TotalUSD float64       `json:"total_usd"`
-	FillRate float64       `json:"fill_rate"` // leased GPU-hours / offered GPU-hours
-	Days     []EarningsDay `json:"days"`
-	GPUs     []EarningsGPU `json:"gpus"`
+	Since    time.Time `json:"since"`
+	Until    time.Time `json:"until"`
+	FeePct   float64   `json:"fee_pct"` // costs.fee_pct, for floor advice
+	TimeZone string    `json:"time_zone"`
+	TotalUSD float64   `json:"total_usd"`
+	FillRate float64   `json:"fill_rate"` // leased GPU-hours / offered GPU-hours: the utilization
+	EarningsCosts
+	Days []EarningsDay `json:"days"`
+	GPUs []EarningsGPU `json:"gpus"`
 }
 
-// EarningsDay is one UTC day of a provider's earnings.
+// EarningsCosts is what earning cost ([costs] in config.toml), priced from
+// the provider's own signed telemetry; NetUSD is the income less all of it.
+type EarningsCosts struct {
+	FeesUSD         float64 `json:"fees_usd"`
+	EnergyKWh       float64 `json:"energy_kwh"` // at the wall: (GPUs + host) × PUE
+	EnergyUSD       float64 `json:"energy_usd"`
+	DepreciationUSD float64 `json:"depreciation_usd"`
+	BandwidthUSD    float64 `json:"bandwidth_usd"`
+	NetUSD          float64 `json:"net_usd"`
+}
+
+// EarningsDay is one day of a provider's earnings.
 type EarningsDay struct {
-	Day             string  `json:"day"` // YYYY-MM-DD, UTC
+	Day             string  `json:"day"` // YYYY-MM-DD in the costs time zone (UTC by default)
 	Leases          int     `json:"leases"`
 	EarnedUSD       float64 `json:"earned_usd"`
 	LeasedGPUHours  float64 `json:"leased_gpu_hours"`
 	OfferedGPUHours float64 `json:"offered_gpu_hours"`
 	FillRate        float64 `json:"fill_rate"`
+	EarningsCosts
 }
 
 // EarningsGPU is one GPU's share.
 type EarningsGPU struct {
-	UUID           string  `json:"uuid"`
-	EarnedUSD      float64 `json:"earned_usd"`
-	LeasedGPUHours float64 `json:"leased_gpu_hours"`
+	UUID      string  `json:"uuid"`
+	Model     string  `json:"model,omitempty"`
+	EarnedUSD float64 `json:"earned_usd"`
+	// HostEnergyUSD is the GPU's share of the host's energy cost and
+	// LeasedEnergyUSD its own while leased (both inside EnergyUSD).
+	HostEnergyUSD   float64 `json:"host_energy_usd"`
+	LeasedEnergyUSD float64 `json:"leased_energy_usd"`
+	LeasedGPUHours  float64 `json:"leased_gpu_hours"`
+	OfferedGPUHours float64 `json:"offered_gpu_hours"`
+	FillRate        float64 `json:"fill_rate"`
+	EarningsCosts
 }
 
 // Spend is a renter's spending (GET /v1/spend).

@@ -70,6 +70,9 @@ type Backend interface {
 	Spend(since time.Time) (Spend, error)
 	// Attestations exports the signed chain entries attesting a lease.
 	Attestations(ctx context.Context, lease string) ([]byte, error)
+	// Reload re-reads config.toml, applies the keys that can change live
+	// and names those that need a restart (also on SIGHUP).
+	Reload() (Reload, error)
 }
 
 // Options configure the server.
@@ -204,6 +207,7 @@ func (s *Server) Handler() http.Handler {
 		"POST /v1/jobs/{id}/forwards":          s.postForward,
 		"GET /v1/jobs/{id}/forwards":           s.getForwards,
 		"DELETE /v1/jobs/{id}/forwards/{port}": s.deleteForward,
+		"POST /v1/reload":                      s.postReload,
 	}
 	if s.opts.Debug {
 		routes["POST /v1/debug/gossip"] = s.postGossip

@@ -99,6 +99,10 @@ func (f *fakeBackend) Reputation(p string) (api.Reputation, error) {
 	return api.Reputation{Provider: p, Score: 0.8, Badge: "none"}, nil
 }
 
+func (f *fakeBackend) Reload() (api.Reload, error) {
+	return api.Reload{Applied: []string{"provider.floor_usd.gold"}}, nil
+}
+
 func (f *fakeBackend) Earnings(since time.Time) (api.Earnings, error) {
 	return api.Earnings{Since: since, TotalUSD: 1.5}, nil
 }
@@ -202,6 +206,9 @@ func TestClientRoundTrip(t *testing.T) {
 	}
 	if e, err := c.Earnings(ctx, 3); err != nil || e.TotalUSD != 1.5 || time.Since(e.Since) < 71*time.Hour {
 		t.Fatalf("earnings: %+v %v", e, err)
+	}
+	if r, err := c.Reload(ctx); err != nil || len(r.Applied) != 1 || r.Applied[0] != "provider.floor_usd.gold" {
+		t.Fatalf("reload: %+v %v", r, err)
 	}
 	if sp, err := c.Spend(ctx, 1); err != nil || sp.TotalUSD != 2.5 {
 		t.Fatalf("spend: %+v %v", sp, err)

@@ -102,7 +102,7 @@ func attacker(t *testing.T, ctx context.Context, target *nodetest.Member, topic 
 
 // peerEntry is p's row in m's peers view.
 func peerEntry(m *nodetest.Member, p peer.ID) (api.Peer, bool) {
-	for _, e := range m.Node.Peers() {
+	for _, e := range m.Node.Trust().Peers() {
 		if e.ID == p.String() {
 			return e, true
 		}

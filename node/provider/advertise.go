@@ -71,6 +71,10 @@ type advertiser struct {
 	// cpuOffer is the CPU share with what is free of it now; nil: none.
 	cpuOffer func() *auction.CPUOffer
 
+	// liveMu guards the keys of cfg and the calendar that Reconfigure
+	// changes on a running provider (reload.go).
+	liveMu sync.RWMutex
+
 	mu       sync.Mutex
 	leases   map[string]string // GPU UUID -> lease ID
 	current  *auction.Capacity
@@ -175,12 +179,15 @@ func (a *advertiser) Current() *auction.Capacity {
 
 // offered filters devices by provider.offer_gpus (UUIDs or indices).
 func (a *advertiser) offered(devs []gpu.Device) []gpu.Device {
-	if len(a.cfg.OfferGPUs) == 0 {
+	a.liveMu.RLock()
+	ids := a.cfg.OfferGPUs
+	a.liveMu.RUnlock()
+	if len(ids) == 0 {
 		return devs
 	}
 	var out []gpu.Device
 	for _, d := range devs {
-		if slices.Contains(a.cfg.OfferGPUs, d.UUID) || slices.Contains(a.cfg.OfferGPUs, strconv.Itoa(d.Index)) {
+		if slices.Contains(ids, d.UUID) || slices.Contains(ids, strconv.Itoa(d.Index)) {
 			out = append(out, d)
 		}
 	}
@@ -195,30 +202,33 @@ func (a *advertiser) build(seq uint64) (*auction.Capacity, error) {
 		// Partial results are usable: a lost GPU must not hide the rest.
 		a.log.Warn("reading GPUs", "err", err)
 	}
+	a.liveMu.RLock()
+	cfg, calendar := a.cfg, a.calendar
+	a.liveMu.RUnlock()
 	now := a.now()
 	c := &auction.Capacity{
 		V:            auction.CapacityVersion,
 		Peer:         a.self.String(),
 		Seq:          seq,
 		IssuedAtMs:   now.UnixMilli(),
-		ExpiresAtMs:  now.Add(a.cfg.RecordTTL).UnixMilli(),
+		ExpiresAtMs:  now.Add(cfg.RecordTTL).UnixMilli(),
 		Host:         a.host,
-		Region:       auction.Region{Country: a.cfg.Region, Zone: a.cfg.Zone},
+		Region:       auction.Region{Country: cfg.Region, Zone: cfg.Zone},
 		Reachability: a.reachability(),
-		Runtimes:     slices.Clone(a.cfg.Runtimes),
-		Calendar:     a.calendar,
+		Runtimes:     slices.Clone(cfg.Runtimes),
+		Calendar:     calendar,
 		Policy: auction.Policy{
-			MaxDurationSec: uint64(a.cfg.MaxDuration / time.Second),
-			AllowedImages:  slices.Clone(a.cfg.AllowedImages),
-			Egress:         a.cfg.Egress,
+			MaxDurationSec: uint64(cfg.MaxDuration / time.Second),
+			AllowedImages:  slices.Clone(cfg.AllowedImages),
+			Egress:         cfg.Egress,
 		},
-		Datasets: slices.Clone(a.cfg.Datasets),
+		Datasets: slices.Clone(cfg.Datasets),
 		Version:  a.version,
 	}
-	for _, t := range a.cfg.Tiers {
+	for _, t := range cfg.Tiers {
 		tier := auction.Tier(t)
 		c.Policy.Tiers = append(c.Policy.Tiers, tier)
-		micro := USDToMicro(a.cfg.FloorUSD.For(tier))
+		micro := USDToMicro(cfg.FloorUSD.For(tier))
 		switch tier {
 		case auction.TierGold:
 			c.Floor.Gold = micro

@@ -1,93 +1,89 @@
 package provider
 
 import (
+	"fmt"
 	"math"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/node/costs"
+	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/node/lease"
 )
 
-// Earnings sums a provider's paid vouchers per day and per GPU since
-// since, and its fill rate: GPU-hours its own signed telemetry attributes
-// to leases over the GPU-hours it attests at all. A lease's pay counts on
-// the day it started.
+// Earnings prices the provider's range [since, now): renters' paid
+// vouchers (a lease's pay counts on the day it started) against the costs
+// of [costs], per day and per GPU, from its own signed telemetry; the fill
+// rate is GPU-hours that telemetry attributes to leases over the GPU-hours
+// it attests at all.
 func (p *Provider) Earnings(since time.Time) (api.Earnings, error) {
-	out := api.Earnings{Since: since.UTC()}
-	days := map[string]*api.EarningsDay{}
-	dayOf := func(d string) *api.EarningsDay {
-		if days[d] == nil {
-			days[d] = &api.EarningsDay{Day: d}
-		}
-		return days[d]
-	}
-	gpus := map[string]*api.EarningsGPU{}
-	leases, err := p.db.Leases()
+	cc := p.costsConfig()
+	m, err := costs.NewModel(cc)
 	if err != nil {
-		return out, err
+		return api.Earnings{}, fmt.Errorf("provider.Earnings: %w", err)
 	}
-	for _, l := range leases {
-		if l.Side != lease.SideProvider || l.WorkStartedMs < since.UnixMilli() || l.PaidMicro == 0 {
-			continue
-		}
-		usd := float64(l.PaidMicro) / 1e6
-		d := dayOf(utcDay(l.WorkStartedMs))
-		d.Leases++
-		d.EarnedUSD += usd
-		out.TotalUSD += usd
-		for _, g := range l.GPUs {
-			if gpus[g] == nil {
-				gpus[g] = &api.EarningsGPU{UUID: g}
-			}
-			gpus[g].EarnedUSD += usd / float64(len(l.GPUs))
-		}
+	until := p.now()
+	r, err := p.ledger(m, since, until)
+	if err != nil {
+		return api.Earnings{}, fmt.Errorf("provider.Earnings: %w", err)
 	}
-	var leased, offered float64
-	{
-		raws, err := p.db.ChainEntries(p.self.String(), 0, math.MaxUint64)
-		if err != nil {
-			return out, err
-		}
-		for _, raw := range raws {
-			e, err := attest.OpenEntry(raw)
-			if err != nil || e.Telemetry == nil || e.Telemetry.StartMs < since.UnixMilli() {
-				continue
-			}
-			h := float64(e.Telemetry.EndMs-e.Telemetry.StartMs) / float64(time.Hour/time.Millisecond)
-			d := dayOf(utcDay(e.Telemetry.StartMs))
-			for _, g := range e.Telemetry.GPUs {
-				d.OfferedGPUHours += h
-				offered += h
-				if g.Lease != "" {
-					d.LeasedGPUHours += h
-					leased += h
-					if gpus[g.UUID] == nil {
-						gpus[g.UUID] = &api.EarningsGPU{UUID: g.UUID}
-					}
-					gpus[g.UUID].LeasedGPUHours += h
-				}
-			}
-		}
+	out := api.Earnings{
+		Since: since.UTC(), Until: until.UTC(), FeePct: cc.FeePct, TimeZone: m.Loc.String(), TotalUSD: r.Total.RevenueUSD, FillRate: r.Total.Utilization,
+		EarningsCosts: costsOf(r.Total),
 	}
-	if offered > 0 {
-		out.FillRate = leased / offered
+	for _, d := range r.Days {
+		out.Days = append(out.Days, api.EarningsDay{
+			Day: d.Day, Leases: d.Leases, EarnedUSD: d.RevenueUSD, LeasedGPUHours: d.LeasedGPUHours,
+			OfferedGPUHours: d.OfferedGPUHours, FillRate: d.Utilization, EarningsCosts: costsOf(d.Line),
+		})
 	}
-	for _, d := range days {
-		if d.OfferedGPUHours > 0 {
-			d.FillRate = d.LeasedGPUHours / d.OfferedGPUHours
-		}
-		out.Days = append(out.Days, *d)
+	for _, g := range r.GPUs {
+		out.GPUs = append(out.GPUs, api.EarningsGPU{
+			UUID: g.UUID, Model: g.Model, EarnedUSD: g.RevenueUSD, HostEnergyUSD: g.HostEnergyUSD, LeasedEnergyUSD: g.LeasedEnergyUSD,
+			LeasedGPUHours:  g.LeasedGPUHours,
+			OfferedGPUHours: g.OfferedGPUHours, FillRate: g.Utilization, EarningsCosts: costsOf(g.Line),
+		})
 	}
-	slices.SortFunc(out.Days, func(a, b api.EarningsDay) int { return strings.Compare(a.Day, b.Day) })
-	for _, g := range gpus {
-		out.GPUs = append(out.GPUs, *g)
-	}
-	slices.SortFunc(out.GPUs, func(a, b api.EarningsGPU) int { return strings.Compare(a.UUID, b.UUID) })
 	return out, nil
 }
 
-// utcDay is the UTC day of a Unix-millisecond time.
-func utcDay(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.DateOnly) }
+// ledger feeds the store's paid leases and the provider's own telemetry
+// chain into a costs ledger over [since, until).
+func (p *Provider) ledger(m costs.Model, since, until time.Time) (costs.Report, error) {
+	devs, _ := p.gpus.Devices() // the GPUs it could read; a failed one still shows by its telemetry
+	inv := make([]costs.GPU, 0, len(devs))
+	for _, d := range devs {
+		inv = append(inv, costs.GPU{UUID: d.UUID, Model: gpu.ModelSlug(d.Name, d.MemoryMiB)})
+	}
+	l := costs.NewLedger(m, since, until, inv)
+	leases, err := p.db.Leases()
+	if err != nil {
+		return costs.Report{}, err
+	}
+	for _, ls := range leases {
+		if ls.Side != lease.SideProvider || ls.PaidMicro == 0 {
+			continue
+		}
+		l.AddPayment(costs.Payment{At: time.UnixMilli(ls.WorkStartedMs), GPUs: ls.GPUs, USD: float64(ls.PaidMicro) / 1e6})
+	}
+	raws, err := p.db.ChainEntries(p.self.String(), 0, math.MaxUint64)
+	if err != nil {
+		return costs.Report{}, err
+	}
+	for _, raw := range raws {
+		e, err := attest.OpenEntry(raw)
+		if err != nil || e.Telemetry == nil || e.Telemetry.EndMs <= since.UnixMilli() {
+			continue
+		}
+		l.AddTelemetry(e.Telemetry)
+	}
+	return l.Report(), nil
+}
+
+func costsOf(x costs.Line) api.EarningsCosts {
+	return api.EarningsCosts{
+		FeesUSD: x.FeesUSD, EnergyKWh: x.EnergyKWh, EnergyUSD: x.EnergyUSD,
+		DepreciationUSD: x.DepreciationUSD, BandwidthUSD: x.BandwidthUSD, NetUSD: x.NetUSD,
+	}
+}

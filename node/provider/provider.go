@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node/costs"
 	"github.com/idlegrid/idlegrid/node/executor"
 	"github.com/idlegrid/idlegrid/node/forward"
 	"github.com/idlegrid/idlegrid/node/gpu"
@@ -39,6 +40,8 @@ type Config struct {
 	Home string
 	// Version is the software version advertised in capacity records.
 	Version string
+	// Costs prices the earnings ([costs]).
+	Costs costs.Config
 }
 
 // Deps are the provider's collaborators.
@@ -106,6 +109,7 @@ type Provider struct {
 	group     sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
+	live      liveConfig // what a reload replaced (reload.go)
 }
 
 // New builds the provider: executors (only the runtimes that can run here

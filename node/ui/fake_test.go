@@ -185,3 +185,5 @@ func (f *fakeBackend) Attestations(_ context.Context, lease string) ([]byte, err
 	}
 	return []byte(`{"lease":"lease-1","entries":[]}`), nil
 }
+
+func (f *fakeBackend) Reload() (api.Reload, error) { return api.Reload{}, nil }

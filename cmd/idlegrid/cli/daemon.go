@@ -74,7 +74,9 @@ variables, then flags (--set section.key=value for any key).`,
 			if err != nil {
 				return err
 			}
+			stopReload := node.WatchSIGHUP(n, logger)
 			runErr := n.Run(cmd.Context())
+			stopReload()
 			closeErr := n.Close()
 			logger.Info("node stopped")
 			if runErr != nil {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idlegrid/idlegrid/node"
+	"github.com/idlegrid/idlegrid/node/api"
 )
 
 func newEarningsCmd(g *globals) *cobra.Command {
@@ -16,11 +18,14 @@ func newEarningsCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "earnings",
-		Short: "Provider: income from renters' vouchers per day and per GPU, and the fill rate",
-		Long: `Show what renters paid (their latest cumulative vouchers) per UTC day and per
-GPU, and the fill rate: GPU-hours the provider's own signed telemetry
-attributes to leases over the GPU-hours it attests. A lease counts on the day
-it started.`,
+		Short: "Provider: income, costs and net margin per day and per GPU, and the utilization",
+		Long: `Show what renters paid (their latest cumulative vouchers) per day and per GPU,
+less what earning it cost as set in [costs] of config.toml: fees, electricity
+at the wall (the GPUs' own energy counters from the signed telemetry plus the
+host's idle draw, times the PUE, at the time-of-use tariff), bandwidth and
+straight-line depreciation. Utilization (UTIL) is GPU-hours the provider's own
+signed telemetry attributes to leases over the GPU-hours it attests. Days are
+local days of costs.time_zone; a lease counts on the day it started.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.client()
@@ -34,23 +39,32 @@ it started.`,
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), e)
 			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "since %s: earned $%.4f, fill rate %.1f%%\n\n", e.Since.Local().Format(time.DateTime), e.TotalUSD, 100*e.FillRate)
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "DAY\tLEASES\tEARNED\tLEASED GPU-H\tOFFERED GPU-H\tFILL")
-			for _, d := range e.Days {
-				fmt.Fprintf(tw, "%s\t%d\t$%.4f\t%.2f\t%.2f\t%.1f%%\n", d.Day, d.Leases, d.EarnedUSD, d.LeasedGPUHours, d.OfferedGPUHours, 100*d.FillRate)
-			}
-			fmt.Fprintln(tw, "\nGPU\t\tEARNED\tLEASED GPU-H")
-			for _, gp := range e.GPUs {
-				fmt.Fprintf(tw, "%s\t\t$%.4f\t%.2f\n", gp.UUID, gp.EarnedUSD, gp.LeasedGPUHours)
-			}
-			return tw.Flush()
+			printEarnings(cmd.OutOrStdout(), e)
+			return nil
 		},
 	}
 	cmd.Flags().IntVar(&days, "days", 7, "how many days back")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+func printEarnings(w io.Writer, e api.Earnings) {
+	fmt.Fprintf(w, "since %s (days in %s): earned $%.4f, net $%.4f, utilization %.1f%%\n", e.Since.Local().Format(time.DateTime),
+		e.TimeZone, e.TotalUSD, e.NetUSD, 100*e.FillRate)
+	fmt.Fprintf(w, "costs: fees $%.4f, energy %.3f kWh $%.4f, depreciation $%.4f, bandwidth $%.4f\n\n",
+		e.FeesUSD, e.EnergyKWh, e.EnergyUSD, e.DepreciationUSD, e.BandwidthUSD)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DAY\tLEASES\tEARNED\tKWH\tENERGY\tDEPREC\tOTHER\tNET\tLEASED GPU-H\tOFFERED GPU-H\tUTIL")
+	for _, d := range e.Days {
+		fmt.Fprintf(tw, "%s\t%d\t$%.4f\t%.3f\t$%.4f\t$%.4f\t$%.4f\t$%.4f\t%.2f\t%.2f\t%.1f%%\n", d.Day, d.Leases, d.EarnedUSD,
+			d.EnergyKWh, d.EnergyUSD, d.DepreciationUSD, d.FeesUSD+d.BandwidthUSD, d.NetUSD, d.LeasedGPUHours, d.OfferedGPUHours, 100*d.FillRate)
+	}
+	fmt.Fprintln(tw, "\nGPU\tMODEL\tEARNED\tKWH\tENERGY\tDEPREC\tOTHER\tNET\tLEASED GPU-H\tOFFERED GPU-H\tUTIL")
+	for _, gp := range e.GPUs {
+		fmt.Fprintf(tw, "%s\t%s\t$%.4f\t%.3f\t$%.4f\t$%.4f\t$%.4f\t$%.4f\t%.2f\t%.2f\t%.1f%%\n", gp.UUID, gp.Model, gp.EarnedUSD,
+			gp.EnergyKWh, gp.EnergyUSD, gp.DepreciationUSD, gp.FeesUSD+gp.BandwidthUSD, gp.NetUSD, gp.LeasedGPUHours, gp.OfferedGPUHours, 100*gp.FillRate)
+	}
+	_ = tw.Flush()
 }
 
 func newSpendCmd(g *globals) *cobra.Command {

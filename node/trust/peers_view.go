@@ -1,6 +1,7 @@
-package node
+package trust
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -11,14 +12,12 @@ import (
 	"github.com/idlegrid/idlegrid/p2p"
 )
 
-func (b apiBackend) Peers() []api.Peer { return b.n.Peers() }
-
 // Peers is the operator's view of peers (GET /v1/peers, `idlegrid
 // peers`): every connected peer with its gossip score and abuse points,
 // and every peer charged or banned, connected or not, sorted by ID. Bans
 // come from the store, so a peer banned before a restart is listed; the
 // store keeps at most store.MaxBans of them.
-func (n *Node) Peers() []api.Peer {
+func (t *Trust) Peers() []api.Peer {
 	byID := map[peer.ID]*api.Peer{}
 	get := func(p peer.ID) *api.Peer {
 		if e, ok := byID[p]; ok {
@@ -28,7 +27,7 @@ func (n *Node) Peers() []api.Peer {
 		byID[p] = e
 		return e
 	}
-	for _, pi := range n.p2p.Peers() {
+	for _, pi := range t.p2p.Peers() {
 		e := get(pi.ID)
 		e.Addrs = addrStrings(pi.Addrs)
 		e.Direction = pi.Direction.String()
@@ -39,7 +38,7 @@ func (n *Node) Peers() []api.Peer {
 		e.Protocols = pi.Protocols
 		e.Connected = true
 	}
-	for _, pa := range n.p2p.PeerAbuse() {
+	for _, pa := range t.p2p.PeerAbuse() {
 		e := get(pa.ID)
 		e.Connected = e.Connected || pa.Connected
 		e.GossipScore = pa.GossipScore
@@ -53,12 +52,12 @@ func (n *Node) Peers() []api.Peer {
 			e.BannedUntil = &until
 		}
 	}
-	bans, err := n.db.LoadBans()
+	bans, err := t.db.LoadBans()
 	if err != nil {
-		n.log.Warn("peers: load bans", "err", err)
+		t.log.Warn("peers: load bans", "err", err)
 	}
 	for _, b := range bans {
-		if !n.p2p.Blocked(b.Peer) {
+		if !t.p2p.Blocked(b.Peer) {
 			continue // lifted (a bootstrap peer is never banned)
 		}
 		e := get(b.Peer)
@@ -73,5 +72,13 @@ func (n *Node) Peers() []api.Peer {
 		out = append(out, *e)
 	}
 	slices.SortFunc(out, func(a, b api.Peer) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+func addrStrings[T fmt.Stringer](xs []T) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = x.String()
+	}
 	return out
 }

@@ -1,0 +1,27 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idlegrid/idlegrid/node/api"
+)
+
+func TestPrintEarningsShowsCosts(t *testing.T) {
+	e := api.Earnings{
+		Since: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), TimeZone: "Europe/Berlin", TotalUSD: 10, FillRate: 0.5,
+		EarningsCosts: api.EarningsCosts{FeesUSD: 1, EnergyKWh: 0.825, EnergyUSD: 0.28875, DepreciationUSD: 48, BandwidthUSD: 2.4, NetUSD: -41.68875},
+		Days: []api.EarningsDay{{Day: "2026-12-01", Leases: 1, EarnedUSD: 10, FillRate: 0.5,
+			EarningsCosts: api.EarningsCosts{FeesUSD: 1, EnergyKWh: 0.825, EnergyUSD: 0.28875, DepreciationUSD: 48, BandwidthUSD: 2.4, NetUSD: -41.68875}}},
+		GPUs: []api.EarningsGPU{{UUID: "GPU-a", Model: "h100-80gb", EarnedUSD: 10, FillRate: 1}},
+	}
+	var out bytes.Buffer
+	printEarnings(&out, e)
+	for _, want := range []string{"days in Europe/Berlin", "net $-41.68", "0.825", "$48.0000", "$3.4000", "h100-80gb", "NET", "UTIL"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package provider
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/idlegrid/idlegrid/node/costs"
+	"github.com/idlegrid/idlegrid/node/gpu"
+	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/store"
+)
+
+// TestEarningsPricesCosts: a paid lease on one of two GPUs over a
+// two-hour range; every GPU of the backend depreciates for the whole range
+// at its model's capital cost, fees come off the revenue.
+func TestEarningsPricesCosts(t *testing.T) {
+	r := newRoom(t, 2)
+	devs, err := r.p.GPUs().Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slug := gpu.ModelSlug(devs[0].Name, devs[0].MemoryMiB)
+	r.p.cfg.Costs = costs.Config{FeePct: 10, GPUCapitalUSD: 1, DepreciationYears: 1,
+		Models: []costs.ModelCapital{{Model: slug, CapitalUSD: 8760, DepreciationYears: 1}}} // 1 USD per hour
+	now := r.prov.Clock.Now()
+	if err := r.prov.Store.PutLease(&store.Lease{
+		ID: "L1", Side: lease.SideProvider, Provider: r.prov.ID.String(), State: lease.Completed,
+		GPUs: []string{devs[0].UUID}, PaidMicro: 5_000_000, WorkStartedMs: now.Add(-time.Hour).UnixMilli(),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := r.p.Earnings(now.Add(-2 * time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	near := func(what string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s = %v, want %v", what, got, want)
+		}
+	}
+	near("total", e.TotalUSD, 5)
+	near("fees", e.FeesUSD, 0.5)
+	near("depreciation", e.DepreciationUSD, 4) // 2 GPUs × 2 h × 1 USD
+	near("net", e.NetUSD, 5-0.5-4-e.EnergyUSD)
+	if len(e.GPUs) != 2 || e.GPUs[0].Model != slug {
+		t.Fatalf("gpus = %+v", e.GPUs)
+	}
+	for _, g := range e.GPUs {
+		near(g.UUID+" depreciation", g.DepreciationUSD, 2)
+		if g.UUID == devs[0].UUID {
+			near(g.UUID+" earned", g.EarnedUSD, 5)
+		}
+	}
+}
