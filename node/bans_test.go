@@ -52,7 +52,7 @@ func TestBanSurvivesRestart(t *testing.T) {
 		t.Fatal("the ban did not survive the restart")
 	}
 	found := false
-	for _, e := range n.Peers() {
+	for _, e := range n.Trust().Peers() {
 		if e.ID != abuser.String() {
 			continue
 		}
