@@ -229,3 +229,10 @@ func (b apiBackend) Attestations(ctx context.Context, lease string) ([]byte, err
 	}
 	return json.MarshalIndent(x, "", "  ")
 }
+
+func (b apiBackend) GPUHistory() ([]api.GPUSeries, error) {
+	if b.n.provider == nil {
+		return nil, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "this node is a %s; GPU telemetry is a provider's", b.n.cfg.Role)
+	}
+	return b.n.provider.GPUHistory(), nil
+}

@@ -67,6 +67,9 @@ type Backend interface {
 	// Earnings (providers) and Spend (renters) sum paid vouchers since a
 	// time.
 	Earnings(since time.Time) (Earnings, error)
+	// GPUHistory is a provider's per-GPU telemetry over the last hour, as
+	// its sampler read it (the dashboard's charts).
+	GPUHistory() ([]GPUSeries, error)
 	Spend(since time.Time) (Spend, error)
 	// Attestations exports the signed chain entries attesting a lease.
 	Attestations(ctx context.Context, lease string) ([]byte, error)

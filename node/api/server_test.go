@@ -103,6 +103,8 @@ func (f *fakeBackend) Reload() (api.Reload, error) {
 	return api.Reload{Applied: []string{"provider.floor_usd.gold"}}, nil
 }
 
+func (f *fakeBackend) GPUHistory() ([]api.GPUSeries, error) { return nil, nil }
+
 func (f *fakeBackend) Earnings(since time.Time) (api.Earnings, error) {
 	return api.Earnings{Since: since, TotalUSD: 1.5}, nil
 }

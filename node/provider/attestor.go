@@ -261,6 +261,7 @@ func (a *attestor) sample(ctx context.Context) {
 		a.log.Debug("sample GPUs", "err", err)
 		return
 	}
+	a.p.history.add(samples)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, s := range samples {

@@ -105,6 +105,7 @@ type Provider struct {
 	priceIndex func(since, until time.Time) ([]auction.PriceStat, error)
 	index      indexCache
 	disk       diskGate
+	history    gpuHistory
 
 	group     sync.WaitGroup
 	closeOnce sync.Once

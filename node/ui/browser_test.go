@@ -278,6 +278,19 @@ func TestDashboardInABrowser(t *testing.T) {
 	if n := eval[int](t, ctx, `document.querySelectorAll("a[href$='/attestations']").length`); n < 1 {
 		t.Errorf("provider page lists no lease with its attestation export")
 	}
+	// Each GPU's chart gets data points as the sampler runs (10 s buckets):
+	// reload until a chart draws a line of at least two.
+	gpuPoints := `Math.max(0, ...Array.from(document.querySelectorAll("figure.gpu")).map(f => +f.dataset.points))`
+	deadline = time.Now().Add(90 * time.Second)
+	for eval[int](t, ctx, gpuPoints) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the provider's GPU charts have %d points after 90 s", eval[int](t, ctx, gpuPoints))
+		}
+		must(t, ctx, "provider page reload", chromedp.Sleep(time.Second), chromedp.Navigate(provBase+"/ui/provider"), chromedp.WaitVisible(chromedp.CSS("#gpus")))
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll("figure.gpu polyline").length`); n < 4 {
+		t.Errorf("the GPU chart draws %d lines, want utilization, power, temperature and memory", n)
+	}
 	shot("provider")
 	must(t, ctx, "renter after the provider sign-in", chromedp.Navigate(base+"/ui/jobs"))
 	if loc := location(t, ctx); loc != base+"/ui/jobs" {

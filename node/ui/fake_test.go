@@ -18,6 +18,8 @@ import (
 type fakeBackend struct {
 	dir string
 
+	gpuHistory []api.GPUSeries
+
 	mu        sync.Mutex
 	submitted []string
 	cancelled []string
@@ -187,3 +189,5 @@ func (f *fakeBackend) Attestations(_ context.Context, lease string) ([]byte, err
 }
 
 func (f *fakeBackend) Reload() (api.Reload, error) { return api.Reload{}, nil }
+
+func (f *fakeBackend) GPUHistory() ([]api.GPUSeries, error) { return f.gpuHistory, nil }

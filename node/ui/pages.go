@@ -120,6 +120,13 @@ func (u *UI) getProvider(w http.ResponseWriter, r *http.Request, s *session) err
 		ecols = append(ecols, column{Label: d.Day, Val: d.EarnedUSD, Text: fmt.Sprintf("%s: $%.2f from %d leases", d.Day, d.EarnedUSD, d.Leases)})
 		fcols = append(fcols, column{Label: d.Day, Val: d.FillRate * 100, Text: fmt.Sprintf("%s: %.0f%% filled (%.1f of %.1f GPU-hours)", d.Day, d.FillRate*100, d.LeasedGPUHours, d.OfferedGPUHours)})
 	}
+	if hist, err := u.b.GPUHistory(); err == nil {
+		charts := make([]lineChart, 0, len(hist))
+		for _, h := range hist {
+			charts = append(charts, newLineChart(h))
+		}
+		data["GPUCharts"] = charts
+	}
 	data["EarnChart"] = newChart("Earned per day", "USD", ecols)
 	data["FillChart"] = newChart("Fill rate per day", "%", fcols)
 	leases, err := u.b.Leases()

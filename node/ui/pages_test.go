@@ -6,10 +6,12 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node/api"
 )
 
 func TestEveryPageRenders(t *testing.T) {
@@ -178,5 +180,30 @@ func TestStaticAssetsAndHeaders(t *testing.T) {
 	res.Body.Close()
 	if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") {
 		t.Errorf("CSP %q", csp)
+	}
+}
+
+// TestProviderPageChartsGPUTelemetry: each GPU's last hour is drawn as four
+// lines with a legend; a GPU with no samples yet says so.
+func TestProviderPageChartsGPUTelemetry(t *testing.T) {
+	h := newHarness(t)
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	h.fake.gpuHistory = []api.GPUSeries{
+		{UUID: "GPU-1", Name: "NVIDIA H100", Points: []api.GPUPoint{
+			{At: t0, UtilPct: 10, PowerW: 100, TempC: 40, MemUsedMiB: 1000},
+			{At: t0.Add(10 * time.Second), UtilPct: 90, PowerW: 600, TempC: 70, MemUsedMiB: 60000},
+		}},
+		{UUID: "GPU-2"},
+	}
+	c, _ := h.login(t)
+	status, body := get(t, c, h.url+"/ui/provider")
+	if status != http.StatusOK {
+		t.Fatalf("status %d", status)
+	}
+	for _, w := range []string{`data-points="2"`, `class="l-util"`, `class="l-power"`, `class="l-temp"`, `class="l-mem"`,
+		"utilization: now 90 %, max 90 %", "power: now 600 W", `data-points="0"`, "GPU-2 — no data yet"} {
+		if !strings.Contains(body, w) {
+			t.Errorf("provider page lacks %q", w)
+		}
 	}
 }

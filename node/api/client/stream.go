@@ -148,6 +148,13 @@ func (c *Client) Earnings(ctx context.Context, days int) (api.Earnings, error) {
 	return out, err
 }
 
+// GPUHistory is a provider's per-GPU telemetry over the last hour.
+func (c *Client) GPUHistory(ctx context.Context) ([]api.GPUSeries, error) {
+	var out []api.GPUSeries
+	err := c.do(ctx, http.MethodGet, "/v1/gpus/history", nil, nil, &out)
+	return out, err
+}
+
 // Spend is a renter's spending over the last days.
 func (c *Client) Spend(ctx context.Context, days int) (api.Spend, error) {
 	var out api.Spend
