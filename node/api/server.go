@@ -211,6 +211,7 @@ func (s *Server) Handler() http.Handler {
 		"GET /v1/jobs/{id}/forwards":           s.getForwards,
 		"DELETE /v1/jobs/{id}/forwards/{port}": s.deleteForward,
 		"POST /v1/reload":                      s.postReload,
+		"GET /v1/gpus/history":                 s.getGPUHistory,
 	}
 	if s.opts.Debug {
 		routes["POST /v1/debug/gossip"] = s.postGossip

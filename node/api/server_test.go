@@ -103,7 +103,9 @@ func (f *fakeBackend) Reload() (api.Reload, error) {
 	return api.Reload{Applied: []string{"provider.floor_usd.gold"}}, nil
 }
 
-func (f *fakeBackend) GPUHistory() ([]api.GPUSeries, error) { return nil, nil }
+func (f *fakeBackend) GPUHistory() ([]api.GPUSeries, error) {
+	return []api.GPUSeries{{UUID: "GPU-1", Points: []api.GPUPoint{{UtilPct: 50}}}}, nil
+}
 
 func (f *fakeBackend) Earnings(since time.Time) (api.Earnings, error) {
 	return api.Earnings{Since: since, TotalUSD: 1.5}, nil
@@ -317,5 +319,13 @@ func TestClientReportsNoDaemon(t *testing.T) {
 	_, err := client.New(url, token).Status(t.Context())
 	if !errors.Is(err, client.ErrDaemonNotRunning) {
 		t.Fatalf("got %v, want ErrDaemonNotRunning", err)
+	}
+}
+
+func TestGPUHistoryEndpoint(t *testing.T) {
+	s, _ := serve(t, false)
+	h, err := client.New(s.URL(), token).GPUHistory(t.Context())
+	if err != nil || len(h) != 1 || len(h[0].Points) != 1 {
+		t.Fatalf("GPU history %+v, %v: want the backend's one series", h, err)
 	}
 }
