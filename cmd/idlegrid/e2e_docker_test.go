@@ -247,12 +247,22 @@ func (d *dockerNet) waitJob(t *testing.T, ctx context.Context, id string) api.Jo
 
 // leaseOf returns p's view of the lease of job (`leases --json`).
 func (d *dockerNet) leaseOf(p *proc, job string) (api.Lease, error) {
-	var leases []api.Lease
+	var leases, renters []api.Lease
 	if err := tryJSON(d.bin, &leases, "leases", "--json", "--home", p.home); err != nil {
 		return api.Lease{}, err
 	}
+	// A provider's copy knows the spec, not the renter's job ID (each
+	// submit is a new job); the lease ID is the same on both sides.
+	ids := map[string]bool{}
+	if err := tryJSON(d.bin, &renters, "leases", "--json", "--home", d.renter.home); err == nil {
+		for _, l := range renters {
+			if l.JobID == job {
+				ids[l.ID] = true
+			}
+		}
+	}
 	for _, l := range leases {
-		if l.JobID == job {
+		if l.JobID == job || ids[l.ID] {
 			return l, nil
 		}
 	}

@@ -157,12 +157,30 @@ func (d *trustNet) lease(ctx context.Context, p *proc, job string) (api.Lease, e
 	if err != nil {
 		return api.Lease{}, err
 	}
+	ids := d.jobLeases(ctx, job)
 	for _, l := range leases {
-		if l.JobID == job {
+		if l.JobID == job || ids[l.ID] {
 			return l, nil
 		}
 	}
 	return api.Lease{}, fmt.Errorf("%s has no lease of job %s", p.name, job)
+}
+
+// jobLeases are the IDs of the renter's leases of a job: a provider's
+// copy of a lease knows the spec, not the renter's job ID (each submit
+// is a new job), and the lease ID is the same on both sides.
+func (d *trustNet) jobLeases(ctx context.Context, job string) map[string]bool {
+	ids := map[string]bool{}
+	leases, err := d.renter.client.Leases(ctx)
+	if err != nil {
+		return ids
+	}
+	for _, l := range leases {
+		if l.JobID == job {
+			ids[l.ID] = true
+		}
+	}
+	return ids
 }
 
 // leaseCLI is p's view of the job's lease from `idlegrid leases --json`.
@@ -170,8 +188,9 @@ func (d *trustNet) leaseCLI(t *testing.T, p *proc, job string) api.Lease {
 	t.Helper()
 	var leases []api.Lease
 	runJSON(t, d.bin, &leases, "leases", "--json", "--home", p.home)
+	ids := d.jobLeases(t.Context(), job)
 	for _, l := range leases {
-		if l.JobID == job {
+		if l.JobID == job || ids[l.ID] {
 			return l
 		}
 	}
