@@ -32,6 +32,7 @@ func (a *Renter) award(ctx context.Context, pa *pendingAuction, spec *auction.Jo
 		a.unfilled(ctx, jobID, spec, round, fmt.Sprintf("no provider bid within the %dms window", pa.rfq.BidWindowMs))
 		return
 	}
+	bids, bidIDs = a.avoidFilter(jobID, bids, bidIDs)
 	bids, bidIDs = a.badgeFilter(jobID, pa.rfq.Tier, bids, bidIDs)
 	if len(bids) == 0 {
 		a.unfilled(ctx, jobID, spec, round, "no bidder holds the reputation badge the tier needs (see idlegrid rep)")
@@ -359,6 +360,7 @@ func (a *Renter) watchCompletion(ctx context.Context, jobID string, spec *auctio
 				break
 			}
 			stopFollowing()
+			a.avoidProvider(jobID, l.Provider)
 			cancelOthers("sibling lease's provider unreachable or unhealthy; job re-auctioned")
 			a.jobs.set(jobID, lease.JobAuctioning, "reauction", "lease %s: %s; re-auctioning the work", lease.Short(l.ID), l.Reason)
 			a.auction(ctx, jobID, spec, round+1)
@@ -410,4 +412,36 @@ func sameSizedSet(accepted, awarded []string) bool {
 		seen[g] = true
 	}
 	return true
+}
+
+// avoidProvider keeps a provider that failed a job's lease (unreachable or
+// unhealthy) out of the job's re-auctions.
+func (a *Renter) avoidProvider(jobID, provider string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.avoid == nil {
+		a.avoid = map[string]map[string]bool{}
+	}
+	if a.avoid[jobID] == nil {
+		a.avoid[jobID] = map[string]bool{}
+	}
+	a.avoid[jobID][provider] = true
+}
+
+// avoidFilter drops the bids of providers the job avoids.
+func (a *Renter) avoidFilter(jobID string, bids []*auction.Bid, ids []string) ([]*auction.Bid, []string) {
+	a.mu.Lock()
+	avoid := a.avoid[jobID]
+	a.mu.Unlock()
+	if len(avoid) == 0 {
+		return bids, ids
+	}
+	var kb []*auction.Bid
+	var ki []string
+	for i, b := range bids {
+		if !avoid[b.Provider] {
+			kb, ki = append(kb, b), append(ki, ids[i])
+		}
+	}
+	return kb, ki
 }

@@ -74,6 +74,9 @@ type Renter struct {
 	downloads *downloads
 	// payers: per lease, closed when its payer returned (pay.go).
 	payers map[string]chan struct{}
+	// avoid: per job, providers whose lease of it failed unreachable or
+	// unhealthy; its re-auctions take no bid from them.
+	avoid map[string]map[string]bool
 	// forwards are the service forwards (forward.go); registerer gets
 	// their metrics.
 	forwards   forwardBook
