@@ -69,7 +69,7 @@ func (b apiBackend) PublishDebug(ctx context.Context, topic string, data []byte)
 }
 
 func (b apiBackend) RecentGossip(topic string) ([]api.GossipMessage, error) {
-	if !slices.Contains(p2p.AllTopics, topic) {
+	if !slices.Contains(p2p.AllTopics, topic) && !shardTopic(topic) {
 		return nil, fmt.Errorf("topic %q is not one of %v", topic, p2p.AllTopics)
 	}
 	return b.n.gossip.Recent(topic), nil
