@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -169,10 +170,16 @@ func (d *trustNet) lease(ctx context.Context, p *proc, job string) (api.Lease, e
 // jobLeases are the IDs of the renter's leases of a job: a provider's
 // copy of a lease knows the spec, not the renter's job ID (each submit
 // is a new job), and the lease ID is the same on both sides.
+// While the renter is down (killed in a test) the last answer is used.
 func (d *trustNet) jobLeases(ctx context.Context, job string) map[string]bool {
 	ids := map[string]bool{}
 	leases, err := d.renter.client.Leases(ctx)
 	if err != nil {
+		jobLeaseCache.Lock()
+		defer jobLeaseCache.Unlock()
+		for id := range jobLeaseCache.ids[job] {
+			ids[id] = true
+		}
 		return ids
 	}
 	for _, l := range leases {
@@ -180,7 +187,21 @@ func (d *trustNet) jobLeases(ctx context.Context, job string) map[string]bool {
 			ids[l.ID] = true
 		}
 	}
+	jobLeaseCache.Lock()
+	if jobLeaseCache.ids == nil {
+		jobLeaseCache.ids = map[string]map[string]bool{}
+	}
+	if len(ids) > 0 {
+		jobLeaseCache.ids[job] = ids
+	}
+	jobLeaseCache.Unlock()
 	return ids
+}
+
+// jobLeaseCache remembers each job's lease IDs from the renter.
+var jobLeaseCache struct {
+	sync.Mutex
+	ids map[string]map[string]bool
 }
 
 // leaseCLI is p's view of the job's lease from `idlegrid leases --json`.
