@@ -254,6 +254,7 @@ func (n *Node) p2pConfig() (p2p.Config, error) {
 	c.GossipHeartbeat = n.cfg.P2P.GossipHeartbeat
 	c.UserAgent = "idlegrid/" + Version
 	c.TopicPolicy = shardTopic
+	c.PresenceTopic = p2p.TopicFraud // every role subscribes to it (subscribedTopics)
 	return c, nil
 }
 

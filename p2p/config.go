@@ -82,6 +82,11 @@ type Config struct {
 	MaxMessageSize int
 	// GossipHeartbeat is the gossipsub heartbeat interval.
 	GossipHeartbeat time.Duration
+	// PresenceTopic is a topic every well-behaved peer subscribes to; a
+	// connected gossip peer missing from it for GossipHealGrace is
+	// reconnected (gossip_heal.go). Empty turns the check off.
+	PresenceTopic   string
+	GossipHealGrace time.Duration
 	// AppScore feeds gossipsub's application-specific score (reputation
 	// later); bootstrap peers get a fixed bonus on top. May be nil.
 	AppScore func(peer.ID) float64
@@ -150,6 +155,7 @@ func DefaultConfig() Config {
 		Topics:          AllTopics,
 		MaxMessageSize:  256 << 10,
 		GossipHeartbeat: time.Second,
+		GossipHealGrace: 5 * time.Second,
 		ReconnectMin:    time.Second,
 		ReconnectMax:    time.Minute,
 		MinPeers:        8,
@@ -176,6 +182,9 @@ func (c *Config) validate(hasHost bool) error {
 	}
 	if c.GossipHeartbeat < 10*time.Millisecond {
 		errs = append(errs, fmt.Errorf("gossip heartbeat %s is too short", c.GossipHeartbeat))
+	}
+	if c.PresenceTopic != "" && c.GossipHealGrace < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("gossip heal grace %s is too short: peers need time to announce their subscriptions", c.GossipHealGrace))
 	}
 	if c.ReconnectMin <= 0 || c.ReconnectMax < c.ReconnectMin {
 		errs = append(errs, fmt.Errorf("reconnect backoff min=%s max=%s: need 0 < min <= max", c.ReconnectMin, c.ReconnectMax))

@@ -26,6 +26,7 @@ type metrics struct {
 	connRefs    *prometheus.CounterVec
 	dhtPuts     *prometheus.CounterVec
 	throttledN  prometheus.Counter
+	healed      prometheus.Counter
 }
 
 func newMetrics(n *Node) *metrics {
@@ -46,10 +47,14 @@ func newMetrics(n *Node) *metrics {
 			Namespace: "idlegrid", Subsystem: "gossip", Name: "throttled_total",
 			Help: "Gossip messages dropped unvalidated because their peer was over its rate.",
 		}),
+		healed: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "idlegrid", Subsystem: "gossip", Name: "healed_peers_total",
+			Help: "Connected peers reconnected because gossipsub had lost their subscriptions.",
+		}),
 	}
 	m.collectors = []prometheus.Collector{
 		m.messages, m.validation, m.redials,
-		m.abusePoints, m.abuseEvents, m.bans, m.streamRefs, m.connRefs, m.dhtPuts, m.throttledN,
+		m.abusePoints, m.abuseEvents, m.bans, m.streamRefs, m.connRefs, m.dhtPuts, m.throttledN, m.healed,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "idlegrid", Subsystem: "p2p", Name: "connected_peers",
 			Help: "Peers with at least one open connection.",
@@ -140,3 +145,4 @@ func (m *metrics) streamRefused(proto protocol.ID, reason string) {
 func (m *metrics) connRefused(reason string) { m.connRefs.WithLabelValues(reason).Inc() }
 func (m *metrics) dhtPut(result string)      { m.dhtPuts.WithLabelValues(result).Inc() }
 func (m *metrics) throttled(n int)           { m.throttledN.Add(float64(n)) }
+func (m *metrics) gossipHealed()             { m.healed.Inc() }

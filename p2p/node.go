@@ -238,12 +238,14 @@ func (n *Node) bootstrapPeers() []peer.AddrInfo {
 	return out
 }
 
-// Run runs the node's loops (reconnect, peer book) until ctx ends.
+// Run runs the node's loops (reconnect, peer book, protection, gossip
+// heal) until ctx ends.
 func (n *Node) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { n.recordPeers(ctx) })
 	wg.Go(func() { n.reconnectLoop(ctx) })
 	wg.Go(func() { n.protectLoop(ctx) })
+	wg.Go(func() { n.healGossipLoop(ctx) })
 	wg.Wait()
 	return nil
 }

@@ -56,10 +56,10 @@ func TestDevnetRunsTheDemoJob(t *testing.T) {
 	}
 	all := strings.Join(lines, "\n")
 	for _, want := range []string{
-		"every expected provider answered", // the auction
-		"lease-running",                    // the lease ran
-		"done: n=160 checksum=3306940650",  // the log, from the provider
-		"CID verified",                     // the output
+		"window closed with 3 bids",       // the auction: every provider bid
+		"lease-running",                   // the lease ran
+		"done: n=160 checksum=3306940650", // the log, from the provider
+		"CID verified",                    // the output
 		"the result matches the expected result",
 	} {
 		if !strings.Contains(all, want) {

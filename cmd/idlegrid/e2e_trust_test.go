@@ -164,7 +164,20 @@ func (d *trustNet) lease(ctx context.Context, p *proc, job string) (api.Lease, e
 			return l, nil
 		}
 	}
-	return api.Lease{}, fmt.Errorf("%s has no lease of job %s", p.name, job)
+	return api.Lease{}, fmt.Errorf("%s has no lease of job %s (%s)", p.name, job, d.renterJob(ctx, job))
+}
+
+// renterJob says where the renter's job stands, for failure messages.
+func (d *trustNet) renterJob(ctx context.Context, id string) string {
+	j, err := d.renter.client.Job(ctx, id)
+	if err != nil {
+		return "renter: " + err.Error()
+	}
+	s := fmt.Sprintf("renter's job %s: %s", j.State, j.Reason)
+	if n := len(j.Events); n > 0 {
+		s += fmt.Sprintf("; last event %s: %s", j.Events[n-1].Kind, j.Events[n-1].Message)
+	}
+	return s
 }
 
 // jobLeases are the IDs of the renter's leases of a job: a provider's
