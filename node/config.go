@@ -195,7 +195,7 @@ func DefaultConfig(role Role) Config {
 			VoucherInterval: time.Minute, VoucherGrace: 30 * time.Second,
 			EnergyTolerance: 0.15, MaxSkew: 2 * time.Minute,
 		},
-		Market: MarketConfig{ReliabilityPrior: 0.8, Refresh: 15 * time.Second, SearchTimeout: 15 * time.Second, Reauction: true, GoldNeedsBadge: true, WantBids: 16, ProviderTimeout: 30 * time.Second},
+		Market: MarketConfig{ReliabilityPrior: 0.8, Refresh: 15 * time.Second, SearchTimeout: 15 * time.Second, Reauction: true, GoldNeedsBadge: true, WantBids: 16, ProviderTimeout: 10 * time.Second},
 		Store:  StoreConfig{LowSpaceMiB: store.DefaultLowSpaceMiB},
 		Costs:  costs.Config{Windows: []string{}},
 	}

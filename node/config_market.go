@@ -91,8 +91,8 @@ func (c *Config) validateMarket() error {
 	if m.WantBids < 1 || m.WantBids > auction.MaxWantBids {
 		return bad("market.want_bids", "%d: must be within 1..%d", m.WantBids, auction.MaxWantBids)
 	}
-	if m.ProviderTimeout < 0 {
-		return bad("market.provider_timeout", "must not be negative (0s: only past the lease's end)")
+	if m.ProviderTimeout < 0 || m.ProviderTimeout > 0 && m.ProviderTimeout < 5*time.Second {
+		return bad("market.provider_timeout", "%s: must be 0s (only past the lease's end) or at least 5s (a status poll takes up to 3s past its wait)", m.ProviderTimeout)
 	}
 	if m.Refresh < 0 || m.SearchTimeout <= 0 {
 		return bad("market.search_timeout", "refresh must be >= 0 and search_timeout > 0")

@@ -131,6 +131,12 @@ func startDockerNet(t *testing.T, cli *client.Client, n int, gpus int, extra ...
 				"--set", "executor.stop_grace=2s",
 			)
 		}
+		if p == d.renter {
+			// The kill -9 tests restart a provider with reattachable
+			// containers; on a loaded machine the restart can outlast the
+			// default 10 s of silence a renter allows.
+			p.args = append(p.args, "--set", "market.provider_timeout=40s")
+		}
 		if p != d.boot {
 			p.args = append(p.args, "--bootstrap", bootAddr)
 		}

@@ -16,12 +16,13 @@ import (
 	"github.com/idlegrid/idlegrid/node/executor/wasm/demo"
 )
 
-// trustNet is 1 bootstrap, 1 provider (a simulated T4 offering WASM) and
-// 1 renter holding the demo module, all attesting and paying in short
-// periods.
+// trustNet is 1 bootstrap, 1 provider (a simulated T4 offering WASM),
+// optionally a spare provider like it, and 1 renter holding the demo
+// module, all attesting and paying in short periods.
 type trustNet struct {
 	bin                    string
 	boot, provider, renter *proc
+	spare                  *proc // nil unless asked for
 	all                    []*proc
 }
 
@@ -35,7 +36,7 @@ var trustAttest = []string{
 	"--set", "attest.voucher_grace=10s",
 }
 
-func startTrustNet(t *testing.T) *trustNet {
+func startTrustNet(t *testing.T, withSpare bool) *trustNet {
 	t.Helper()
 	d := &trustNet{bin: buildBinary(t)}
 	root := t.TempDir()
@@ -46,6 +47,9 @@ func startTrustNet(t *testing.T) *trustNet {
 	}
 	d.boot = add("bootstrap", "bootstrap")
 	d.provider = add("provider", "provider")
+	if withSpare {
+		d.spare = add("spare", "provider")
+	}
 	d.renter = add("renter", "renter")
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -70,13 +74,17 @@ func startTrustNet(t *testing.T) *trustNet {
 			"--set", "market.refresh=2s",
 			"--log-level", "debug",
 		}, trustAttest...)
-		if p == d.provider {
+		if p == d.provider || p == d.spare {
 			p.args = append(p.args,
 				"--set", "gpu.backend=sim",
 				"--set", "gpu.sim.profiles=t4",
 				"--set", "provider.runtimes=wasm",
 				"--set", "provider.region=de",
 			)
+		}
+		if p == d.spare {
+			// Dearer, so that the first award goes to d.provider.
+			p.args = append(p.args, "--set", "provider.floor_usd.silver=3.5")
 		}
 		if p != d.boot {
 			p.args = append(p.args, "--bootstrap", bootAddr)
@@ -105,21 +113,27 @@ func startTrustNet(t *testing.T) *trustNet {
 	return d
 }
 
-// waitOffer waits until the renter sees the provider's WASM offer with its
-// GPU free.
+// waitOffer waits until the renter sees the providers' WASM offers with
+// their GPU free.
 func (d *trustNet) waitOffer(t *testing.T, ctx context.Context) {
 	t.Helper()
-	waitFor(t, ctx, "the renter to see the provider's free WASM offer", d.all, func() (bool, string) {
+	provs := []*proc{d.provider}
+	if d.spare != nil {
+		provs = append(provs, d.spare)
+	}
+	waitFor(t, ctx, "the renter to see the providers' free WASM offers", d.all, func() (bool, string) {
 		res, err := d.renter.client.Search(ctx, "", apiclient.SearchOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
-		i := slices.IndexFunc(res.Offers, func(o api.Offer) bool { return o.PeerID == d.provider.peerID })
-		if i < 0 {
-			return false, "no offer from the provider"
-		}
-		if o := res.Offers[i]; !slices.Contains(o.Runtimes, "wasm") || o.FreeGPUs < 1 {
-			return false, fmt.Sprintf("the provider offers runtimes %v with %d free GPUs", o.Runtimes, o.FreeGPUs)
+		for _, p := range provs {
+			i := slices.IndexFunc(res.Offers, func(o api.Offer) bool { return o.PeerID == p.peerID })
+			if i < 0 {
+				return false, "no offer from " + p.name
+			}
+			if o := res.Offers[i]; !slices.Contains(o.Runtimes, "wasm") || o.FreeGPUs < 1 {
+				return false, fmt.Sprintf("%s offers runtimes %v with %d free GPUs", p.name, o.Runtimes, o.FreeGPUs)
+			}
 		}
 		return true, ""
 	})
@@ -319,7 +333,7 @@ func TestCrashRestartKeepsVouchersAndReceipts(t *testing.T) {
 		t.Skip("multi-process test")
 	}
 	began := time.Now()
-	d := startTrustNet(t)
+	d := startTrustNet(t, false)
 	t.Logf("network up in %v", time.Since(began).Round(time.Millisecond))
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()

@@ -74,8 +74,26 @@ func (a *Renter) leaseJob(leaseID string, p peer.ID) (string, bool) {
 	return "", false
 }
 
-// statusWait is how long one status long-poll waits on the provider.
-const statusWait = 20 * time.Second
+// statusWait is how long one status long-poll waits on the provider. The
+// polls are the lease's heartbeat: a provider that answers none for
+// market.provider_timeout is given up on, so a poll must end well within
+// that timeout even when the provider died mid-poll without closing the
+// connection (kill -9 over QUIC, a host losing power): each call is cut
+// off statusSlack after its wait.
+const (
+	statusWait  = 5 * time.Second
+	statusSlack = 3 * time.Second
+)
+
+// maxFollowBackoff bounds the pause between status calls to a silent
+// provider: short next to the provider timeout, so the timeout is what
+// decides, and at most 15 s when there is none.
+func (a *Renter) maxFollowBackoff() time.Duration {
+	if t := a.cfg.ProviderTimeout; t > 0 {
+		return min(15*time.Second, max(t/5, 500*time.Millisecond))
+	}
+	return 15 * time.Second
+}
 
 // unreachableGrace is how long past a lease's end a renter keeps trying to
 // reach a silent provider before it records the lease failed.
@@ -97,15 +115,23 @@ func (a *Renter) followLease(ctx context.Context, l *store.Lease) *store.Lease {
 	var seen uint64
 	backoff := 500 * time.Millisecond
 	var lastErr error
-	var silentSince time.Time
+	lastHeard := a.now()
 	for ctx.Err() == nil {
-		h, fr, err := a.jobCall(ctx, provider, &jobproto.Request{Op: jobproto.OpStatus, Lease: l.ID, After: seen, WaitMs: uint32(statusWait / time.Millisecond)})
+		// A silent provider is probed without a wait: the first answer
+		// ends the silence.
+		wait := statusWait
+		if lastErr != nil {
+			wait = 0
+		}
+		cctx, cancel := context.WithTimeout(ctx, wait+statusSlack)
+		h, fr, err := a.jobCall(cctx, provider, &jobproto.Request{Op: jobproto.OpStatus, Lease: l.ID, After: seen, WaitMs: uint32(wait / time.Millisecond)})
 		if err == nil {
 			_ = fr.Close()
 			if h.Status == nil {
 				err = errors.New("status response without a status")
 			}
 		}
+		cancel()
 		if err != nil {
 			var re *jobproto.RemoteError
 			if errors.As(err, &re) && re.Code == jobproto.CodeNotFound {
@@ -114,14 +140,13 @@ func (a *Renter) followLease(ctx context.Context, l *store.Lease) *store.Lease {
 			}
 			if lastErr == nil {
 				a.log.Info("provider not answering status; retrying", "lease", lease.Short(l.ID), "err", err)
-				silentSince = a.now()
 			}
 			lastErr = err
 			if a.now().After(time.UnixMilli(l.EndsAtMs).Add(unreachableGrace)) {
 				fl, _, _ := a.leases.Finish(l.ID, lease.Failed, fmt.Sprintf("provider unreachable past the lease's end: %v", err), nil)
 				return fl
 			}
-			if silent := a.now().Sub(silentSince); a.cfg.ProviderTimeout > 0 && silent > a.cfg.ProviderTimeout {
+			if silent := a.now().Sub(lastHeard); a.cfg.ProviderTimeout > 0 && silent > a.cfg.ProviderTimeout {
 				// A dead provider is given up on now, not at the lease's
 				// end: the work can be re-auctioned (watchCompletion).
 				fl, _, _ := a.leases.Finish(l.ID, lease.Failed, fmt.Sprintf("%s for %s: %v", reasonUnreachable, silent.Round(time.Second), err), nil)
@@ -131,10 +156,10 @@ func (a *Renter) followLease(ctx context.Context, l *store.Lease) *store.Lease {
 			case <-ctx.Done():
 			case <-time.After(backoff):
 			}
-			backoff = min(2*backoff, 15*time.Second)
+			backoff = min(2*backoff, a.maxFollowBackoff())
 			continue
 		}
-		lastErr, backoff = nil, 500*time.Millisecond
+		lastErr, backoff, lastHeard = nil, 500*time.Millisecond, a.now()
 		st := h.Status
 		if st.Version <= seen {
 			continue
