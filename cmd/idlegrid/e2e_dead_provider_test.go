@@ -79,3 +79,48 @@ func TestDeadProviderLeaseFailsAndWorkMoves(t *testing.T) {
 	t.Logf("kill -9 -> renter's lease failed: %v; -> running on the spare provider: %v; job completed %v after the kill",
 		failedAfter.Round(100*time.Millisecond), moved.Round(100*time.Millisecond), time.Since(killed).Round(100*time.Millisecond))
 }
+
+// TestRenterRestartedMidAuctionGetsBids kills -9 the renter while its
+// auction's bid window is open; the restarted renter resumes the auction,
+// gets bids, awards a lease and the job completes.
+func TestRenterRestartedMidAuctionGetsBids(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process test")
+	}
+	d := startTrustNet(t, false)
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+
+	id := d.submitWindow(t, "renter-restart-mid-auction", 64, "20s")
+	waitFor(t, ctx, "the RFQ to be published", d.all, func() (bool, string) {
+		j, err := d.renter.client.Job(ctx, id)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(j.RFQs) > 0 && j.State == "auctioning", fmt.Sprintf("job %s with %d RFQs", j.State, len(j.RFQs))
+	})
+	d.renter.kill9(t)
+	d.renter.start(t, d.bin)
+	j := d.waitJob(t, ctx, id)
+	if j.State != "completed" {
+		t.Fatalf("job %s (%s), want completed after the renter's restart", j.State, j.Reason)
+	}
+	rl, err := d.lease(ctx, d.renter, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := d.lease(ctx, d.provider, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rl.ID != pl.ID || pl.State != "completed" {
+		t.Errorf("renter's lease %s %s, provider's %s %s", rl.ID, rl.State, pl.ID, pl.State)
+	}
+	var rounds []string
+	for _, e := range j.Events {
+		if e.Kind == "rfq" || e.Kind == "window" {
+			rounds = append(rounds, e.Message)
+		}
+	}
+	t.Logf("job completed after the restart; auction history: %s", strings.Join(rounds, " | "))
+}

@@ -142,6 +142,12 @@ func (d *trustNet) waitOffer(t *testing.T, ctx context.Context) {
 // submit posts the demo module with matrix size n and returns the job ID.
 func (d *trustNet) submit(t *testing.T, name string, n int) string {
 	t.Helper()
+	return d.submitWindow(t, name, n, "2s")
+}
+
+// submitWindow is submit with the auction's bid window.
+func (d *trustNet) submitWindow(t *testing.T, name string, n int, window string) string {
+	t.Helper()
 	spec := fmt.Sprintf(`name: %s
 module: %s
 command: ["%d"]
@@ -150,8 +156,8 @@ gpu: [t4]
 tier: silver
 max_price: 5
 duration: 5m
-bid_window: 2s
-`, name, demo.CID, n)
+bid_window: %s
+`, name, demo.CID, n, window)
 	file := filepath.Join(t.TempDir(), "job.yaml")
 	if err := os.WriteFile(file, []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
