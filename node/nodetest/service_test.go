@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -213,13 +212,6 @@ func openAs(ctx context.Context, n *node.Node, l *store.Lease) error {
 // after the grace and, as the spec asks, re-auctions it to the other
 // provider, where it serves again.
 func TestServiceUnhealthyStopsPaymentAndMoves(t *testing.T) {
-	// Payment stops for an unhealthy service (checked up to there in the
-	// branch this came from), but since the merge with sharded, bounded
-	// bidding the re-auction does not reach the second provider within
-	// the test's 3 minutes. Issue 16 stays open for it.
-	if os.Getenv("IDLEGRID_KNOWN_FAILURES") != "1" {
-		t.Skip("known failure: the unhealthy service's re-auction does not move it (issue 16); IDLEGRID_KNOWN_FAILURES=1 runs it")
-	}
 	fakes := &serviceFakes{t: t, by: map[int]*serviceFake{}}
 	c, renter := auctionCluster(t, []provOpts{{gpus: 1, bronze: 0.5}, {gpus: 1, bronze: 0.9}},
 		nodetest.Options{Executors: fakes.executors, Configure: func(i int, cfg *node.Config) { dockerOnly(i, cfg); fastAttest(i, cfg) }})
@@ -257,7 +249,14 @@ func TestServiceUnhealthyStopsPaymentAndMoves(t *testing.T) {
 		l := runningLease(t, renter, j.ID)
 		return l != nil && l.ID != first.ID && l.Provider != first.Provider
 	}); err != nil {
-		t.Fatal(err)
+		cur, _ := renter.Store().GetJob(j.ID)
+		var evs []string
+		if cur != nil {
+			for _, ev := range cur.Events {
+				evs = append(evs, ev.Kind+": "+ev.Message)
+			}
+		}
+		t.Fatalf("%v; job events:\n%s", err, strings.Join(evs, "\n"))
 	}
 	old, err := renter.Store().GetLease(first.ID)
 	if err != nil || old.State != lease.Failed || !strings.Contains(old.Reason, "unhealthy") {

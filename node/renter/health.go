@@ -36,7 +36,7 @@ func (py *payer) checkUnhealthy(grace time.Duration) {
 		return
 	}
 	py.stop(fmt.Sprintf("the service failed its health check for %s", now.Sub(py.unhealthySince).Round(time.Second)))
-	if py.a.reauctionUnhealthy(l.JobCID) {
+	if py.a.reauctionUnhealthy(l.RenterJobID()) {
 		py.a.failUnhealthy(l)
 	}
 }
@@ -62,6 +62,6 @@ func (a *Renter) failUnhealthy(l *store.Lease) {
 	if _, _, err := a.leases.Finish(l.ID, lease.Failed, reasonUnhealthy+": its health check kept failing", nil); err != nil {
 		a.log.Warn("store lease", "lease", lease.Short(l.ID), "err", err)
 	}
-	a.jobs.event(l.JobCID, "unhealthy", "lease %s: service unhealthy; re-auctioning the job", lease.Short(l.ID))
+	a.jobs.event(l.RenterJobID(), "unhealthy", "lease %s: service unhealthy; re-auctioning the job", lease.Short(l.ID))
 	_ = a.background(func(ctx context.Context) { a.cancelLease(ctx, l, reasonUnhealthy) })
 }
