@@ -25,6 +25,7 @@ type jobOpts struct {
 	maxPrice  float64
 	duration  string
 	minNotice string
+	bidWindow string // default 3s
 }
 
 func jobYAML(o jobOpts) []byte {
@@ -45,8 +46,11 @@ func jobYAML(o jobOpts) []byte {
 	// bid lose by arriving late.
 	// The providers' fake runtime runs the command as a script: the work
 	// lasts the job's expected duration.
-	s := fmt.Sprintf("name: %s\nmodule: %s\ncommand: [\"sleep:%s\"]\ngpus: %d\ngpu: [%s]\ntier: %s\nmax_price: %g\nduration: %s\nbid_window: 3s\n",
-		o.name, testModule, o.duration, o.gpus, o.model, o.tier, o.maxPrice, o.duration)
+	if o.bidWindow == "" {
+		o.bidWindow = "3s"
+	}
+	s := fmt.Sprintf("name: %s\nmodule: %s\ncommand: [\"sleep:%s\"]\ngpus: %d\ngpu: [%s]\ntier: %s\nmax_price: %g\nduration: %s\nbid_window: %s\n",
+		o.name, testModule, o.duration, o.gpus, o.model, o.tier, o.maxPrice, o.duration, o.bidWindow)
 	if o.minNotice != "" {
 		s += "min_notice: " + o.minNotice + "\n"
 	}
