@@ -32,11 +32,6 @@ import (
 // health check failing marks the lease unhealthy and stops payment;
 // cancelling the job stops the container and closes the tunnel.
 func TestDockerServiceEndToEnd(t *testing.T) {
-	// Written against a Docker engine this session's machines never had
-	// running; until it has passed in CI it is opt-in (issue 16).
-	if os.Getenv("IDLEGRID_DOCKER_SERVICE_E2E") != "1" {
-		t.Skip("the service end-to-end test with Docker is opt-in until it has run in CI: IDLEGRID_DOCKER_SERVICE_E2E=1")
-	}
 	cli := needDocker(t)
 	// Short attestation periods: payment stops seconds after the service
 	// turns unhealthy.
