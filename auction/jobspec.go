@@ -64,6 +64,7 @@ type JobSpec struct {
 	MaxPrice       float64  `yaml:"max_price,omitempty"`       // USD per GPU-hour
 	MinReliability float64  `yaml:"min_reliability,omitempty"` // 0..1
 	Region         []string `yaml:"region,omitempty"`          // country codes
+	Near           []string `yaml:"near,omitempty"`            // country codes preferred, not required
 	MaxRTT         string   `yaml:"max_rtt,omitempty"`
 	Duration       string   `yaml:"duration,omitempty"` // expected run time
 	MaxDuration    string   `yaml:"max_duration,omitempty"`
@@ -91,7 +92,7 @@ type JobSpec struct {
 // jobSpecFields lists the YAML field names in documentation order.
 var jobSpecFields = []string{
 	"name", "runtime", "image", "module", "command", "env", "gpus", "gpu", "vram", "cc", "cpu",
-	"ram", "disk", "tier", "max_price", "min_reliability", "region", "max_rtt", "duration",
+	"ram", "disk", "tier", "max_price", "min_reliability", "region", "near", "max_rtt", "duration",
 	"max_duration", "start_by", "bid_window", "datasets", "pricing", "egress", "min_notice",
 	"kind", "ports", "health", "health_interval", "health_threshold", "forward_peers", "reauction_unhealthy",
 }
@@ -103,7 +104,7 @@ func JobSpecFields() []string { return slices.Clone(jobSpecFields) }
 
 // Set sets one field from its text form, as a command-line flag gives it.
 // name is a field name or its flag spelling ("max-price"). Lists (gpu,
-// region, datasets) are comma-separated and replace the current list; env
+// region, near, datasets) are comma-separated and replace the current list; env
 // takes KEY=VALUE and adds one variable; command cannot be set here (it is
 // the argument list after --; assign Command). Values are checked as far as
 // they stand alone; Validate checks the spec as a whole.
@@ -186,7 +187,7 @@ func (s *JobSpec) set(field, v string) error {
 		default:
 			return fmt.Errorf("takes true or false, got %q", v)
 		}
-	case "gpu", "region", "datasets":
+	case "gpu", "region", "near", "datasets":
 		list := []string{}
 		if v != "" {
 			for _, x := range strings.Split(v, ",") {
@@ -223,6 +224,8 @@ func (s *JobSpec) setList(field string, list []string) {
 		s.GPU = list
 	case "region":
 		s.Region = list
+	case "near":
+		s.Near = list
 	case "datasets":
 		s.Datasets = list
 	}
@@ -335,7 +338,7 @@ func (s *JobSpec) setNode(field string, v *yaml.Node) error {
 			}
 			s.Env[k.Value] = val.Value
 		}
-	case "gpu", "region", "datasets":
+	case "gpu", "region", "near", "datasets":
 		if v.Kind == yaml.ScalarNode {
 			return s.set(field, v.Value) // "gpu: h100" or "region: de,fr", as on the command line
 		}

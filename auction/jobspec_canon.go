@@ -85,6 +85,7 @@ func (s *JobSpec) RFQ(renter peer.ID, nonce []byte, now time.Time) (*RFQ, error)
 		MaxPriceMicro:          c.MaxPriceMicro,
 		MinReliabilityPermille: c.MinReliabilityPermille,
 		Regions:                c.Regions,
+		Near:                   c.Near,
 		MaxRTTMs:               c.MaxRTTMs,
 		ExpectedDurationSec:    c.ExpectedDurationSec,
 		MaxDurationSec:         c.MaxDurationSec,
@@ -126,6 +127,7 @@ type jobSpecCanon struct {
 	MaxPriceMicro          uint64            `cbor:"max_price"`
 	MinReliabilityPermille uint32            `cbor:"min_rel,omitempty"`
 	Regions                []string          `cbor:"regions,omitempty"`
+	Near                   []string          `cbor:"near,omitempty"` // absent: the CIDs of specs without it are unchanged
 	MaxRTTMs               uint32            `cbor:"max_rtt_ms,omitempty"`
 	ExpectedDurationSec    uint64            `cbor:"expected_s"`
 	MaxDurationSec         uint64            `cbor:"max_s"`

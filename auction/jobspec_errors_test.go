@@ -70,6 +70,8 @@ func TestParseJobSpecErrors(t *testing.T) {
 		{"reliability_over_one", specBase + "min_reliability: 95\n", []string{"line 4: min_reliability: 95 is not a number from 0 to 1"}},
 		{"uk_region", specBase + "region: [de, uk]\n", []string{
 			`line 4: region[1]: "uk" is not an ISO 3166-1 alpha-2 country code such as de or us (did you mean "gb"?)`}},
+		{"uk_near", specBase + "near: uk\n", []string{
+			`line 4: near[0]: "uk" is not an ISO 3166-1 alpha-2 country code such as de or us (did you mean "gb"?)`}},
 		{"duration_days", "image: " + specImage + "\nmax_price: 1\nduration: 2d\n", []string{`line 3: duration: "2d": durations have no day unit; write 48h`}},
 		{"duration_garbage", "image: " + specImage + "\nmax_price: 1\nduration: soon\n", []string{`line 3: duration: "soon" is not a duration such as 90s, 30m or 2h`}},
 		{"duration_negative", "image: " + specImage + "\nmax_price: 1\nduration: -1h\n", []string{`line 3: duration: "-1h" must be positive`}},

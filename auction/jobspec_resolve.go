@@ -219,17 +219,8 @@ func (s *JobSpec) resolveMarket(sp *specProblems, c *jobSpecCanon) {
 		// Rounded up to the next 0.001: "at least 0.9995" must not admit 0.999.
 		c.MinReliabilityPermille = uint32(jobCeil(r.Mul(r, big.NewRat(1000, 1))))
 	}
-	c.Regions = jobNormalizeList(sp, "region", s.Region, MaxRFQRegions, func(r string) (string, error) {
-		l := strings.ToLower(r)
-		if IsCountryCode(l) {
-			return l, nil
-		}
-		msg := fmt.Sprintf("%q is not an ISO 3166-1 alpha-2 country code such as de or us", r)
-		if sug := SuggestCountry(r); sug != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", sug)
-		}
-		return "", errors.New(msg)
-	})
+	c.Regions = jobNormalizeList(sp, "region", s.Region, MaxRFQRegions, jobCountryCode)
+	c.Near = jobNormalizeList(sp, "near", s.Near, MaxRFQRegions, jobCountryCode)
 	c.Datasets = jobNormalizeList(sp, "datasets", s.Datasets, MaxRFQDatasets, jobCanonicalCID)
 	switch PricingRule(strings.ToLower(s.Pricing)) {
 	case "", PayBid:
@@ -444,4 +435,18 @@ func jobValidEnvName(k string) bool {
 		}
 	}
 	return true
+}
+
+// jobCountryCode normalizes a region as written in a spec (de, DE) to a
+// lower-case ISO 3166-1 alpha-2 code, suggesting one for a near miss.
+func jobCountryCode(r string) (string, error) {
+	l := strings.ToLower(r)
+	if IsCountryCode(l) {
+		return l, nil
+	}
+	msg := fmt.Sprintf("%q is not an ISO 3166-1 alpha-2 country code such as de or us", r)
+	if sug := SuggestCountry(r); sug != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", sug)
+	}
+	return "", errors.New(msg)
 }

@@ -165,6 +165,11 @@ func TestParseJobSpecValid(t *testing.T) {
 				t.Errorf("names: %+v", r)
 			}
 		}},
+		{"near_normalized", specBase + "near: [NL, de]\nmax_rtt: 40ms\n", func(t *testing.T, r *RFQ) {
+			if !reflect.DeepEqual(r.Near, []string{"de", "nl"}) || len(r.Regions) != 0 || r.MaxRTTMs != 40 {
+				t.Errorf("near %v, regions %v, max_rtt %d ms", r.Near, r.Regions, r.MaxRTTMs)
+			}
+		}},
 		{"comma_scalar_list", specBase + "gpu: h100,a100\nregion: de, fr\n", func(t *testing.T, r *RFQ) {
 			if len(r.Resources.Models) != 2 || len(r.Regions) != 2 {
 				t.Errorf("lists: %+v %+v", r.Resources.Models, r.Regions)

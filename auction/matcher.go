@@ -48,9 +48,10 @@ const minScoredReliability = 1e-3
 
 // Weights tune the effective price of a bid
 //
-//	eff = (price × rel + RTTPerMs × rttMs) × (1 - locality)
+//	eff = (price × rel + RTTPerMs × rttMs) × (1 - locality) × (1 - near)
 //
-// where locality = min(LocalityBonus × datasets held, 0.5) and rel is the
+// where locality = min(LocalityBonus × datasets held, 0.5), near is
+// NearBonus for a bid from one of the RFQ's Near regions (0 otherwise) and rel is the
 // reliability term: 1/reliability^ReliabilityExp, or, when FailureCost is
 // set, 1 + FailureCost × (1 - reliability). The zero Weights is a pure
 // price matcher (every term off, single hosts preferred as DESIGN.md §6
@@ -82,6 +83,10 @@ type Weights struct {
 	// LocalityBonus is the fractional discount per requested dataset the
 	// bid says it holds.
 	LocalityBonus float64
+	// NearBonus is the fractional discount for a bid from one of the
+	// RFQ's Near regions (where the work's users are), at most
+	// maxNearBonus.
+	NearBonus float64
 	// ExcludeBelowPrior refuses (RejectReliability) every bid whose
 	// reliability is more than this below MatchInput.Prior, on top of the
 	// RFQ's MinReliabilityPermille: a provider the evidence shows clearly
@@ -105,13 +110,17 @@ const MaxHostPremium = 0.25
 // with 2% per extra host, providers more than 0.05 below the prior
 // refused (tuned on Philly replays, docs/benchmarks.md), 200 uUSD/GPU-h per
 // ms of RTT (an H100 at about 2.5 USD/h pays 0.8% per 100 ms), 5% off per
-// dataset held.
+// dataset held, 10% off for a provider in a region the renter named near.
 func DefaultWeights() Weights {
 	return Weights{
 		FailureCost: 2, RankPools: true, HostPremium: 0.02, ExcludeBelowPrior: 0.05,
-		RTTPerMs: 200, LocalityBonus: 0.05, UnknownRTT: 100 * time.Millisecond,
+		RTTPerMs: 200, LocalityBonus: 0.05, NearBonus: 0.1, UnknownRTT: 100 * time.Millisecond,
 	}
 }
+
+// maxNearBonus caps Weights.NearBonus: nearness may outweigh a modest
+// price difference, never make a provider free.
+const maxNearBonus = 0.5
 
 // PriceOnlyWeights rank by asked price alone, pools and single hosts
 // together: the reference a replay compares reliability weighting with.
@@ -130,6 +139,7 @@ func (w Weights) sanitized() Weights {
 	w.ExcludeBelowPrior = nonNeg(w.ExcludeBelowPrior)
 	w.RTTPerMs = nonNeg(w.RTTPerMs)
 	w.LocalityBonus = nonNeg(w.LocalityBonus)
+	w.NearBonus = min(nonNeg(w.NearBonus), maxNearBonus)
 	w.UnknownRTT = max(w.UnknownRTT, 0)
 	return w
 }

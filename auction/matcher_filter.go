@@ -203,6 +203,10 @@ func (f *filter) candidate(i int, b *Bid, w Weights) candidate {
 		}
 		c.locality = 1 - min(w.LocalityBonus*float64(held), maxLocalityDiscount)
 	}
+	if w.NearBonus > 0 && slices.Contains(f.rfq.Near, b.Region) {
+		// Folded into the locality factor: both scale the whole cost.
+		c.locality *= 1 - w.NearBonus
+	}
 	c.eff = c.cost(float64(b.PriceMicro)*reliabilityTerm(c.rel, w), 1)
 	return c
 }

@@ -290,6 +290,26 @@ func TestMatchScoring(t *testing.T) {
 			in.RFQ.Datasets = []string{"d1", "d2"}
 			in.Bids[1].Datasets = []string{"d1", "d2", "d1", "unrequested"}
 		}, "b"},
+		{"near region wins a 5% dearer bid", func(in *MatchInput) {
+			in.Weights.NearBonus = 0.1
+			in.RFQ.Near = []string{"nl"}
+			in.Bids[1].Region = "nl"
+		}, "b"},
+		{"near bonus off ignores near", func(in *MatchInput) {
+			in.RFQ.Near = []string{"nl"}
+			in.Bids[1].Region = "nl"
+		}, "a"},
+		{"near does not beat a much cheaper bid", func(in *MatchInput) {
+			// 10% off 2.3M = 2.07M, dearer than a's 2M.
+			in.Weights.NearBonus = 0.1
+			in.RFQ.Near = []string{"nl"}
+			in.Bids[1].Region = "nl"
+			in.Bids[1].PriceMicro = 2_300_000
+		}, "a"},
+		{"measured rtt over max loses", func(in *MatchInput) {
+			in.RFQ.MaxRTTMs = 50
+			in.RTT = map[string]time.Duration{"a": 80 * time.Millisecond, "b": 10 * time.Millisecond}
+		}, "b"},
 		{"locality counts requested datasets once", func(in *MatchInput) {
 			// One dataset is 5% off 2.2M = 2.09M, still dearer than a's 2M.
 			in.RFQ.Datasets = []string{"d1"}

@@ -96,16 +96,19 @@ type RFQ struct {
 	// MaxPriceMicro is the most the renter pays, uUSD per GPU-hour.
 	MaxPriceMicro uint64 `cbor:"max_price"`
 	// MinReliabilityPermille is the lowest acceptable reliability, 0..1000.
-	MinReliabilityPermille uint32      `cbor:"min_rel,omitempty"`
-	Regions                []string    `cbor:"regions,omitempty"` // country codes; empty: anywhere
-	MaxRTTMs               uint32      `cbor:"max_rtt_ms,omitempty"`
-	ExpectedDurationSec    uint64      `cbor:"expected_s"`
-	MaxDurationSec         uint64      `cbor:"max_s"`
-	StartByMs              int64       `cbor:"start_by_ms,omitempty"`
-	BidWindowMs            uint32      `cbor:"bid_window_ms"`
-	Datasets               []string    `cbor:"datasets,omitempty"`
-	Pricing                PricingRule `cbor:"pricing"`
-	Egress                 bool        `cbor:"egress,omitempty"`
+	MinReliabilityPermille uint32   `cbor:"min_rel,omitempty"`
+	Regions                []string `cbor:"regions,omitempty"` // country codes; empty: anywhere
+	// Near lists the regions of the work's users: bids from there are
+	// preferred (Weights.NearBonus), others still compete.
+	Near                []string    `cbor:"near,omitempty"`
+	MaxRTTMs            uint32      `cbor:"max_rtt_ms,omitempty"`
+	ExpectedDurationSec uint64      `cbor:"expected_s"`
+	MaxDurationSec      uint64      `cbor:"max_s"`
+	StartByMs           int64       `cbor:"start_by_ms,omitempty"`
+	BidWindowMs         uint32      `cbor:"bid_window_ms"`
+	Datasets            []string    `cbor:"datasets,omitempty"`
+	Pricing             PricingRule `cbor:"pricing"`
+	Egress              bool        `cbor:"egress,omitempty"`
 	// MinNoticeSec is, for bronze, the shortest preemption notice the
 	// renter accepts.
 	MinNoticeSec uint32 `cbor:"min_notice_s,omitempty"`

@@ -63,6 +63,7 @@ func (r *RFQ) Validate() error {
 		p.Addf("min_rel", "%d permille exceeds 1000", r.MinReliabilityPermille)
 	}
 	msgCheckList(&p, "regions", r.Regions, MaxRFQRegions, IsCountryCode, "is not a lower-case ISO 3166-1 alpha-2 code")
+	msgCheckList(&p, "near", r.Near, MaxRFQRegions, IsCountryCode, "is not a lower-case ISO 3166-1 alpha-2 code")
 	msgCheckDurations(&p, r.ExpectedDurationSec, r.MaxDurationSec)
 	if r.StartByMs != 0 && r.StartByMs < r.IssuedAtMs {
 		p.Addf("start_by_ms", "%d is before issued_at_ms %d", r.StartByMs, r.IssuedAtMs)

@@ -38,6 +38,7 @@ func (a *Renter) award(ctx context.Context, pa *pendingAuction, spec *auction.Jo
 		a.unfilled(ctx, jobID, spec, round, "no bidder holds the reputation badge the tier needs (see idlegrid rep)")
 		return
 	}
+	a.waitRTT(pa)
 	rfq := *pa.rfq
 	need := rfq.Resources.GPUs
 	// A CPU-only job (no GPU) is filled by one lease on a CPU share.

@@ -81,6 +81,7 @@ type Renter struct {
 	// their metrics.
 	forwards   forwardBook
 	registerer prometheus.Registerer
+	rtt        *rttProber
 	wg         sync.WaitGroup
 	ctx        context.Context // set by Run; background auctions live on it
 }
@@ -98,6 +99,7 @@ type pendingAuction struct {
 	early    chan struct{}   // closed when every expected provider answered
 	closed   bool
 	firstBid store.JobEvent // the first bid's event, stored when the window closes
+	pings    sync.WaitGroup // the bidders' RTT measurements (rtt.go)
 }
 
 // New builds the renter room.
@@ -109,8 +111,8 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 		cfg: cfg, log: deps.Logger, now: deps.Clock, key: deps.Key, self: deps.P2P.ID(),
 		p2p: deps.P2P, db: deps.Store, leases: deps.Leases, artifacts: deps.Artifacts,
 		offers: deps.Offers, shards: deps.Shards, expectBidders: deps.ExpectBidders, rep: deps.Reputation, reportFraud: deps.ReportFraud, withhold: deps.WithholdPayment,
-		registerer: deps.Registerer,
-		pending:    map[string]*pendingAuction{}, inflight: map[string]inflightAward{},
+		registerer: deps.Registerer, rtt: newRTTProber(deps.P2P.MeasureRTT),
+		pending: map[string]*pendingAuction{}, inflight: map[string]inflightAward{},
 		cancels:   map[string]*jobRun{},
 		downloads: &downloads{dir: filepath.Join(deps.WorkDir, "downloads"), per: map[string]*sync.Mutex{}},
 	}
@@ -363,6 +365,7 @@ func (a *Renter) handleBid(_ context.Context, from peer.ID, req []byte) ([]byte,
 	}
 	a.maybeCloseEarly(pa)
 	a.mu.Unlock()
+	a.measureBidder(pa, from)
 	// Bids are shown live only; the job's history keeps the first one
 	// (when the market answered) and the "window" event their count and
 	// best price, written in order when the window closes.
