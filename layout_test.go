@@ -116,6 +116,9 @@ func TestImportDirection(t *testing.T) {
 		{from: "node/renter", forbidden: []string{"node/provider", "node/trust"}},
 		{from: "node/trust", forbidden: []string{"node/provider", "node/renter"}},
 		{from: "node/lease", forbidden: []string{"node/provider", "node/renter", "node/trust"}},
+		// Failpoints are a leaf the rooms call into: they import nothing of
+		// idlegrid.
+		{from: "node/failpoint", forbidden: []string{"node", "p2p", "auction", "attest", "store"}},
 		// The CLI talks to daemons through the API client and its types;
 		// only init, daemon and devnet build nodes, via package node.
 		// One exception: idlegrid sim is an offline tool that replays traces

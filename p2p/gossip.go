@@ -140,19 +140,29 @@ func scoreParams(cfg *Config, isBootstrap func(peer.ID) bool, guard *Guard) (*pu
 		// P6: many peers from one IP is suspicious; loopback is exempt.
 		IPColocationFactorWeight:    -100,
 		IPColocationFactorThreshold: 5,
-		BehaviourPenaltyWeight:      -10,
-		BehaviourPenaltyThreshold:   6,
-		BehaviourPenaltyDecay:       pubsub.ScoreParameterDecay(time.Hour),
-		DecayInterval:               pubsub.DefaultDecayInterval,
-		DecayToZero:                 pubsub.DefaultDecayToZero,
-		RetainScore:                 6 * time.Hour,
+		// P7: misbehaviour (GRAFT during a prune backoff, IWANT promises
+		// not kept). An honest peer that restarts within the minute-long
+		// backoff its shutdown left (leaving a topic PRUNEs it) re-GRAFTs at
+		// once and collects some 10-20 of these per restart, and a kill -9
+		// breaks the promises it made just before. With Lotus' threshold of
+		// 6 and hourly decay two restarts in an hour cut a provider off
+		// from RFQs (below the publish threshold) and a third graylisted
+		// it. Above 20 the penalty starts, decaying in 10 minutes: a GRAFT
+		// flood (two points per GRAFT per topic) is still past it within
+		// seconds, a restart is forgiven.
+		BehaviourPenaltyWeight:    -10,
+		BehaviourPenaltyThreshold: 20,
+		BehaviourPenaltyDecay:     pubsub.ScoreParameterDecay(10 * time.Minute),
+		DecayInterval:             pubsub.DefaultDecayInterval,
+		DecayToZero:               pubsub.DefaultDecayToZero,
+		RetainScore:               6 * time.Hour,
 	}
 	return params, scoreThresholds()
 }
 
 // newPubSub starts gossipsub bound to ctx (pubsub has no Close: cancelling
 // ctx stops it). disc finds topic peers through the DHT.
-func newPubSub(ctx context.Context, h host.Host, cfg *Config, disc discovery.Discovery, isBootstrap func(peer.ID) bool, inspect func(map[peer.ID]float64), g gossipGuard) (*pubsub.PubSub, error) {
+func newPubSub(ctx context.Context, h host.Host, cfg *Config, disc discovery.Discovery, isBootstrap func(peer.ID) bool, inspect func(map[peer.ID]*pubsub.PeerScoreSnapshot), g gossipGuard) (*pubsub.PubSub, error) {
 	sp, th := scoreParams(cfg, isBootstrap, g.guard)
 	opts := []pubsub.Option{
 		pubsub.WithGossipSubProtocols([]protocol.ID{GossipProtocol}, gossipFeatures),
@@ -167,14 +177,8 @@ func newPubSub(ctx context.Context, h host.Host, cfg *Config, disc discovery.Dis
 		pubsub.WithPeerScore(sp, th),
 		pubsub.WithPeerExchange(cfg.Bootstrapper),
 		pubsub.WithBlacklist(gossipBlacklist{g.blocklist}),
-		pubsub.WithAppSpecificRpcInspector(g.guard.rpcInspector(g.graylisted, g.throttled)),
-		pubsub.WithPeerScoreInspect(pubsub.ExtendedPeerScoreInspectFn(func(m map[peer.ID]*pubsub.PeerScoreSnapshot) {
-			scores := make(map[peer.ID]float64, len(m))
-			for p, s := range m {
-				scores[p] = s.Score
-			}
-			inspect(scores)
-		}), time.Second),
+		pubsub.WithAppSpecificRpcInspector(g.guard.rpcInspector(h.ID(), g.graylisted, g.throttled)),
+		pubsub.WithPeerScoreInspect(pubsub.ExtendedPeerScoreInspectFn(inspect), time.Second),
 	}
 	if disc != nil {
 		opts = append(opts, pubsub.WithDiscovery(disc))

@@ -2,8 +2,10 @@ package p2p
 
 import (
 	"context"
+	"slices"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -39,8 +41,18 @@ func (g *Guard) GuardValidator(self peer.ID, v Validator) Validator {
 // let back in to abuse again. Every message it keeps pushing while
 // graylisted is therefore charged AbuseGossipGraylisted: a peer that does
 // not stop ends banned.
-func (g *Guard) rpcInspector(graylisted func(peer.ID) bool, throttled func(n int)) func(peer.ID, *pubsub.RPC) error {
+//
+// Messages this node itself signed are cut first, uncharged. After a
+// restart a node has forgotten which messages it saw, asks its peers for
+// the recent ones they advertise (IWANT), its own earlier messages
+// included, and relays the ones of others straight back to their authors.
+// Gossipsub rejects a message from oneself as self-originated and counts
+// it against the honest peer that delivered it as an invalid message: a
+// few of those, at our invalid-message weight, graylisted that peer and
+// the abuse guard then banned it, for nothing but a restart.
+func (g *Guard) rpcInspector(self peer.ID, graylisted func(peer.ID) bool, throttled func(n int)) func(peer.ID, *pubsub.RPC) error {
 	return func(from peer.ID, rpc *pubsub.RPC) error {
+		rpc.Publish = slices.DeleteFunc(rpc.Publish, func(m *pb.Message) bool { return peer.ID(m.GetFrom()) == self })
 		if len(rpc.Publish) == 0 {
 			return nil
 		}

@@ -165,7 +165,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	if !cfg.Bootstrapper {
 		disc = retryingDiscovery{Discovery: n.routing, retry: 5 * time.Second}
 	}
-	n.ps, err = newPubSub(psCtx, n.host, &n.cfg, disc, n.isBootstrap, n.setScores,
+	n.ps, err = newPubSub(psCtx, n.host, &n.cfg, disc, n.isBootstrap, (&scoreWatch{log: n.log, set: n.setScores, explained: map[peer.ID]time.Time{}}).inspect,
 		gossipGuard{guard: n.guard, blocklist: n.blocklist, graylisted: n.isGraylisted, throttled: n.metrics.throttled})
 	if err != nil {
 		return nil, err

@@ -59,6 +59,7 @@ type proc struct {
 	p2pPort int
 	apiPort int
 	args    []string
+	env     []string // added to the test's environment (failpoints)
 	cmd     *exec.Cmd
 	log     *syncBuffer
 	client  *client.Client
@@ -93,6 +94,9 @@ func (p *proc) start(t *testing.T, bin string) {
 	}
 	p.cmd = exec.Command(bin, append([]string{"daemon", "--home", p.home}, p.args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	if len(p.env) > 0 {
+		p.cmd.Env = append(os.Environ(), p.env...)
+	}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", p.name, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/node/failpoint"
 	"github.com/idlegrid/idlegrid/node/jobproto"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/p2p"
@@ -120,6 +121,7 @@ func (r *leaseRunner) acceptVoucher(from peer.ID, l *store.Lease, raw []byte) (*
 		l.PaidMicro, l.PaidUntilMs = v.AmountMicro, v.CoveredUntilMs
 		return true
 	})
+	failpoint.Hit(failpoint.ProviderVoucherStored)
 	if err == nil && lease.State(cur.State).Terminal() {
 		// The renter paid for the last window after the work ended: the
 		// receipt carries that final voucher.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/node/executor"
+	"github.com/idlegrid/idlegrid/node/failpoint"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/store"
 )
@@ -262,6 +263,7 @@ func (r *leaseRunner) finish(id, state, reason string, more func(l *store.Lease)
 	if !done {
 		return
 	}
+	failpoint.Hit(failpoint.ProviderLeaseEnded)
 	r.background(func(ctx context.Context) { r.issueReceipt(ctx, l) })
 	r.log.Info("lease ended", "lease", lease.Short(id), "state", state, "reason", reason)
 	if r.ended != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/node/failpoint"
 	"github.com/idlegrid/idlegrid/node/jobproto"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/p2p"
@@ -255,6 +256,7 @@ func (py *payer) pay(ctx context.Context, until time.Time, telemetry string) {
 	}); err != nil {
 		a.log.Warn("store lease", "lease", lease.Short(l.ID), "err", err)
 	}
+	failpoint.Hit(failpoint.RenterVoucherStored)
 	py.send(ctx, raw)
 }
 
