@@ -46,6 +46,10 @@ func (b apiBackend) Jobs() ([]api.Job, error) {
 }
 
 func (b apiBackend) Job(id string) (api.Job, error) {
+	id, err := b.jobID(id)
+	if err != nil {
+		return api.Job{}, err
+	}
 	j, err := b.n.db.GetJob(id)
 	if errors.Is(err, store.ErrNotFound) {
 		return api.Job{}, api.Errorf(http.StatusNotFound, api.CodeNotFound, "no job %s", id)
@@ -59,6 +63,10 @@ func (b apiBackend) Job(id string) (api.Job, error) {
 func (b apiBackend) WatchJob(ctx context.Context, id string) (<-chan api.JobEvent, error) {
 	if b.n.renter == nil {
 		return nil, b.renterOnly()
+	}
+	id, err := b.jobID(id)
+	if err != nil {
+		return nil, err
 	}
 	events, err := b.n.renter.Watch(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -156,12 +164,20 @@ func (b apiBackend) JobLogs(ctx context.Context, id, lease string, follow bool, 
 	if b.n.renter == nil {
 		return b.renterOnly()
 	}
+	id, lease, err := b.jobAndLease(id, lease)
+	if err != nil {
+		return err
+	}
 	return jobError(b.n.renter.Logs(ctx, id, lease, follow, w))
 }
 
 func (b apiBackend) JobResult(ctx context.Context, id, lease string) (api.Result, error) {
 	if b.n.renter == nil {
 		return api.Result{}, b.renterOnly()
+	}
+	id, lease, err := b.jobAndLease(id, lease)
+	if err != nil {
+		return api.Result{}, err
 	}
 	l, path, err := b.n.renter.Result(ctx, id, lease)
 	if err != nil {
@@ -173,6 +189,10 @@ func (b apiBackend) JobResult(ctx context.Context, id, lease string) (api.Result
 func (b apiBackend) CancelJob(ctx context.Context, id string) (api.Job, error) {
 	if b.n.renter == nil {
 		return api.Job{}, b.renterOnly()
+	}
+	id, err := b.jobID(id)
+	if err != nil {
+		return api.Job{}, err
 	}
 	j, err := b.n.renter.Cancel(ctx, id)
 	if err != nil {
@@ -220,6 +240,10 @@ func (b apiBackend) Spend(since time.Time) (api.Spend, error) {
 }
 
 func (b apiBackend) Attestations(ctx context.Context, lease string) ([]byte, error) {
+	lease, err := b.leaseID(lease)
+	if err != nil {
+		return nil, err
+	}
 	x, err := b.n.trust.ExportAttestations(ctx, lease)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, api.Errorf(http.StatusNotFound, api.CodeNotFound, "no lease %s", lease)
