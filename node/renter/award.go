@@ -29,7 +29,7 @@ const awardValidity = 10 * time.Second
 func (a *Renter) award(ctx context.Context, pa *pendingAuction, spec *auction.JobSpec, bids []*auction.Bid, bidIDs []string, round int) {
 	jobID := pa.jobID
 	if len(bids) == 0 {
-		a.unfilled(ctx, jobID, spec, round, fmt.Sprintf("no provider bid within the %dms window", pa.rfq.BidWindowMs))
+		a.unfilled(ctx, jobID, spec, round, a.explainNoBids(ctx, pa.rfq))
 		return
 	}
 	bids, bidIDs = a.avoidFilter(jobID, bids, bidIDs)

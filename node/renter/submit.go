@@ -51,6 +51,9 @@ func (a *Renter) SubmitWith(specYAML []byte, opts SubmitOptions) (*store.Job, er
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
+	if err := a.precheck(context.Background(), spec); err != nil {
+		return nil, err
+	}
 	specCID, err := spec.CID()
 	if err != nil {
 		return nil, err
