@@ -12,6 +12,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/jobproto"
 	"github.com/idlegrid/idlegrid/node/renter"
 
@@ -24,11 +25,16 @@ func (b apiBackend) SubmitJob(_ context.Context, spec []byte, opts api.SubmitOpt
 		return api.Job{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "this node is a %s; post jobs from a renter node", b.n.cfg.Role)
 	}
 	j, err := b.n.renter.SubmitWith(spec, renter.SubmitOptions{IdempotencyKey: opts.IdempotencyKey})
+	if err != nil {
+		// The whole chain goes to the log; the user reads what to fix.
+		b.n.log.Info("job submit refused", "err", err)
+	}
 	switch {
 	case errors.Is(err, renter.ErrIdempotencyConflict):
-		return api.Job{}, api.Errorf(http.StatusConflict, "conflict", "%v", err)
+		return api.Job{}, api.Errorf(http.StatusConflict, "conflict", "%s", userMessage(err, renter.ErrIdempotencyConflict))
 	case err != nil:
-		return api.Job{}, api.Errorf(http.StatusBadRequest, api.CodeBadSpec, "%v", err)
+		return api.Job{}, api.Errorf(http.StatusBadRequest, api.CodeBadSpec, "%s",
+			userMessage(err, auction.ErrInvalidJobSpec, renter.ErrMissingArtifact, renter.ErrUnknownModel))
 	}
 	return b.toAPIJob(j), nil
 }

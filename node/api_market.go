@@ -10,6 +10,7 @@ import (
 	"github.com/idlegrid/idlegrid/auction/query"
 	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/node/trust"
+	"github.com/idlegrid/idlegrid/p2p"
 )
 
 func (b apiBackend) Search(ctx context.Context, q, sortBy string, limit int, explain bool) (api.SearchResult, error) {
@@ -17,7 +18,14 @@ func (b apiBackend) Search(ctx context.Context, q, sortBy string, limit int, exp
 	if err != nil {
 		var qe *query.Error
 		if errors.As(err, &qe) {
-			return api.SearchResult{}, api.Errorf(http.StatusBadRequest, api.CodeBadQuery, "%v", err)
+			// The user typed the query, not a file: a column, no Go names.
+			if qe.Pos < 0 {
+				return api.SearchResult{}, api.Errorf(http.StatusBadRequest, api.CodeBadQuery, "%s", qe.Msg)
+			}
+			return api.SearchResult{}, api.Errorf(http.StatusBadRequest, api.CodeBadQuery, "query %q, at column %d: %s", q, qe.Pos+1, qe.Msg)
+		}
+		if errors.Is(err, p2p.ErrNotRoutable) {
+			return api.SearchResult{}, api.Errorf(http.StatusServiceUnavailable, api.CodeUnavailable, "%s", b.noPeersHint())
 		}
 		return api.SearchResult{}, api.Errorf(http.StatusServiceUnavailable, api.CodeUnavailable, "market search: %v", err)
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -127,7 +128,12 @@ in docs/jobspec.md.`,
 			ctx := cmd.Context()
 			job, err := c.SubmitJobWith(ctx, body, api.SubmitOptions{IdempotencyKey: idemKey})
 			if err != nil {
-				return explain(err, g.home)
+				err = explain(err, g.home)
+				if !bytes.Equal(body, raw) {
+					// The daemon read YAML the CLI wrote: name flags.
+					err = errors.New(inFlagTerms(err.Error(), cmd.Flags(), file))
+				}
+				return err
 			}
 			w := cmd.OutOrStdout()
 			if !asJSON {
