@@ -389,7 +389,7 @@ func (a *Renter) watchCompletion(ctx context.Context, jobID string, spec *auctio
 func completionSummary(leases []*store.Lease, db *store.DB) string {
 	if len(leases) == 1 {
 		if l, err := db.GetLease(leases[0].ID); err == nil && l.OutputCID != "" {
-			return fmt.Sprintf("exited 0; output %s (%d bytes)", l.OutputCID, l.OutputSize)
+			return fmt.Sprintf("exited 0; output %s (a %d-byte tar)", l.OutputCID, l.OutputSize)
 		}
 		return "exited 0"
 	}

@@ -15,7 +15,7 @@ import (
 var (
 	// ErrMissingArtifact: a WASM job names a module this renter does not
 	// hold, so no provider could fetch it.
-	ErrMissingArtifact = errors.New("module not among this renter's artifacts")
+	ErrMissingArtifact = errors.New("this renter does not hold the job's WASM module")
 	// ErrUnknownModel: a job names a GPU model no card has.
 	ErrUnknownModel = errors.New("unknown GPU model")
 )
@@ -33,7 +33,7 @@ func (a *Renter) precheck(ctx context.Context, spec *auction.JobSpec) error {
 		return err
 	}
 	if rfq.Runtime == auction.RuntimeWasm && rfq.Module != "" && a.artifacts != nil && !a.artifacts.Has(rfq.Module) {
-		return fmt.Errorf("%w: module %s; add the file with `idlegrid artifact add FILE` (it prints the CID to use)", ErrMissingArtifact, rfq.Module)
+		return fmt.Errorf("%w %s: add the file with `idlegrid artifact add FILE` (it prints the CID to use)", ErrMissingArtifact, rfq.Module)
 	}
 	var offered []string
 	viewRead := false
@@ -48,7 +48,9 @@ func (a *Renter) precheck(ctx context.Context, spec *auction.JobSpec) error {
 		if !auction.UnknownGPUModel(m, offered) {
 			continue
 		}
-		candidates := append(append([]string{}, auction.KnownGPUFamilies...), families(offered)...)
+		// Offered families first: of two names one typo away ("h10":
+		// a10, h100), the one on this market is the likelier meant.
+		candidates := append(families(offered), auction.KnownGPUFamilies...)
 		msg := fmt.Sprintf("%q names no GPU this renter knows of or sees offered", m)
 		if sug, ok := auction.Closest(m, candidates); ok {
 			msg += fmt.Sprintf(" (did you mean %q?)", sug)
@@ -90,7 +92,6 @@ func families(models []string) []string {
 	}
 	return out
 }
-
 
 // explainNoBids says why an auction got no bid, from the market view
 // (auction.ExplainNoBids); the window alone when the view cannot be read.

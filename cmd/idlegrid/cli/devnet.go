@@ -40,11 +40,16 @@ as idlegrid (make install puts it there).`,
 			if err != nil {
 				return err
 			}
+			// Results go beside the homes when they are kept, and to the
+			// system's temp directory when the homes are removed on exit
+			// (never into the working directory: often a checkout).
+			outDir := filepath.Join(dir, "out")
 			if dir == "" {
 				if dir, err = devnet.TempDir(); err != nil {
 					return err
 				}
 				defer os.RemoveAll(dir)
+				outDir = filepath.Join(os.TempDir(), "idlegrid-out")
 			}
 			ctx := cmd.Context()
 			dn, err := devnet.Start(ctx, devnet.Options{Dir: dir, Providers: providers, Logger: logger})
@@ -102,7 +107,7 @@ as idlegrid (make install puts it there).`,
 				fmt.Fprintf(w, "  %s job submit --home %s --module %s \\\n      --gpus 1 --gpu a100,h100 --tier bronze --max-price 2.5 --duration 30s -- 400\n", bin, renter, devnet.DemoModule)
 				fmt.Fprintf(w, "  JOB=$(%s job ls -q --home %s | head -1)   # the newest job\n", bin, renter)
 				fmt.Fprintf(w, "  %s job logs --home %s $JOB\n", bin, renter)
-				fmt.Fprintf(w, "  %s job result --home %s $JOB -o %s\n", bin, renter, filepath.Join(dir, "out"))
+				fmt.Fprintf(w, "  %s job result --home %s $JOB -o %s\n", bin, renter, outDir)
 				fmt.Fprintf(w, "  %s market prices --home %s\n", bin, renter)
 			}
 			<-ctx.Done()

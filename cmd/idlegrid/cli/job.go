@@ -316,7 +316,7 @@ func newJobStatusCmd(g *globals) *cobra.Command {
 			printForwards(w, j.Forwards)
 			for _, l := range j.Leases {
 				if l.ExitCode != nil || l.OutputCID != "" {
-					fmt.Fprintf(w, "lease %s: exit %s, output %s (%d bytes), log %d bytes\n", short(l.ID), exitString(l.ExitCode), orDash(l.OutputCID), l.OutputSize, l.LogBytes)
+					fmt.Fprintf(w, "lease %s: exit %s, output %s (a %d-byte tar), log %d bytes\n", short(l.ID), exitString(l.ExitCode), orDash(l.OutputCID), l.OutputSize, l.LogBytes)
 				}
 			}
 			fmt.Fprintln(w)
