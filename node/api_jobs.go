@@ -226,7 +226,7 @@ func (b apiBackend) Reputations() ([]api.Reputation, error) {
 
 func (b apiBackend) Reputation(p string) (api.Reputation, error) {
 	if _, err := peer.Decode(p); err != nil {
-		return api.Reputation{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "%q is not a peer ID: %v", p, err)
+		return api.Reputation{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "%q is not a peer ID (peer IDs look like 12D3KooW…; idlegrid rep lists them)", p)
 	}
 	return api.ReputationFrom(b.n.trust.Reputation().Of(p)), nil
 }

@@ -42,7 +42,7 @@ func (b apiBackend) Search(ctx context.Context, q, sortBy string, limit int, exp
 func (b apiBackend) Provider(ctx context.Context, id string) (api.Offer, error) {
 	p, err := peer.Decode(id)
 	if err != nil {
-		return api.Offer{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "%q is not a peer ID: %v", id, err)
+		return api.Offer{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "%q is not a peer ID (peer IDs look like 12D3KooW…; idlegrid rep lists them)", id)
 	}
 	rec, err := b.n.trust.ProviderRecord(ctx, p)
 	if err != nil {

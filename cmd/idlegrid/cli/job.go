@@ -132,6 +132,9 @@ in docs/jobspec.md.`,
 				if !bytes.Equal(body, raw) {
 					// The daemon read YAML the CLI wrote: name flags.
 					err = errors.New(inFlagTerms(err.Error(), cmd.Flags(), file))
+				} else if file != "" {
+					// Its line numbers are the file's: say which file.
+					err = fmt.Errorf("%s: %w", file, err)
 				}
 				return err
 			}

@@ -11,6 +11,11 @@ import (
 // an optional YAML line, the field (with an index), the message.
 var specProblem = regexp.MustCompile(`^(?:line \d+: )?([a-z_]+)(\[\d+\])?: `)
 
+var linePrefix = regexp.MustCompile(`^line \d+: `)
+
+// lineOf returns p's "line N: " prefix, or "".
+func lineOf(p string) string { return linePrefix.FindString(p) }
+
 // inFlagTerms rewrites the daemon's job spec problems for a spec the CLI
 // built from flags: the YAML it sent is not a file the user wrote, so its
 // line numbers mean nothing to them, and a field set by a flag is named by
@@ -25,6 +30,14 @@ func inFlagTerms(msg string, fs *pflag.FlagSet, file string) string {
 	for i, p := range parts {
 		m := specProblem.FindStringSubmatchIndex(p)
 		if m == nil {
+			// Not about one field (an unknown field, say): the line is
+			// still the CLI's YAML's, and the problem the file's.
+			if rest, ok := strings.CutPrefix(p, lineOf(p)); ok && rest != p {
+				parts[i] = rest
+				if file != "" {
+					parts[i] += " (in " + file + ")"
+				}
+			}
 			continue
 		}
 		field, index, text := p[m[2]:m[3]], "", p[m[1]:]

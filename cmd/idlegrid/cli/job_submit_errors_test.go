@@ -12,6 +12,10 @@ func TestInFlagTerms(t *testing.T) {
 	}
 	in := "invalid job spec: line 7: max_price: must be more than 0; gpu[0]: bad; duration: required"
 	want := "invalid job spec: --max-price: must be more than 0; --gpu[0]: bad; --duration: required"
+	unknown := `invalid job spec: line 1: unknown field "duraton" (did you mean "duration"?)`
+	if got, want := inFlagTerms(unknown, cmd.Flags(), "job.yaml"), `invalid job spec: unknown field "duraton" (did you mean "duration"?) (in job.yaml)`; got != want {
+		t.Errorf("unknown field:\n got %q\nwant %q", got, want)
+	}
 	if got := inFlagTerms(in, cmd.Flags(), ""); got != want {
 		t.Errorf("flags only:\n got %q\nwant %q", got, want)
 	}
