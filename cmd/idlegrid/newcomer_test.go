@@ -53,12 +53,20 @@ func TestNewcomer(t *testing.T) {
 	})
 
 	t.Run("README Try-it block runs as written", func(t *testing.T) {
+		// The README's install step, into a directory of the test's.
+		gobin := t.TempDir()
+		install := exec.CommandContext(ctx, "make", "-C", "../..", "install")
+		install.Env = append(os.Environ(), "GOBIN="+gobin)
+		out, err := install.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "installed "+filepath.Join(gobin, "idlegrid")) || !strings.Contains(string(out), "add it to PATH") {
+			t.Fatalf("make install: %v\n%s", err, out)
+		}
 		block := readmeBlock(t, "readme-test: devnet")
 		script := strings.ReplaceAll(block, "/tmp/docdev", dir)
 		sh := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
 		// After the install step: idlegrid is on PATH.
-		sh.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
-		out, err := sh.CombinedOutput()
+		sh.Env = append(os.Environ(), "PATH="+gobin+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, err = sh.CombinedOutput()
 		if err != nil {
 			t.Fatalf("README block failed: %v\n%s\n--- block ---\n%s", err, out, block)
 		}

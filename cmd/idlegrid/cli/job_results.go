@@ -35,7 +35,7 @@ lease unless --lease names one.`,
 			return explain(err, g.home)
 		},
 	}
-	cmd.Flags().StringVar(&lease, "lease", "", "the lease (ID or its last 8 characters)")
+	cmd.Flags().StringVar(&lease, "lease", "", "the lease: its ID or any unique part (the short form idlegrid leases prints works)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing until the work ends")
 	return cmd
 }
@@ -114,7 +114,7 @@ or writes the tar itself with
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&lease, "lease", "", "the lease (ID or its last 8 characters)")
+	cmd.Flags().StringVar(&lease, "lease", "", "the lease: its ID or any unique part (the short form idlegrid leases prints works)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "directory to unpack into (default ./JOB-SHORT)")
 	cmd.Flags().StringVar(&tarFile, "tar", "", `write the tar to FILE instead ("-" for stdout)`)
 	return cmd
