@@ -8,6 +8,10 @@ import (
 // suffix, or the CLI's short form) against this node's jobs, so every
 // command that takes a job accepts what the CLI prints.
 func (b apiBackend) jobID(typed string) (string, error) {
+	// A full ID (what scripts and the dashboard send) needs no scan.
+	if _, err := b.n.db.GetJob(typed); err == nil {
+		return typed, nil
+	}
 	jobs, err := b.n.db.Jobs()
 	if err != nil {
 		return "", err
@@ -24,6 +28,9 @@ func (b apiBackend) jobID(typed string) (string, error) {
 func (b apiBackend) leaseID(typed string) (string, error) {
 	if typed == "" {
 		return "", nil
+	}
+	if _, err := b.n.db.GetLease(typed); err == nil {
+		return typed, nil
 	}
 	leases, err := b.n.db.Leases()
 	if err != nil {
