@@ -3,13 +3,19 @@ GO      ?= go
 PKGS    ?= ./...
 BIN     ?= bin/idlegrid
 
-.PHONY: help build test test-short check fmt vet staticcheck devnet bench fuzz clean
+.PHONY: help build install test test-short check fmt vet staticcheck devnet bench fuzz clean
 
 help: ## show this help
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## build the idlegrid binary into bin/
 	$(GO) build -o $(BIN) ./cmd/idlegrid
+
+install: ## install idlegrid into $(go env GOBIN), else $(go env GOPATH)/bin: put that on PATH
+	$(GO) install ./cmd/idlegrid
+	@dir=$$($(GO) env GOBIN); [ -n "$$dir" ] || dir=$$($(GO) env GOPATH)/bin; \
+	echo "installed $$dir/idlegrid"; \
+	case ":$$PATH:" in *":$$dir:"*) ;; *) echo "add it to PATH: export PATH=\"$$dir:\$$PATH\"";; esac
 
 # One package at a time: the multi-process tests (real binaries, Docker) and
 # the 30-node in-process clusters each load both cores of a CI machine, and

@@ -15,6 +15,10 @@ func (b apiBackend) StartForward(job string, req api.ForwardRequest) (api.Forwar
 	if b.n.renter == nil {
 		return api.Forward{}, b.renterOnly()
 	}
+	job, err := b.jobID(job)
+	if err != nil {
+		return api.Forward{}, err
+	}
 	f, err := b.n.renter.StartForward(job, req.Listen, req.Port)
 	return f, forwardError(err)
 }
@@ -24,6 +28,10 @@ func (b apiBackend) StopForward(job string, port uint16) error {
 	if b.n.renter == nil {
 		return b.renterOnly()
 	}
+	job, err := b.jobID(job)
+	if err != nil {
+		return err
+	}
 	return forwardError(b.n.renter.StopForward(job, port))
 }
 
@@ -32,8 +40,9 @@ func (b apiBackend) Forwards(job string) ([]api.Forward, error) {
 	if b.n.renter == nil {
 		return nil, b.renterOnly()
 	}
-	if _, err := b.n.db.GetJob(job); err != nil {
-		return nil, jobError(err)
+	job, err := b.jobID(job)
+	if err != nil {
+		return nil, err
 	}
 	return b.n.renter.Forwards(job), nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/jobproto"
 	"github.com/idlegrid/idlegrid/node/renter"
 
@@ -24,11 +25,16 @@ func (b apiBackend) SubmitJob(_ context.Context, spec []byte, opts api.SubmitOpt
 		return api.Job{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "this node is a %s; post jobs from a renter node", b.n.cfg.Role)
 	}
 	j, err := b.n.renter.SubmitWith(spec, renter.SubmitOptions{IdempotencyKey: opts.IdempotencyKey})
+	if err != nil {
+		// The whole chain goes to the log; the user reads what to fix.
+		b.n.log.Info("job submit refused", "err", err)
+	}
 	switch {
 	case errors.Is(err, renter.ErrIdempotencyConflict):
-		return api.Job{}, api.Errorf(http.StatusConflict, "conflict", "%v", err)
+		return api.Job{}, api.Errorf(http.StatusConflict, "conflict", "%s", userMessage(err, renter.ErrIdempotencyConflict))
 	case err != nil:
-		return api.Job{}, api.Errorf(http.StatusBadRequest, api.CodeBadSpec, "%v", err)
+		return api.Job{}, api.Errorf(http.StatusBadRequest, api.CodeBadSpec, "%s",
+			userMessage(err, auction.ErrInvalidJobSpec, renter.ErrMissingArtifact, renter.ErrUnknownModel))
 	}
 	return b.toAPIJob(j), nil
 }
@@ -46,6 +52,10 @@ func (b apiBackend) Jobs() ([]api.Job, error) {
 }
 
 func (b apiBackend) Job(id string) (api.Job, error) {
+	id, err := b.jobID(id)
+	if err != nil {
+		return api.Job{}, err
+	}
 	j, err := b.n.db.GetJob(id)
 	if errors.Is(err, store.ErrNotFound) {
 		return api.Job{}, api.Errorf(http.StatusNotFound, api.CodeNotFound, "no job %s", id)
@@ -59,6 +69,10 @@ func (b apiBackend) Job(id string) (api.Job, error) {
 func (b apiBackend) WatchJob(ctx context.Context, id string) (<-chan api.JobEvent, error) {
 	if b.n.renter == nil {
 		return nil, b.renterOnly()
+	}
+	id, err := b.jobID(id)
+	if err != nil {
+		return nil, err
 	}
 	events, err := b.n.renter.Watch(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -156,12 +170,20 @@ func (b apiBackend) JobLogs(ctx context.Context, id, lease string, follow bool, 
 	if b.n.renter == nil {
 		return b.renterOnly()
 	}
+	id, lease, err := b.jobAndLease(id, lease)
+	if err != nil {
+		return err
+	}
 	return jobError(b.n.renter.Logs(ctx, id, lease, follow, w))
 }
 
 func (b apiBackend) JobResult(ctx context.Context, id, lease string) (api.Result, error) {
 	if b.n.renter == nil {
 		return api.Result{}, b.renterOnly()
+	}
+	id, lease, err := b.jobAndLease(id, lease)
+	if err != nil {
+		return api.Result{}, err
 	}
 	l, path, err := b.n.renter.Result(ctx, id, lease)
 	if err != nil {
@@ -173,6 +195,10 @@ func (b apiBackend) JobResult(ctx context.Context, id, lease string) (api.Result
 func (b apiBackend) CancelJob(ctx context.Context, id string) (api.Job, error) {
 	if b.n.renter == nil {
 		return api.Job{}, b.renterOnly()
+	}
+	id, err := b.jobID(id)
+	if err != nil {
+		return api.Job{}, err
 	}
 	j, err := b.n.renter.Cancel(ctx, id)
 	if err != nil {
@@ -200,7 +226,7 @@ func (b apiBackend) Reputations() ([]api.Reputation, error) {
 
 func (b apiBackend) Reputation(p string) (api.Reputation, error) {
 	if _, err := peer.Decode(p); err != nil {
-		return api.Reputation{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "%q is not a peer ID: %v", p, err)
+		return api.Reputation{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "%q is not a peer ID (peer IDs look like 12D3KooW…; idlegrid rep lists them)", p)
 	}
 	return api.ReputationFrom(b.n.trust.Reputation().Of(p)), nil
 }
@@ -220,6 +246,10 @@ func (b apiBackend) Spend(since time.Time) (api.Spend, error) {
 }
 
 func (b apiBackend) Attestations(ctx context.Context, lease string) ([]byte, error) {
+	lease, err := b.leaseID(lease)
+	if err != nil {
+		return nil, err
+	}
 	x, err := b.n.trust.ExportAttestations(ctx, lease)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, api.Errorf(http.StatusNotFound, api.CodeNotFound, "no lease %s", lease)

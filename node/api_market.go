@@ -10,6 +10,7 @@ import (
 	"github.com/idlegrid/idlegrid/auction/query"
 	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/node/trust"
+	"github.com/idlegrid/idlegrid/p2p"
 )
 
 func (b apiBackend) Search(ctx context.Context, q, sortBy string, limit int, explain bool) (api.SearchResult, error) {
@@ -17,7 +18,14 @@ func (b apiBackend) Search(ctx context.Context, q, sortBy string, limit int, exp
 	if err != nil {
 		var qe *query.Error
 		if errors.As(err, &qe) {
-			return api.SearchResult{}, api.Errorf(http.StatusBadRequest, api.CodeBadQuery, "%v", err)
+			// The user typed the query, not a file: a column, no Go names.
+			if qe.Pos < 0 {
+				return api.SearchResult{}, api.Errorf(http.StatusBadRequest, api.CodeBadQuery, "%s", qe.Msg)
+			}
+			return api.SearchResult{}, api.Errorf(http.StatusBadRequest, api.CodeBadQuery, "query %q, at column %d: %s", q, qe.Pos+1, qe.Msg)
+		}
+		if errors.Is(err, p2p.ErrNotRoutable) {
+			return api.SearchResult{}, api.Errorf(http.StatusServiceUnavailable, api.CodeUnavailable, "%s", b.noPeersHint())
 		}
 		return api.SearchResult{}, api.Errorf(http.StatusServiceUnavailable, api.CodeUnavailable, "market search: %v", err)
 	}
@@ -34,7 +42,7 @@ func (b apiBackend) Search(ctx context.Context, q, sortBy string, limit int, exp
 func (b apiBackend) Provider(ctx context.Context, id string) (api.Offer, error) {
 	p, err := peer.Decode(id)
 	if err != nil {
-		return api.Offer{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "%q is not a peer ID: %v", id, err)
+		return api.Offer{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "%q is not a peer ID (peer IDs look like 12D3KooW…; idlegrid rep lists them)", id)
 	}
 	rec, err := b.n.trust.ProviderRecord(ctx, p)
 	if err != nil {

@@ -59,6 +59,7 @@ func (b apiBackend) Status() api.Status {
 		RoutingTable:   p.RoutingTableSize(),
 		ConnectedPeers: len(p.ConnectedPeers()),
 		TopicPeers:     p.TopicPeers(),
+		NotReady:       b.notReady(),
 	}
 }
 

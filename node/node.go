@@ -324,6 +324,11 @@ func (n *Node) Run(ctx context.Context) error {
 		wg.Go(func() { errc <- n.api.Serve(ctx) })
 	}
 	n.log.Info("node running", "role", n.cfg.Role, "peer", n.p2p.ID(), "api", n.APIURL())
+	if len(n.cfg.P2P.Bootstrap) == 0 && n.cfg.Role != RoleBootstrap {
+		// Said once at start, where an operator looks: otherwise the node
+		// runs quietly alone (idlegrid status says so too).
+		n.log.Warn("no bootstrap peers: p2p.bootstrap is empty, so this node joins only through peers remembered from earlier runs", "config", ConfigPath(n.cfg.Home))
+	}
 	var err error
 	select {
 	case <-ctx.Done():

@@ -32,6 +32,10 @@ import (
 // ErrClosed is returned by operations on a closed node.
 var ErrClosed = errors.New("p2p node is closed")
 
+// ErrNotRoutable is returned by WaitReady when ctx ends before the routing
+// table holds a peer: the node reached no bootstrap peer (or has none).
+var ErrNotRoutable = errors.New("no peer in the routing table")
+
 // Node is a running libp2p node: host, DHT and gossipsub.
 type Node struct {
 	cfg  Config
@@ -211,7 +215,7 @@ func (n *Node) WaitReady(ctx context.Context) error {
 	for !n.Ready() {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("p2p: wait for non-empty routing table: %w", ctx.Err())
+			return fmt.Errorf("p2p.WaitReady: %w: %w", ErrNotRoutable, ctx.Err())
 		case <-t.C:
 		}
 	}

@@ -27,13 +27,19 @@ func (o Op) String() string { return opText[o] }
 
 func (o Op) list() bool { return o == OpIn || o == OpNotIn }
 
-// Error is a parse error at a byte offset of the query.
+// Error is a parse error at a byte offset of the query, or of the sort
+// key (Pos -1). Error names the operation, for logs; a user-facing edge
+// shows Msg and the column instead.
 type Error struct {
-	Pos int // 0-based byte offset; reported as column Pos+1
+	Pos int // 0-based byte offset; reported as column Pos+1; -1: the sort key
 	Msg string
+	op  string // "" is query.Parse
 }
 
 func (e *Error) Error() string {
+	if e.Pos < 0 {
+		return fmt.Sprintf("%s: %s", e.op, e.Msg)
+	}
 	return fmt.Sprintf("query.Parse: column %d: %s", e.Pos+1, e.Msg)
 }
 

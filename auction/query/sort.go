@@ -37,11 +37,11 @@ func ParseSort(s string) (SortKey, error) {
 	}
 	name = strings.ToLower(name)
 	if !slices.Contains(sortable, name) {
-		msg := fmt.Sprintf("query.ParseSort: cannot sort by %q; sortable: %s", s, strings.Join(sortable, ", "))
+		msg := fmt.Sprintf("cannot sort by %q; sortable: %s", s, strings.Join(sortable, ", "))
 		if sug, ok := auction.Closest(name, sortable); ok {
 			msg += fmt.Sprintf(" (did you mean %q?)", sug)
 		}
-		return SortKey{}, fmt.Errorf("%s", msg)
+		return SortKey{}, &Error{Pos: -1, Msg: msg, op: "query.ParseSort"}
 	}
 	k.Field, k.f = name, lookupField(name)
 	return k, nil

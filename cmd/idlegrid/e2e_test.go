@@ -18,6 +18,7 @@ import (
 
 	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/node/api/client"
+	"github.com/idlegrid/idlegrid/node/executor/wasm/demo"
 )
 
 // buildBinary compiles the idlegrid binary once per test run.
@@ -311,8 +312,10 @@ func waitAllConnected(t *testing.T, ctx context.Context, procs []*proc) {
 	})
 }
 
-// e2eModule is a WASM module CID for test jobs (only the auction runs).
-const e2eModule = "bafkreiefawgws67tfxbclwkqsmugyiwjv6ezu7zsybi6jkcsprv3f4s7yq"
+// e2eModule is the WASM module of test jobs (only the auction runs, but a
+// renter refuses at submit a module it does not hold, so gossipRound adds
+// it).
+const e2eModule = demo.CID
 
 // gossipRound submits a job on the renter with the CLI and waits until
 // every provider (the RFQ topic's subscribers) has received its signed RFQ.
@@ -331,6 +334,9 @@ func gossipRound(t *testing.T, ctx context.Context, bin string, procs []*proc, t
 		}
 		return true, ""
 	})
+	if _, err := renter.client.AddArtifact(ctx, bytes.NewReader(demo.Module())); err != nil {
+		t.Fatalf("add the test module: %v", err)
+	}
 	out, err := run(t, bin, "job", "submit", "--home", renter.home, "--detach", "--json",
 		"--name", tag, "--module", e2eModule, "--gpus", "1", "--gpu", "t4", "--tier", "bronze",
 		"--max-price", "5", "--duration", "3s")

@@ -19,10 +19,13 @@ type Identity struct {
 
 // Status is GET /v1/status.
 type Status struct {
-	Role           string    `json:"role"`
-	PeerID         string    `json:"peer_id"`
-	Version        string    `json:"version"`
-	Ready          bool      `json:"ready"`
+	Role    string `json:"role"`
+	PeerID  string `json:"peer_id"`
+	Version string `json:"version"`
+	Ready   bool   `json:"ready"`
+	// NotReady says why the node cannot do its job yet and what to do,
+	// one line each; empty when it can.
+	NotReady       []string  `json:"not_ready,omitempty"`
 	StartedAt      time.Time `json:"started_at"`
 	UptimeSeconds  float64   `json:"uptime_seconds"`
 	ListenAddrs    []string  `json:"listen_addrs"`

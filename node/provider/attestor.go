@@ -166,6 +166,13 @@ func (a *attestor) fingerprint() error {
 	if err != nil && len(devs) == 0 {
 		return err
 	}
+	if len(devs) == 0 {
+		// A GPU-less host (CPU shares only) has no hardware to attest: a
+		// fingerprint must name 1..64 GPUs, so appending one would only
+		// log a validation error a user cannot act on.
+		a.log.Info("no GPUs: no hardware fingerprint to attest")
+		return nil
+	}
 	fp := &attest.Fingerprint{}
 	for _, d := range devs {
 		if fp.Driver == "" {

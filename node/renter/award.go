@@ -29,7 +29,7 @@ const awardValidity = 10 * time.Second
 func (a *Renter) award(ctx context.Context, pa *pendingAuction, spec *auction.JobSpec, bids []*auction.Bid, bidIDs []string, round int) {
 	jobID := pa.jobID
 	if len(bids) == 0 {
-		a.unfilled(ctx, jobID, spec, round, fmt.Sprintf("no provider bid within the %dms window", pa.rfq.BidWindowMs))
+		a.unfilled(ctx, jobID, spec, round, a.explainNoBids(ctx, pa.rfq))
 		return
 	}
 	bids, bidIDs = a.avoidFilter(jobID, bids, bidIDs)
@@ -390,7 +390,7 @@ func (a *Renter) watchCompletion(ctx context.Context, jobID string, spec *auctio
 func completionSummary(leases []*store.Lease, db *store.DB) string {
 	if len(leases) == 1 {
 		if l, err := db.GetLease(leases[0].ID); err == nil && l.OutputCID != "" {
-			return fmt.Sprintf("exited 0; output %s (%d bytes)", l.OutputCID, l.OutputSize)
+			return fmt.Sprintf("exited 0; output %s (a %d-byte tar)", l.OutputCID, l.OutputSize)
 		}
 		return "exited 0"
 	}

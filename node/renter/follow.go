@@ -209,7 +209,7 @@ func (a *Renter) leaseEvent(l *store.Lease, st *jobproto.Status) {
 		msg += " (" + st.Reason + ")"
 	}
 	if st.OutputCID != "" {
-		msg += fmt.Sprintf("; output %s, %d bytes", st.OutputCID, st.OutputSize)
+		msg += fmt.Sprintf("; output %s (a %d-byte tar)", st.OutputCID, st.OutputSize)
 	}
 	a.jobs.event(l.RenterJobID(), "lease-"+st.State, "%s", msg)
 }

@@ -248,7 +248,13 @@ func (a *Renter) auction(ctx context.Context, jobID string, spec *auction.JobSpe
 
 	go a.expectProviders(ctx, pa)
 	if err := a.publish(ctx, raw, shards); err != nil {
-		a.jobs.set(jobID, lease.JobFailed, "failed", "publish RFQ: %v", err)
+		// No shard had a subscriber: nobody could bid. The market view
+		// says why in the user's terms; the p2p detail goes to the log.
+		a.log.Info("RFQ not published", "job", jobID, "err", err)
+		if ctx.Err() != nil {
+			return
+		}
+		a.unfilled(ctx, jobID, spec, round, "no provider took the RFQ: "+a.explainNoBids(ctx, rfq))
 		return
 	}
 	window := time.NewTimer(time.Duration(rfq.BidWindowMs) * time.Millisecond)

@@ -45,6 +45,10 @@ func (a *Renter) pickLease(jobID, id string, fits func(*store.Lease) bool) (*sto
 	if id != "" {
 		return nil, fmt.Errorf("job %s: lease %s: %w", jobID, id, ErrNoLease)
 	}
+	if lease.JobState(j.State).Terminal() {
+		// It will never have one: say how it ended, not "yet".
+		return nil, fmt.Errorf("job %s: %w: it ended %s (%s)", jobID, ErrNoLease, j.State, j.Reason)
+	}
 	return nil, fmt.Errorf("job %s: %w yet (state %s)", jobID, ErrNoLease, j.State)
 }
 

@@ -3,6 +3,7 @@ package renter
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -10,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
+	mh "github.com/multiformats/go-multihash"
 
 	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/attest/reputation"
@@ -22,7 +25,21 @@ import (
 	"github.com/idlegrid/idlegrid/node/roomtest"
 )
 
-var testModule = auction.CapabilityCID("test-module").String()
+// testModuleBytes is the WASM module the test renters hold (submit refuses
+// a module the renter does not hold); testModule is its CID.
+var (
+	testModuleBytes = []byte("test-module")
+	testModule      = testModuleCID()
+)
+
+func testModuleCID() string {
+	sum := sha256.Sum256(testModuleBytes)
+	h, err := mh.Encode(sum[:], mh.SHA2_256)
+	if err != nil {
+		panic(err)
+	}
+	return cid.NewCidV1(cid.Raw, h).String()
+}
 
 // prior is a reputation book that knows nobody.
 type prior struct{}
@@ -127,6 +144,9 @@ func newRenter(t *testing.T, n int) (*Renter, *roomtest.Peer, []*fakeProvider) {
 	arts, err := executor.NewDirArtifacts(filepath.Join(dir, "artifacts"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if id, err := arts.PutBytes(testModuleBytes); err != nil || id != testModule {
+		t.Fatalf("test module: %s, %v; want %s", id, err, testModule)
 	}
 	a, err := New(Config{
 		ReliabilityPrior: 0.9,

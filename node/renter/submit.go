@@ -42,13 +42,17 @@ func (a *Renter) Submit(specYAML []byte) (*store.Job, error) {
 // job as SpecCID.
 func (a *Renter) SubmitWith(specYAML []byte, opts SubmitOptions) (*store.Job, error) {
 	if len(opts.IdempotencyKey) > MaxIdempotencyKey {
-		return nil, fmt.Errorf("renter.Submit: idempotency key of %d bytes, at most %d", len(opts.IdempotencyKey), MaxIdempotencyKey)
+		// Shown to the user as it is: the key is theirs to shorten.
+		return nil, fmt.Errorf("idempotency key of %d bytes, at most %d", len(opts.IdempotencyKey), MaxIdempotencyKey)
 	}
 	spec, err := auction.ParseJobSpec(specYAML)
 	if err != nil {
 		return nil, err
 	}
 	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if err := a.precheck(context.Background(), spec); err != nil {
 		return nil, err
 	}
 	specCID, err := spec.CID()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -30,18 +31,25 @@ WASM module: the auction, the lease, the log and the verified output are
 shown), then runs until interrupted.
 
 Talk to a member with any client command and its home, for example:
-  idlegrid status --home DIR/provider-1`,
+  idlegrid status --home DIR/provider-1
+The hints it prints name this binary by its full path unless PATH finds it
+as idlegrid (make install puts it there).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := g.logger(node.LogConfig{Level: "warn", Format: "text"})
 			if err != nil {
 				return err
 			}
+			// Results go beside the homes when they are kept, and to the
+			// system's temp directory when the homes are removed on exit
+			// (never into the working directory: often a checkout).
+			outDir := filepath.Join(dir, "out")
 			if dir == "" {
 				if dir, err = devnet.TempDir(); err != nil {
 					return err
 				}
 				defer os.RemoveAll(dir)
+				outDir = filepath.Join(os.TempDir(), "idlegrid-out")
 			}
 			ctx := cmd.Context()
 			dn, err := devnet.Start(ctx, devnet.Options{Dir: dir, Providers: providers, Logger: logger})
@@ -87,12 +95,20 @@ Talk to a member with any client command and its home, for example:
 						return err
 					}
 				}
-				fmt.Fprintf(w, "\ndevnet ready; press Ctrl-C to stop. In another terminal, try:\n")
-				fmt.Fprintf(w, "  idlegrid market search --home %s 'vram>=40 price<=2'\n", renter)
-				fmt.Fprintf(w, "  idlegrid job submit --home %s --module %s \\\n      --gpus 1 --gpu a100,h100 --tier bronze --max-price 2.5 --duration 30s -- 400\n", renter, devnet.DemoModule)
-				fmt.Fprintf(w, "  idlegrid job logs --home %s JOB\n", renter)
-				fmt.Fprintf(w, "  idlegrid job result --home %s JOB -o ./out\n", renter)
-				fmt.Fprintf(w, "  idlegrid market prices --home %s\n", renter)
+				bin, goRun := selfCommand()
+				// Ctrl-C reaches this process through the terminal; a kill
+				// must name this PID, not go run's, which ignores it.
+				fmt.Fprintf(w, "\ndevnet ready; press Ctrl-C to stop (or kill -INT %d).\n", os.Getpid())
+				if goRun {
+					fmt.Fprintf(w, "This binary was built by go run; `make install` (or go install ./cmd/idlegrid) puts idlegrid on your PATH.\n")
+				}
+				fmt.Fprintf(w, "In another terminal, try:\n")
+				fmt.Fprintf(w, "  %s market search --home %s 'vram>=40 price<=2'\n", bin, renter)
+				fmt.Fprintf(w, "  %s job submit --home %s --module %s \\\n      --gpus 1 --gpu a100,h100 --tier bronze --max-price 2.5 --duration 30s -- 400\n", bin, renter, devnet.DemoModule)
+				fmt.Fprintf(w, "  JOB=$(%s job ls -q --home %s | head -1)   # the newest job\n", bin, renter)
+				fmt.Fprintf(w, "  %s job logs --home %s $JOB\n", bin, renter)
+				fmt.Fprintf(w, "  %s job result --home %s $JOB -o %s\n", bin, renter, outDir)
+				fmt.Fprintf(w, "  %s market prices --home %s\n", bin, renter)
 			}
 			<-ctx.Done()
 			fmt.Fprintln(w, "devnet: shutting down")

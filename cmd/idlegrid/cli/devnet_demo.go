@@ -78,7 +78,7 @@ func runDevnetDemo(ctx context.Context, w io.Writer, renterHome, renterURL strin
 	if got != devnet.DemoResult {
 		check = fmt.Sprintf("DIFFERS from the expected %q", devnet.DemoResult)
 	}
-	fmt.Fprintf(w, "demo: output %s (%d bytes, CID verified), %s: %s", res.CID, res.Size, devnet.DemoResultFile, got)
+	fmt.Fprintf(w, "demo: output %s (a %d-byte tar, CID verified), %s: %s", res.CID, res.Size, devnet.DemoResultFile, got)
 	fmt.Fprintf(w, "demo: the result %s\n", check)
 	if got != devnet.DemoResult {
 		return errors.New("demo: wrong result")

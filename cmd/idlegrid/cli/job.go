@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,22 +24,39 @@ func newJobCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// specFlag maps a submit flag to a job spec field (docs/jobspec.md).
+// specFlag maps a submit flag to a job spec field (docs/jobspec.md); help
+// gives the unit, format and default, as the field's table row does.
 type specFlag struct {
 	flag, field string
 	kind        string // string, int, float, bool, list
+	help        string
 }
 
 var specFlags = []specFlag{
-	{"name", "name", "string"}, {"image", "image", "string"}, {"module", "module", "string"},
-	{"runtime", "runtime", "string"}, {"gpus", "gpus", "int"}, {"gpu", "gpu", "list"},
-	{"vram", "vram", "string"}, {"cc", "cc", "string"}, {"cpu", "cpu", "int"},
-	{"ram", "ram", "string"}, {"disk", "disk", "string"}, {"tier", "tier", "string"},
-	{"max-price", "max_price", "float"}, {"min-reliability", "min_reliability", "float"},
-	{"region", "region", "list"}, {"max-rtt", "max_rtt", "string"}, {"duration", "duration", "string"},
-	{"max-duration", "max_duration", "string"}, {"start-by", "start_by", "string"},
-	{"bid-window", "bid_window", "string"}, {"dataset", "datasets", "list"},
-	{"pricing", "pricing", "string"}, {"egress", "egress", "bool"}, {"min-notice", "min_notice", "string"},
+	{"name", "name", "string", "job name, up to 128 printable characters (default none)"},
+	{"image", "image", "string", "Docker image REF@sha256:<64 hex> (required for docker)"},
+	{"module", "module", "string", "WASM module CID; add the file first with idlegrid artifact add (required for wasm)"},
+	{"runtime", "runtime", "string", "docker or wasm (default: docker with --image, wasm with --module)"},
+	{"gpus", "gpus", "int", "number of GPUs, 0..64; 0 is a CPU-only job (default 1, 0 for wasm)"},
+	{"gpu", "gpu", "list", "GPU models or families, any of them, e.g. h100,a100 (default any model)"},
+	{"vram", "vram", "string", "minimum memory per GPU: MiB, GiB, GB or TB; a bare number is GB, e.g. 40GiB (default no minimum)"},
+	{"cc", "cc", "string", "minimum compute capability major.minor, e.g. 8.0 (default no minimum)"},
+	{"cpu", "cpu", "int", "minimum CPU cores (default no minimum)"},
+	{"ram", "ram", "string", "minimum host memory, units as --vram, e.g. 64GiB (default no minimum)"},
+	{"disk", "disk", "string", "minimum scratch disk, units as --vram, e.g. 200GB (default no minimum)"},
+	{"tier", "tier", "string", "gold (reserved), silver (on-demand) or bronze (interruptible) (default silver)"},
+	{"max-price", "max_price", "float", "most you pay, USD per GPU-hour (per hour for --gpus 0), e.g. 1.80 (required)"},
+	{"min-reliability", "min_reliability", "float", "lowest provider reliability you accept, 0 to 1 (default 0)"},
+	{"region", "region", "list", "ISO country codes, any of them, e.g. de,fr (default anywhere)"},
+	{"max-rtt", "max_rtt", "string", "longest round trip to the provider, at most 1m, e.g. 80ms (default no limit)"},
+	{"duration", "duration", "string", "expected run time, e.g. 2h or 30s, at most 8784h (required)"},
+	{"max-duration", "max_duration", "string", "hard time limit, at least --duration (default 2 x --duration)"},
+	{"start-by", "start_by", "string", "latest start: RFC 3339 time or a duration from now, e.g. 30m (default no deadline)"},
+	{"bid-window", "bid_window", "string", "how long the auction collects bids, 50ms to 1m (default 500ms)"},
+	{"dataset", "datasets", "list", "dataset CIDs the job reads (default none)"},
+	{"pricing", "pricing", "string", "first (pay each winner its bid) or second (one clearing price) (default first)"},
+	{"egress", "egress", "bool", "the job needs outbound network (default false)"},
+	{"min-notice", "min_notice", "string", "bronze only: shortest preemption notice you accept, e.g. 5m (default none)"},
 }
 
 func newJobSubmitCmd(g *globals) *cobra.Command {
@@ -110,7 +128,15 @@ in docs/jobspec.md.`,
 			ctx := cmd.Context()
 			job, err := c.SubmitJobWith(ctx, body, api.SubmitOptions{IdempotencyKey: idemKey})
 			if err != nil {
-				return explain(err, g.home)
+				err = explain(err, g.home)
+				if !bytes.Equal(body, raw) {
+					// The daemon read YAML the CLI wrote: name flags.
+					err = errors.New(inFlagTerms(err.Error(), cmd.Flags(), file))
+				} else if file != "" {
+					// Its line numbers are the file's: say which file.
+					err = fmt.Errorf("%s: %w", file, err)
+				}
+				return err
 			}
 			w := cmd.OutOrStdout()
 			if !asJSON {
@@ -152,15 +178,15 @@ in docs/jobspec.md.`,
 	for _, sf := range specFlags {
 		switch sf.kind {
 		case "int":
-			f.Int(sf.flag, 0, "job spec "+sf.field)
+			f.Int(sf.flag, 0, sf.help)
 		case "float":
-			f.Float64(sf.flag, 0, "job spec "+sf.field)
+			f.Float64(sf.flag, 0, sf.help)
 		case "bool":
-			f.Bool(sf.flag, false, "job spec "+sf.field)
+			f.Bool(sf.flag, false, sf.help)
 		case "list":
-			f.StringSlice(sf.flag, nil, "job spec "+sf.field+" (comma-separated)")
+			f.StringSlice(sf.flag, nil, sf.help)
 		default:
-			f.String(sf.flag, "", "job spec "+sf.field)
+			f.String(sf.flag, "", sf.help)
 		}
 	}
 	f.StringArrayVar(&env, "env", nil, "environment variable KEY=VALUE (repeatable)")
@@ -224,10 +250,10 @@ func short(id string) string {
 }
 
 func newJobListCmd(g *globals) *cobra.Command {
-	var asJSON bool
+	var asJSON, quiet bool
 	cmd := &cobra.Command{
 		Use:   "ls",
-		Short: "List jobs",
+		Short: "List jobs, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.client()
@@ -241,6 +267,18 @@ func newJobListCmd(g *globals) *cobra.Command {
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), jobs)
 			}
+			if quiet {
+				// Newest first, one full ID a line, for scripts:
+				// JOB=$(idlegrid job ls -q | head -1).
+				for _, j := range jobs {
+					fmt.Fprintln(cmd.OutOrStdout(), j.ID)
+				}
+				return nil
+			}
+			if len(jobs) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "no jobs yet: post one with idlegrid job submit")
+				return nil
+			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "JOB\tNAME\tSTATE\tLEASES\tCREATED\tREASON")
 			for _, j := range jobs {
@@ -250,6 +288,7 @@ func newJobListCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the job IDs, newest first")
 	return cmd
 }
 
@@ -280,7 +319,7 @@ func newJobStatusCmd(g *globals) *cobra.Command {
 			printForwards(w, j.Forwards)
 			for _, l := range j.Leases {
 				if l.ExitCode != nil || l.OutputCID != "" {
-					fmt.Fprintf(w, "lease %s: exit %s, output %s (%d bytes), log %d bytes\n", short(l.ID), exitString(l.ExitCode), orDash(l.OutputCID), l.OutputSize, l.LogBytes)
+					fmt.Fprintf(w, "lease %s: exit %s, output %s (a %d-byte tar), log %d bytes\n", short(l.ID), exitString(l.ExitCode), orDash(l.OutputCID), l.OutputSize, l.LogBytes)
 				}
 			}
 			fmt.Fprintln(w)
@@ -327,6 +366,10 @@ func newLeasesCmd(g *globals) *cobra.Command {
 			}
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), leases)
+			}
+			if len(leases) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "no leases yet: a renter's appear when an auction awards one, a provider's when it wins one")
+				return nil
 			}
 			printLeases(cmd.OutOrStdout(), leases)
 			return nil

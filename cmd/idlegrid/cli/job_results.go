@@ -35,7 +35,7 @@ lease unless --lease names one.`,
 			return explain(err, g.home)
 		},
 	}
-	cmd.Flags().StringVar(&lease, "lease", "", "the lease (ID or its last 8 characters)")
+	cmd.Flags().StringVar(&lease, "lease", "", "the lease: its ID or any unique part (the short form idlegrid leases prints works)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing until the work ends")
 	return cmd
 }
@@ -48,7 +48,8 @@ func newJobResultCmd(g *globals) *cobra.Command {
 		Long: `Download the files a job left in /out. The renter daemon fetches them from
 the provider in chunks, resumes an interrupted download, and checks the whole
 tar against the CID the provider recorded; this command checks it again and
-unpacks it into -o DIR (default ./JOB-SHORT), or writes the tar itself with
+unpacks it into -o DIR (default ./job-XXXXXXXX, the ID's last 8 characters),
+or writes the tar itself with
 --tar FILE ("-" for stdout).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -83,7 +84,8 @@ unpacks it into -o DIR (default ./JOB-SHORT), or writes the tar itself with
 				return nil
 			}
 			if out == "" {
-				out = short(args[0])
+				// The ID's tail, as events print it: no "…" in a path.
+				out = "job-" + args[0][max(0, len(args[0])-8):]
 			}
 			tmp, err := os.CreateTemp("", "idlegrid-result-*.tar")
 			if err != nil {
@@ -98,74 +100,77 @@ unpacks it into -o DIR (default ./JOB-SHORT), or writes the tar itself with
 			if _, err := tmp.Seek(0, io.SeekStart); err != nil {
 				return err
 			}
-			files, err := untar(tmp, out)
+			files, size, err := untar(tmp, out)
 			if err != nil {
 				return fmt.Errorf("unpack %s into %s: %w", res.CID, out, err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%d files (%d bytes, verified %s) in %s\n", len(files), res.Size, res.CID, out)
+			// The files' own bytes, not the tar's (headers and padding
+			// make a 26-byte file a 2048-byte archive).
+			fmt.Fprintf(cmd.OutOrStdout(), "%s (%s) in %s; archive %d bytes, verified %s\n",
+				plural(len(files), "file"), plural(int(size), "byte"), out, res.Size, res.CID)
 			for _, f := range files {
 				fmt.Fprintf(cmd.OutOrStdout(), "  %s\n", f)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&lease, "lease", "", "the lease (ID or its last 8 characters)")
+	cmd.Flags().StringVar(&lease, "lease", "", "the lease: its ID or any unique part (the short form idlegrid leases prints works)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "directory to unpack into (default ./JOB-SHORT)")
 	cmd.Flags().StringVar(&tarFile, "tar", "", `write the tar to FILE instead ("-" for stdout)`)
 	return cmd
 }
 
-// untar unpacks regular files and directories under dir. Entries that
-// would land outside dir, and links and devices, are refused: the tar
-// comes from a provider.
-func untar(r io.Reader, dir string) ([]string, error) {
+// untar unpacks regular files and directories under dir and returns the
+// files and their total size. Entries that would land outside dir, and
+// links and devices, are refused: the tar comes from a provider.
+func untar(r io.Reader, dir string) (files []string, size int64, _ error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer root.Close()
-	var files []string
 	tr := tar.NewReader(r)
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return files, nil
+			return files, size, nil
 		}
 		if err != nil {
-			return files, err
+			return files, size, err
 		}
 		name := filepath.Clean(filepath.FromSlash(hdr.Name))
 		if !filepath.IsLocal(name) {
-			return files, fmt.Errorf("entry %q escapes the output directory", hdr.Name)
+			return files, size, fmt.Errorf("entry %q escapes the output directory", hdr.Name)
 		}
 		switch hdr.Typeflag {
 		case tar.TypeDir:
 			if err := root.MkdirAll(name, 0o755); err != nil {
-				return files, err
+				return files, size, err
 			}
 		case tar.TypeReg:
 			if d := filepath.Dir(name); d != "." {
 				if err := root.MkdirAll(d, 0o755); err != nil {
-					return files, err
+					return files, size, err
 				}
 			}
 			f, err := root.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 			if err != nil {
-				return files, err
+				return files, size, err
 			}
-			_, err = io.Copy(f, tr)
+			n, err := io.Copy(f, tr)
+			size += n
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}
 			if err != nil {
-				return files, err
+				return files, size, err
 			}
 			files = append(files, filepath.ToSlash(name))
 		default:
-			return files, fmt.Errorf("entry %q: type %q is not unpacked", hdr.Name, string(hdr.Typeflag))
+			return files, size, fmt.Errorf("entry %q: type %q is not unpacked", hdr.Name, string(hdr.Typeflag))
 		}
 	}
 }

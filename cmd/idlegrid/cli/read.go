@@ -64,6 +64,9 @@ func newStatusCmd(g *globals) *cobra.Command {
 			fmt.Fprintf(tw, "peer ID\t%s\n", st.PeerID)
 			fmt.Fprintf(tw, "version\t%s\n", st.Version)
 			fmt.Fprintf(tw, "ready\t%v\n", st.Ready)
+			for _, why := range st.NotReady {
+				fmt.Fprintf(tw, "  why\t%s\n", why)
+			}
 			fmt.Fprintf(tw, "uptime\t%s\n", (time.Duration(st.UptimeSeconds) * time.Second).String())
 			fmt.Fprintf(tw, "routing table\t%d peers\n", st.RoutingTable)
 			fmt.Fprintf(tw, "connected\t%d peers\n", st.ConnectedPeers)

@@ -140,10 +140,17 @@ func (g *globals) client() (*client.Client, error) {
 	return client.New(base, token), nil
 }
 
-// explain turns a daemon-not-running error into a one-line hint.
+// explain turns a daemon-not-running error into a one-line hint naming
+// the home; home is the --home flag, empty when the home came from
+// $IDLEGRID_HOME or the default.
 func explain(err error, home string) error {
 	if errors.Is(err, client.ErrDaemonNotRunning) {
-		return fmt.Errorf("%w for home %s", err, home)
+		if home == "" {
+			if h, herr := node.DefaultHome(); herr == nil {
+				home = h
+			}
+		}
+		return fmt.Errorf("%w for home %s (start it with idlegrid daemon --home %s)", err, home, home)
 	}
 	var apiErr *api.Error
 	if errors.As(err, &apiErr) {
