@@ -3,13 +3,25 @@ GO      ?= go
 PKGS    ?= ./...
 BIN     ?= bin/idlegrid
 
+# VERSION is node.Version in the binary and the package's version: the
+# newest v* tag (v1.2.3 -> 1.2.3; 4 commits later 1.2.3+4.gabcdef1, which
+# sorts after 1.2.3 for dpkg), else the default in node/version.go with the
+# commit (0.1.0-dev+g1a2b3c4d5e6f). `make VERSION=1.2.3 build` overrides.
+ifndef VERSION
+VERSION := $(shell git describe --tags --match 'v[0-9]*' 2>/dev/null | sed -E 's/^v//; s/-([0-9]+)-g([0-9a-f]+)$$/+\1.g\2/')
+ifeq ($(VERSION),)
+VERSION := 0.1.0-dev$(patsubst %,+g%,$(shell git rev-parse --short=12 HEAD 2>/dev/null))
+endif
+endif
+LDFLAGS := -X github.com/idlegrid/idlegrid/node.Version=$(VERSION)
+
 .PHONY: help build test test-short check fmt vet staticcheck devnet bench fuzz clean
 
 help: ## show this help
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## build the idlegrid binary into bin/
-	$(GO) build -o $(BIN) ./cmd/idlegrid
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/idlegrid
 
 # One package at a time: the multi-process tests (real binaries, Docker) and
 # the 30-node in-process clusters each load both cores of a CI machine, and
