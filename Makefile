@@ -6,7 +6,7 @@ BIN     ?= bin/idlegrid
 # VERSION is node.Version in the binary and the package's version: the
 # newest v* tag (v1.2.3 -> 1.2.3; 4 commits later 1.2.3+4.gabcdef1, which
 # sorts after 1.2.3 for dpkg), else the default in node/version.go with the
-# commit (0.1.0-dev+g1a2b3c4d5e6f). `make VERSION=1.2.3 build` overrides.
+# commit (0.1.0-dev+g1a2b3c4d5e6f). `make VERSION=1.2.3 package` overrides.
 ifndef VERSION
 VERSION := $(shell git describe --tags --match 'v[0-9]*' 2>/dev/null | sed -E 's/^v//; s/-([0-9]+)-g([0-9a-f]+)$$/+\1.g\2/')
 ifeq ($(VERSION),)
@@ -15,13 +15,28 @@ endif
 endif
 LDFLAGS := -X github.com/idlegrid/idlegrid/node.Version=$(VERSION)
 
-.PHONY: help build test test-short check fmt vet staticcheck devnet bench fuzz clean
+# Packages: ARCH is a GOARCH. The binary needs cgo for NVML, so an arch
+# other than the host's needs a cross compiler, e.g.
+#   make package ARCH=arm64 CC=aarch64-linux-gnu-gcc
+ARCH    ?= $(shell $(GO) env GOARCH)
+DIST    ?= dist
+NFPM    ?= $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+
+.PHONY: help build test test-short check fmt vet staticcheck devnet bench fuzz clean package
 
 help: ## show this help
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## build the idlegrid binary into bin/
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/idlegrid
+
+# nfpm runs through `go run` at a pinned version so go.mod does not carry
+# it; deploy/nfpm.yaml reads the IDLEGRID_* variables.
+package: ## build the .deb into dist/ (ARCH: the host's GOARCH by default; deploy/nfpm.yaml)
+	@mkdir -p $(DIST)/$(ARCH)
+	CGO_ENABLED=1 GOOS=linux GOARCH=$(ARCH) $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' -o $(DIST)/$(ARCH)/idlegrid ./cmd/idlegrid
+	IDLEGRID_VERSION=$(VERSION) IDLEGRID_ARCH=$(ARCH) IDLEGRID_BIN=$(DIST)/$(ARCH)/idlegrid \
+		$(NFPM) package --config deploy/nfpm.yaml --packager deb --target $(DIST)/
 
 # One package at a time: the multi-process tests (real binaries, Docker) and
 # the 30-node in-process clusters each load both cores of a CI machine, and
@@ -63,4 +78,4 @@ fuzz: ## run every fuzz target for 30s each
 	scripts/fuzz.sh 30s
 
 clean: ## remove build output
-	rm -rf bin
+	rm -rf bin $(DIST)
