@@ -21,8 +21,10 @@ LDFLAGS := -X github.com/idlegrid/idlegrid/node.Version=$(VERSION)
 ARCH    ?= $(shell $(GO) env GOARCH)
 DIST    ?= dist
 NFPM    ?= $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+# Docker tags allow no "+": 0.1.0-dev+gabc becomes 0.1.0-dev_gabc.
+IMAGE   ?= idlegrid:$(subst +,_,$(VERSION))
 
-.PHONY: help build test test-short check fmt vet staticcheck devnet bench fuzz clean package
+.PHONY: help build test test-short check fmt vet staticcheck devnet bench fuzz clean package docker-image
 
 help: ## show this help
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -37,6 +39,14 @@ package: ## build the .deb into dist/ (ARCH: the host's GOARCH by default; deplo
 	CGO_ENABLED=1 GOOS=linux GOARCH=$(ARCH) $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' -o $(DIST)/$(ARCH)/idlegrid ./cmd/idlegrid
 	IDLEGRID_VERSION=$(VERSION) IDLEGRID_ARCH=$(ARCH) IDLEGRID_BIN=$(DIST)/$(ARCH)/idlegrid \
 		$(NFPM) package --config deploy/nfpm.yaml --packager deb --target $(DIST)/
+
+# The image has nothing but a static binary (no cgo, so no NVML: see
+# deploy/docker/Dockerfile) and the tz database compiled in for [costs].
+docker-image: ## build the provider daemon's image FROM scratch (IMAGE=idlegrid:VERSION)
+	@rm -rf $(DIST)/docker && mkdir -p $(DIST)/docker/rootfs/tmp $(DIST)/docker/rootfs/var/lib/idlegrid
+	@chmod 1777 $(DIST)/docker/rootfs/tmp
+	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -tags timetzdata -ldflags '-s -w $(LDFLAGS)' -o $(DIST)/docker/rootfs/usr/bin/idlegrid ./cmd/idlegrid
+	docker build -f deploy/docker/Dockerfile -t $(IMAGE) $(DIST)/docker
 
 # One package at a time: the multi-process tests (real binaries, Docker) and
 # the 30-node in-process clusters each load both cores of a CI machine, and
