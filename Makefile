@@ -33,19 +33,25 @@ build: ## build the idlegrid binary into bin/
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/idlegrid
 
 # nfpm runs through `go run` at a pinned version so go.mod does not carry
-# it; deploy/nfpm.yaml reads the IDLEGRID_* variables.
+# it; deploy/nfpm.yaml reads the IDLEGRID_* variables. No -trimpath here or
+# in docker-image: flags that change how packages compile would make these
+# builds miss the cache of plain go build and go vet (CI's, a developer's),
+# and compile all of idlegrid again for one binary.
 package: ## build the .deb into dist/ (ARCH: the host's GOARCH by default; deploy/nfpm.yaml)
 	@mkdir -p $(DIST)/$(ARCH)
-	CGO_ENABLED=1 GOOS=linux GOARCH=$(ARCH) $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' -o $(DIST)/$(ARCH)/idlegrid ./cmd/idlegrid
+	CGO_ENABLED=1 GOOS=linux GOARCH=$(ARCH) $(GO) build -ldflags '-s -w $(LDFLAGS)' -o $(DIST)/$(ARCH)/idlegrid ./cmd/idlegrid
 	IDLEGRID_VERSION=$(VERSION) IDLEGRID_ARCH=$(ARCH) IDLEGRID_BIN=$(DIST)/$(ARCH)/idlegrid \
 		$(NFPM) package --config deploy/nfpm.yaml --packager deb --target $(DIST)/
 
 # The image has nothing but a static binary (no cgo, so no NVML: see
-# deploy/docker/Dockerfile) and the tz database compiled in for [costs].
+# deploy/docker/Dockerfile) and Go's own tz database for [costs].time_zone
+# (the Dockerfile points ZONEINFO at it; the timetzdata tag would recompile
+# everything that imports time).
 docker-image: ## build the provider daemon's image FROM scratch (IMAGE=idlegrid:VERSION)
-	@rm -rf $(DIST)/docker && mkdir -p $(DIST)/docker/rootfs/tmp $(DIST)/docker/rootfs/var/lib/idlegrid
+	@rm -rf $(DIST)/docker && mkdir -p $(DIST)/docker/rootfs/tmp $(DIST)/docker/rootfs/var/lib/idlegrid $(DIST)/docker/rootfs/usr/share
 	@chmod 1777 $(DIST)/docker/rootfs/tmp
-	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -tags timetzdata -ldflags '-s -w $(LDFLAGS)' -o $(DIST)/docker/rootfs/usr/bin/idlegrid ./cmd/idlegrid
+	cp "$$($(GO) env GOROOT)/lib/time/zoneinfo.zip" $(DIST)/docker/rootfs/usr/share/zoneinfo.zip
+	CGO_ENABLED=0 GOOS=linux $(GO) build -ldflags '-s -w $(LDFLAGS)' -o $(DIST)/docker/rootfs/usr/bin/idlegrid ./cmd/idlegrid
 	docker build -f deploy/docker/Dockerfile -t $(IMAGE) $(DIST)/docker
 
 # One package at a time: the multi-process tests (real binaries, Docker) and

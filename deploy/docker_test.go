@@ -9,10 +9,13 @@ import (
 	"testing"
 )
 
-// requireDocker skips without a reachable engine, except under
+// requireDocker skips with -short, and without a reachable engine except under
 // IDLEGRID_REQUIRE_DOCKER=1 (CI), where a missing engine fails the test.
 func requireDocker(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: skipping the image build (it compiles idlegrid)")
+	}
 	err := exec.Command("docker", "info").Run()
 	if err == nil {
 		return
