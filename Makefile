@@ -3,16 +3,59 @@ GO      ?= go
 PKGS    ?= ./...
 BIN     ?= bin/idlegrid
 
-.PHONY: help build install test test-short check fmt vet staticcheck devnet bench fuzz clean
+# VERSION is node.Version in the binary and the package's version: the
+# newest v* tag (v1.2.3 -> 1.2.3; 4 commits later 1.2.3+4.gabcdef1, which
+# sorts after 1.2.3 for dpkg), else the default in node/version.go with the
+# commit (0.1.0-dev+g1a2b3c4d5e6f). `make VERSION=1.2.3 package` overrides.
+ifndef VERSION
+VERSION := $(shell git describe --tags --match 'v[0-9]*' 2>/dev/null | sed -E 's/^v//; s/-([0-9]+)-g([0-9a-f]+)$$/+\1.g\2/')
+ifeq ($(VERSION),)
+VERSION := 0.1.0-dev$(patsubst %,+g%,$(shell git rev-parse --short=12 HEAD 2>/dev/null))
+endif
+endif
+LDFLAGS := -X github.com/idlegrid/idlegrid/node.Version=$(VERSION)
+
+# Packages: ARCH is a GOARCH. The binary needs cgo for NVML, so an arch
+# other than the host's needs a cross compiler, e.g.
+#   make package ARCH=arm64 CC=aarch64-linux-gnu-gcc
+ARCH    ?= $(shell $(GO) env GOARCH)
+DIST    ?= dist
+NFPM    ?= $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+# Docker tags allow no "+": 0.1.0-dev+gabc becomes 0.1.0-dev_gabc.
+IMAGE   ?= idlegrid:$(subst +,_,$(VERSION))
+
+.PHONY: help build install test test-short check fmt vet staticcheck devnet bench fuzz clean package docker-image
 
 help: ## show this help
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 build: ## build the idlegrid binary into bin/
-	$(GO) build -o $(BIN) ./cmd/idlegrid
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/idlegrid
+
+# nfpm runs through `go run` at a pinned version so go.mod does not carry
+# it; deploy/nfpm.yaml reads the IDLEGRID_* variables. No -trimpath here or
+# in docker-image: flags that change how packages compile would make these
+# builds miss the cache of plain go build and go vet (CI's, a developer's),
+# and compile all of idlegrid again for one binary.
+package: ## build the .deb into dist/ (ARCH: the host's GOARCH by default; deploy/nfpm.yaml)
+	@mkdir -p $(DIST)/$(ARCH)
+	CGO_ENABLED=1 GOOS=linux GOARCH=$(ARCH) $(GO) build -ldflags '-s -w $(LDFLAGS)' -o $(DIST)/$(ARCH)/idlegrid ./cmd/idlegrid
+	IDLEGRID_VERSION=$(VERSION) IDLEGRID_ARCH=$(ARCH) IDLEGRID_BIN=$(DIST)/$(ARCH)/idlegrid \
+		$(NFPM) package --config deploy/nfpm.yaml --packager deb --target $(DIST)/
+
+# The image has nothing but a static binary (no cgo, so no NVML: see
+# deploy/docker/Dockerfile) and Go's own tz database for [costs].time_zone
+# (the Dockerfile points ZONEINFO at it; the timetzdata tag would recompile
+# everything that imports time).
+docker-image: ## build the provider daemon's image FROM scratch (IMAGE=idlegrid:VERSION)
+	@rm -rf $(DIST)/docker && mkdir -p $(DIST)/docker/rootfs/tmp $(DIST)/docker/rootfs/var/lib/idlegrid $(DIST)/docker/rootfs/usr/share
+	@chmod 1777 $(DIST)/docker/rootfs/tmp
+	cp "$$($(GO) env GOROOT)/lib/time/zoneinfo.zip" $(DIST)/docker/rootfs/usr/share/zoneinfo.zip
+	CGO_ENABLED=0 GOOS=linux $(GO) build -ldflags '-s -w $(LDFLAGS)' -o $(DIST)/docker/rootfs/usr/bin/idlegrid ./cmd/idlegrid
+	docker build -f deploy/docker/Dockerfile -t $(IMAGE) $(DIST)/docker
 
 install: ## install idlegrid into $(go env GOBIN), else $(go env GOPATH)/bin: put that on PATH
-	$(GO) install ./cmd/idlegrid
+	$(GO) install -ldflags '$(LDFLAGS)' ./cmd/idlegrid
 	@dir=$$($(GO) env GOBIN); [ -n "$$dir" ] || dir=$$($(GO) env GOPATH)/bin; \
 	echo "installed $$dir/idlegrid"; \
 	case ":$$PATH:" in *":$$dir:"*) ;; *) echo "add it to PATH: export PATH=\"$$dir:\$$PATH\"";; esac
@@ -57,4 +100,4 @@ fuzz: ## run every fuzz target for 30s each
 	scripts/fuzz.sh 30s
 
 clean: ## remove build output
-	rm -rf bin
+	rm -rf bin $(DIST)

@@ -44,7 +44,7 @@ func TestUnitVerifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	unit := filepath.Join(t.TempDir(), "idlegrid.service")
-	if err := os.WriteFile(unit, []byte(strings.ReplaceAll(string(raw), "/usr/local/bin/idlegrid", "/bin/true")), 0o644); err != nil {
+	if err := os.WriteFile(unit, []byte(strings.ReplaceAll(string(raw), "/usr/bin/idlegrid", "/bin/true")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(analyze, "verify", unit).CombinedOutput()

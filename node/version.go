@@ -1,13 +1,22 @@
 package node
 
-import "runtime/debug"
+import (
+	"runtime/debug"
+	"strings"
+)
 
 // Version is the release version; release builds set it with
 // -ldflags "-X github.com/idlegrid/idlegrid/node.Version=v1.2.3".
 var Version = "0.1.0-dev"
 
 // FullVersion is Version plus the VCS revision the binary was built from.
+// A Version that already carries build metadata ("0.1.0-dev+g1a2b3c4d5e6f",
+// as make build and make package set it) is returned as is, so the
+// revision is not named twice.
 func FullVersion() string {
+	if strings.Contains(Version, "+") {
+		return Version
+	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return Version

@@ -203,25 +203,6 @@ func (n *Node) DHT() *dht.IpfsDHT { return n.dht }
 // ID is this node's peer ID.
 func (n *Node) ID() peer.ID { return n.host.ID() }
 
-// Ready reports whether the node can route: its DHT routing table is
-// non-empty. Queries before that fail with "failed to find any peer in
-// table".
-func (n *Node) Ready() bool { return n.dht.RoutingTable().Size() > 0 }
-
-// WaitReady blocks until Ready or ctx ends.
-func (n *Node) WaitReady(ctx context.Context) error {
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	for !n.Ready() {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("p2p.WaitReady: %w: %w", ErrNotRoutable, ctx.Err())
-		case <-t.C:
-		}
-	}
-	return nil
-}
-
 func (n *Node) isBootstrap(p peer.ID) bool { return n.boot[p] }
 
 // bootstrapPeers seeds the DHT: configured bootstrap peers first, then

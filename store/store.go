@@ -99,6 +99,11 @@ func badgerOptions(dir string, logger *slog.Logger) badger.Options {
 		WithValueThreshold(256 << 10).
 		WithValueLogFileSize(8 << 20).
 		WithNumVersionsToKeep(1).
+		// Each compactor polls the levels every 50 ms, store busy or not:
+		// badger's default 4 woke an idle daemon 80 times a second. 2 is
+		// badger's minimum (worker 0 keeps L0 and L1 moving) and plenty
+		// for a store this small.
+		WithNumCompactors(2).
 		WithBlockCacheSize(16 << 20).
 		WithIndexCacheSize(8 << 20).
 		// Open verifies every block once (verify.go); checking each block

@@ -225,6 +225,7 @@ func (s *Server) Handler() http.Handler {
 			known[path] = true
 		}
 	}
+	pprofRoutes(mux)
 	mux.Handle("/", s.wrap(func(_ http.ResponseWriter, r *http.Request) error {
 		if known[r.URL.Path] {
 			return Errorf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path)
