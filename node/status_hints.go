@@ -36,6 +36,10 @@ func (b apiBackend) notReady() []string {
 		case rec != nil && len(rec.Runtimes) == 0:
 			out = append(out, "this provider runs no jobs: no runtime is available (no Docker engine reached, wasm off; see idlegrid doctor)")
 		}
+		if low, free := b.n.provider.DiskLow(); low {
+			out = append(out, fmt.Sprintf("the disk of %s is nearly full (%d MiB free, store.low_space_mib is %d): not bidding until space is freed",
+				b.n.cfg.Home, free>>20, b.n.cfg.Store.LowSpaceMiB))
+		}
 	}
 	return out
 }

@@ -38,6 +38,13 @@ var trustAttest = []string{
 
 func startTrustNet(t *testing.T, withSpare bool) *trustNet {
 	t.Helper()
+	return startTrustNetOn(t, withSpare, "")
+}
+
+// startTrustNetOn is startTrustNet with the provider's home under
+// providerRoot (a small file system in a test), and its extra args.
+func startTrustNetOn(t *testing.T, withSpare bool, providerRoot string, providerArgs ...string) *trustNet {
+	t.Helper()
 	d := &trustNet{bin: buildBinary(t)}
 	root := t.TempDir()
 	add := func(name, role string) *proc {
@@ -46,7 +53,12 @@ func startTrustNet(t *testing.T, withSpare bool) *trustNet {
 		return p
 	}
 	d.boot = add("bootstrap", "bootstrap")
-	d.provider = add("provider", "provider")
+	if providerRoot != "" {
+		d.provider = initProc(t, d.bin, providerRoot, "provider", "provider")
+		d.all = append(d.all, d.provider)
+	} else {
+		d.provider = add("provider", "provider")
+	}
 	if withSpare {
 		d.spare = add("spare", "provider")
 	}
@@ -81,6 +93,9 @@ func startTrustNet(t *testing.T, withSpare bool) *trustNet {
 				"--set", "provider.runtimes=wasm",
 				"--set", "provider.region=de",
 			)
+		}
+		if p == d.provider {
+			p.args = append(p.args, providerArgs...)
 		}
 		if p == d.spare {
 			// Dearer, so that the first award goes to d.provider.

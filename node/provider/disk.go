@@ -29,3 +29,13 @@ func (p *Provider) diskOpen() bool {
 	}
 	return !low
 }
+
+// DiskLow reports whether the store is short of space now, and so the
+// provider is not bidding, with the free space in bytes (status says so).
+func (p *Provider) DiskLow() (low bool, free uint64) {
+	free, low, err := p.db.FreeSpace()
+	if err != nil {
+		return false, 0
+	}
+	return low, free
+}
