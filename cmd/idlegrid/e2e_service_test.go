@@ -95,6 +95,23 @@ func TestDockerServiceEndToEnd(t *testing.T) {
 		t.Fatalf("a peer that is not the renter opened the tunnel: %v", err)
 	}
 
+	// kill -9 the provider: the container lives on, the restarted daemon
+	// reattaches to it, and the same forward carries requests again.
+	prov.kill9(t)
+	prov.start(t, d.bin)
+	waitFor(t, ctx, "the forward to answer after the provider's restart", d.all, func() (bool, string) {
+		resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + f.Listen + "/after-restart")
+		if err != nil {
+			return false, err.Error()
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return string(b) == "hello /after-restart", fmt.Sprintf("answer %q", b)
+	})
+	if j, err := d.job(id); err != nil || len(j.Leases) != 1 || j.Leases[0].State != lease.Running {
+		t.Fatalf("after the provider's restart: %+v %v, want the one lease running", j.Leases, err)
+	}
+
 	// The health check fails: unhealthy, and the renter stops paying.
 	if body := get(t, client, "http://"+f.Listen+"/sick"); !strings.Contains(body, "sick") {
 		t.Fatalf("/sick answered %q", body)
