@@ -26,7 +26,7 @@ func TestKill9AtPaymentPointsConverges(t *testing.T) {
 		t.Skip("multi-process test")
 	}
 	d := startTrustNet(t, false)
-	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	for _, tc := range []struct {
 		name   string

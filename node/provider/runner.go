@@ -86,6 +86,12 @@ func (r *leaseRunner) resume(ctx context.Context) {
 	missing := r.ex.reconcile(rctx, tracked)
 	cancel()
 	for _, l := range leases {
+		if l.Side == lease.SideProvider && lease.State(l.State).Terminal() && receiptDue(l, r.now()) {
+			// A crash between a lease's end (or a late voucher) and its
+			// receipt left it unreceipted; issueReceipt does nothing when
+			// the receipt already covers the last voucher.
+			r.background(func(ctx context.Context) { r.issueReceipt(ctx, l) })
+		}
 		if l.Side != lease.SideProvider || lease.State(l.State).Terminal() {
 			continue
 		}
@@ -104,6 +110,16 @@ func (r *leaseRunner) resume(ctx context.Context) {
 		}
 		r.start(l)
 	}
+}
+
+// receiptRecheck is how long after a lease's last change a restart still
+// checks that its receipt covers the last voucher (a late voucher may
+// have arrived just before a crash); a lease with no receipt is always
+// checked.
+const receiptRecheck = 24 * time.Hour
+
+func receiptDue(l *store.Lease, now time.Time) bool {
+	return len(l.Receipt) == 0 || now.Sub(time.UnixMilli(l.UpdatedAtMs)) < receiptRecheck
 }
 
 // start schedules a countersigned lease.
