@@ -1,26 +1,16 @@
 package main_test
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
+	"github.com/idlegrid/idlegrid/node/executor/docker/dockertest"
 	"github.com/ipfs/go-cid"
 	mh "github.com/multiformats/go-multihash"
 )
@@ -62,76 +52,13 @@ func setupDocker() {
 	jobImageErr = buildJobImage(ctx)
 }
 
-// buildJobImage builds testdata/jobprog static for the engine's
-// architecture and packs it FROM scratch through the engine API.
+// buildJobImage builds testdata/jobprog into a FROM-scratch image.
 func buildJobImage(ctx context.Context) error {
-	ver, err := dockerCli.ServerVersion(ctx)
+	tag, id, err := dockertest.BuildScratchImage(ctx, dockerCli, "./testdata/jobprog", "jobprog", "idlegrid-test/jobprog")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp("", "idlegrid-e2e-image-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "jobprog")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./testdata/jobprog")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+ver.Arch)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	prog, err := os.ReadFile(bin)
-	if err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, f := range []struct {
-		name string
-		mode int64
-		data []byte
-	}{
-		{"Dockerfile", 0o644, []byte("FROM scratch\nCOPY jobprog /jobprog\nENTRYPOINT [\"/jobprog\"]\n")},
-		{"jobprog", 0o755, prog},
-	} {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data))}); err != nil {
-			return err
-		}
-		if _, err := tw.Write(f.data); err != nil {
-			return err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	tag := "idlegrid-test/jobprog:" + strings.ToLower(rand.Text())
-	resp, err := dockerCli.ImageBuild(ctx, &buf, build.ImageBuildOptions{
-		Tags: []string{tag}, Remove: true, ForceRemove: true, Dockerfile: "Dockerfile",
-	})
-	if err != nil {
-		return fmt.Errorf("image build: %w", err)
-	}
-	defer resp.Body.Close()
-	dec := json.NewDecoder(resp.Body)
-	for {
-		var msg struct {
-			Error string `json:"error"`
-		}
-		if err := dec.Decode(&msg); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return fmt.Errorf("image build: %w", err)
-		}
-		if msg.Error != "" {
-			return fmt.Errorf("image build: %s", msg.Error)
-		}
-	}
-	jobImageTag = tag
-	ins, err := dockerCli.ImageInspect(ctx, tag)
-	if err != nil {
-		return fmt.Errorf("inspect the built image: %w", err)
-	}
-	jobImage = "idlegrid-test/jobprog@" + ins.ID
+	jobImageTag, jobImage = tag, "idlegrid-test/jobprog@"+id
 	return nil
 }
 

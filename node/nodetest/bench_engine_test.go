@@ -1,26 +1,20 @@
 package nodetest
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
+	"github.com/idlegrid/idlegrid/node/executor/docker/dockertest"
 )
 
 // benchLabel marks the containers the benchmark makes itself, so that all
@@ -62,38 +56,9 @@ func newBenchEngine(b *testing.B) *benchEngine {
 func (e *benchEngine) buildImage(b *testing.B) string {
 	ctx, cancel := context.WithTimeout(b.Context(), 3*time.Minute)
 	defer cancel()
-	arch := strings.Fields(e.version)[1]
-	bin := filepath.Join(b.TempDir(), "prog")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "../executor/docker/testdata/prog")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
-	prog, err := os.ReadFile(bin)
+	tag, id, err := dockertest.BuildScratchImage(ctx, e.cli, "../executor/docker/testdata/prog", "prog", "idlegrid-test/bench")
 	if err != nil {
 		b.Fatal(err)
-	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, f := range []struct {
-		name string
-		mode int64
-		data []byte
-	}{{"Dockerfile", 0o644, []byte("FROM scratch\nCOPY prog /prog\nENTRYPOINT [\"/prog\"]\n")}, {"prog", 0o755, prog}} {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data))}); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := tw.Write(f.data); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		b.Fatal(err)
-	}
-	tag := "idlegrid-test/bench:" + strings.TrimPrefix(e.instance, "bench-")
-	resp, err := e.cli.ImageBuild(ctx, &buf, build.ImageBuildOptions{Tags: []string{tag}, Remove: true, ForceRemove: true, Dockerfile: "Dockerfile"})
-	if err != nil {
-		b.Fatalf("image build: %v", err)
 	}
 	b.Cleanup(func() {
 		rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -102,28 +67,7 @@ func (e *benchEngine) buildImage(b *testing.B) string {
 			b.Errorf("remove image %s: %v", tag, err)
 		}
 	})
-	dec := json.NewDecoder(resp.Body)
-	for {
-		var msg struct {
-			Error string `json:"error"`
-		}
-		if err := dec.Decode(&msg); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			resp.Body.Close()
-			b.Fatalf("image build: %v", err)
-		}
-		if msg.Error != "" {
-			resp.Body.Close()
-			b.Fatalf("image build: %s", msg.Error)
-		}
-	}
-	resp.Body.Close()
-	ins, err := e.cli.ImageInspect(ctx, tag)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return ins.ID
+	return id
 }
 
 // createStart times the engine API's create and start of a container,

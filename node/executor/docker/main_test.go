@@ -1,29 +1,23 @@
 package docker
 
 import (
-	"archive/tar"
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 
 	"github.com/idlegrid/idlegrid/node/executor"
+	"github.com/idlegrid/idlegrid/node/executor/docker/dockertest"
 )
 
 // Shared per test run: the test program is built and packed into an image
@@ -41,12 +35,6 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	tmp, err := os.MkdirTemp("", "idlegrid-docker-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(tmp)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var tag string
@@ -57,7 +45,7 @@ func runMain(m *testing.M) int {
 		pcancel()
 	}
 	if engineErr == nil {
-		tag, buildErr = buildImage(ctx, tmp)
+		tag, buildErr = buildImage(ctx)
 	}
 	code := m.Run()
 	if tag != "" {
@@ -70,69 +58,14 @@ func runMain(m *testing.M) int {
 	return code
 }
 
-// buildImage builds testdata/prog static for the engine's architecture and
-// packs it FROM scratch through the engine (no registry needed), returning
-// the tag it gave the image.
-func buildImage(ctx context.Context, tmp string) (string, error) {
-	ver, err := testCli.ServerVersion(ctx)
+// buildImage builds testdata/prog into a FROM-scratch image and returns
+// the tag it gave it.
+func buildImage(ctx context.Context) (string, error) {
+	tag, id, err := dockertest.BuildScratchImage(ctx, testCli, "./testdata/prog", "prog", "idlegrid-test/prog")
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(tmp, "prog")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./testdata/prog")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+ver.Arch)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	prog, err := os.ReadFile(bin)
-	if err != nil {
-		return "", err
-	}
-	dockerfile := "FROM scratch\nCOPY prog /prog\nENTRYPOINT [\"/prog\"]\n"
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, f := range []struct {
-		name string
-		mode int64
-		data []byte
-	}{{"Dockerfile", 0o644, []byte(dockerfile)}, {"prog", 0o755, prog}} {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data))}); err != nil {
-			return "", err
-		}
-		if _, err := tw.Write(f.data); err != nil {
-			return "", err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return "", err
-	}
-	tag := "idlegrid-test/prog:" + strings.ToLower(rand.Text())
-	resp, err := testCli.ImageBuild(ctx, &buf, build.ImageBuildOptions{
-		Tags: []string{tag}, Remove: true, ForceRemove: true, Dockerfile: "Dockerfile",
-	})
-	if err != nil {
-		return "", fmt.Errorf("image build: %w", err)
-	}
-	defer resp.Body.Close()
-	dec := json.NewDecoder(resp.Body)
-	for {
-		var msg struct {
-			Error string `json:"error"`
-		}
-		if err := dec.Decode(&msg); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return "", fmt.Errorf("image build: %w", err)
-		}
-		if msg.Error != "" {
-			return "", fmt.Errorf("image build: %s", msg.Error)
-		}
-	}
-	ins, err := testCli.ImageInspect(ctx, tag)
-	if err != nil {
-		return "", fmt.Errorf("inspect built image: %w", err)
-	}
-	testImage = "idlegrid-test/prog@" + ins.ID
+	testImage = "idlegrid-test/prog@" + id
 	return tag, nil
 }
 
