@@ -180,8 +180,16 @@ func (a *Renter) unfilled(ctx context.Context, jobID string, spec *auction.JobSp
 }
 
 func (a *Renter) matchInput(rfq *auction.RFQ, rfqID string, bids []*auction.Bid) auction.MatchInput {
+	// Measured RTTs are used only where the RFQ makes RTT matter (a bound
+	// or near regions): that is where the award waited for the pings. In
+	// any other auction some bidders would be measured and some not yet,
+	// and the unmeasured ones, charged the unknown-RTT guess, lost to
+	// dearer measured ones (the cheapest provider lost a first auction).
 	rtt := map[string]time.Duration{}
 	for _, b := range bids {
+		if !rttMatters(rfq) {
+			break
+		}
 		if id, err := peer.Decode(b.Provider); err == nil {
 			if d := a.p2p.Host().Peerstore().LatencyEWMA(id); d > 0 {
 				rtt[b.Provider] = d

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/idlegrid/idlegrid/auction"
 )
 
 // The renter measures each bidder's round-trip time with libp2p ping while
@@ -93,7 +95,7 @@ func (a *Renter) measureBidder(pa *pendingAuction, p peer.ID) {
 // waitRTT waits, at most rttWait, for the auction's pings when its RFQ
 // makes RTT matter: a bound to enforce or near regions to prefer.
 func (a *Renter) waitRTT(pa *pendingAuction) {
-	if pa.rfq.MaxRTTMs == 0 && len(pa.rfq.Near) == 0 {
+	if !rttMatters(pa.rfq) {
 		return
 	}
 	done := make(chan struct{})
@@ -105,3 +107,6 @@ func (a *Renter) waitRTT(pa *pendingAuction) {
 	case <-t.C:
 	}
 }
+
+// rttMatters: the RFQ bounds the RTT or names near regions.
+func rttMatters(r *auction.RFQ) bool { return r.MaxRTTMs > 0 || len(r.Near) > 0 }
