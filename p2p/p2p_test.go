@@ -14,6 +14,7 @@ import (
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 )
 
@@ -189,6 +190,16 @@ func TestGossipReachesEverySubscriberAndValidatorGates(t *testing.T) {
 			seen[g.node] = true
 		case <-timeout:
 			t.Fatalf("only %d of %d subscribers received the message: %v", len(seen), len(nodes)-1, seen)
+		}
+	}
+	// The gossip tracer counted each subscriber's first copy and the bytes
+	// under the topic's name.
+	for i, n := range nodes[2:] {
+		if first := testutil.ToFloat64(n.metrics.copies.WithLabelValues(TopicRFQ, "first")); first < 1 {
+			t.Errorf("subscriber %d counted %v first copies on %s", i+2, first, TopicRFQ)
+		}
+		if in := testutil.ToFloat64(n.metrics.gossipBytes.WithLabelValues("in", TopicRFQ)); in < float64(len("hello")) {
+			t.Errorf("subscriber %d counted %v bytes in on %s", i+2, in, TopicRFQ)
 		}
 	}
 }
