@@ -40,6 +40,7 @@ type DigestBook struct {
 	exp     bookHeap
 	sums    [DigestBuckets]bucketAcc
 	buckets [DigestBuckets]map[string]*bookEntry
+	opened  openedDigests // digestbook_open.go
 }
 
 type bookEntry struct {
@@ -79,7 +80,7 @@ func DigestBucket(peerID string) int {
 // expires soonest is evicted, if it expires before the new one: a flood
 // of fresh keys cannot push out providers that refresh more often.
 func (b *DigestBook) Add(raw []byte, now time.Time) (bool, error) {
-	d, _, err := OpenDigest(raw)
+	d, _, err := b.Open(raw)
 	if err != nil {
 		return false, fmt.Errorf("auction.DigestBook.Add: %w", err)
 	}

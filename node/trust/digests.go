@@ -26,7 +26,7 @@ func (t *Trust) ValidateDigest(topic string) p2p.Validator {
 		if err != nil || st.Kind != auction.ShardTopicDigest {
 			return p2p.Reject
 		}
-		d, author, err := auction.OpenDigest(data)
+		d, author, err := t.digests.Open(data)
 		if err != nil || author != signer || !d.OnShard(st.Shard) {
 			return p2p.Reject
 		}
@@ -51,7 +51,7 @@ func (t *Trust) OnDigest(raw []byte) {
 // addDigest adds a verified digest to the book and notes what it teaches:
 // a shard not seen before, a provider new to its shards.
 func (t *Trust) addDigest(raw []byte) bool {
-	d, _, err := auction.OpenDigest(raw)
+	d, _, err := t.digests.Open(raw)
 	if err != nil {
 		return false
 	}
@@ -92,7 +92,7 @@ func (t *Trust) noteShards(raw []byte) {
 	if t.onShard == nil {
 		return
 	}
-	d, _, err := auction.OpenDigest(raw)
+	d, _, err := t.digests.Open(raw)
 	if err != nil {
 		return
 	}

@@ -180,7 +180,7 @@ func (t *Trust) syncShard(ctx context.Context, p peer.ID, shard auction.Shard) (
 			if t.sync.known(raw, now) {
 				continue // the same bytes as a digest already checked
 			}
-			d, signer, err := auction.OpenDigest(raw)
+			d, signer, err := t.digests.Open(raw)
 			if err != nil || signer.String() != d.Peer || d.CheckTime(now) != nil {
 				continue
 			}
