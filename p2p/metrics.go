@@ -29,6 +29,7 @@ type metrics struct {
 	dhtPuts     *prometheus.CounterVec
 	throttledN  prometheus.Counter
 	healed      prometheus.Counter
+	reidentify  prometheus.Counter
 }
 
 func newMetrics(n *Node) *metrics {
@@ -57,10 +58,14 @@ func newMetrics(n *Node) *metrics {
 			Namespace: "idlegrid", Subsystem: "gossip", Name: "healed_peers_total",
 			Help: "Connected peers reconnected because gossipsub had lost their subscriptions.",
 		}),
+		reidentify: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "idlegrid", Subsystem: "p2p", Name: "identify_failed_reconnects_total",
+			Help: "Peers disconnected to be identified afresh after their only identify failed.",
+		}),
 	}
 	m.collectors = []prometheus.Collector{
 		m.messages, m.validation, m.copies, m.gossipBytes, m.redials,
-		m.abusePoints, m.abuseEvents, m.bans, m.streamRefs, m.connRefs, m.dhtPuts, m.throttledN, m.healed,
+		m.abusePoints, m.abuseEvents, m.bans, m.streamRefs, m.connRefs, m.dhtPuts, m.throttledN, m.healed, m.reidentify,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "idlegrid", Subsystem: "p2p", Name: "connected_peers",
 			Help: "Peers with at least one open connection.",
@@ -152,3 +157,4 @@ func (m *metrics) connRefused(reason string) { m.connRefs.WithLabelValues(reason
 func (m *metrics) dhtPut(result string)      { m.dhtPuts.WithLabelValues(result).Inc() }
 func (m *metrics) throttled(n int)           { m.throttledN.Add(float64(n)) }
 func (m *metrics) gossipHealed()             { m.healed.Inc() }
+func (m *metrics) identifyRedone()           { m.reidentify.Inc() }

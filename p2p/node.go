@@ -232,13 +232,14 @@ func (n *Node) bootstrapPeers() []peer.AddrInfo {
 }
 
 // Run runs the node's loops (reconnect, peer book, protection, gossip
-// heal) until ctx ends.
+// heal, failed identify) until ctx ends.
 func (n *Node) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { n.recordPeers(ctx) })
 	wg.Go(func() { n.reconnectLoop(ctx) })
 	wg.Go(func() { n.protectLoop(ctx) })
 	wg.Go(func() { n.healGossipLoop(ctx) })
+	wg.Go(func() { n.redoFailedIdentify(ctx) })
 	wg.Wait()
 	return nil
 }
