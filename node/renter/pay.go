@@ -63,7 +63,7 @@ func newPayments(deps payerDeps) *payments {
 // provider then stops the work after its grace, so neither side risks more
 // than about one interval.
 type payer struct {
-	d        *payerDeps
+	d        *payerDeps // the payments' deps
 	l        *store.Lease
 	provider peer.ID
 
@@ -81,7 +81,7 @@ type payer struct {
 
 // payLease runs until ctx ends (the lease ended or the job stopped).
 func (pm *payments) payLease(ctx context.Context, l *store.Lease) {
-	done := pm.started(l.ID)
+	done := pm.payerStarted(l.ID)
 	defer close(done)
 	p, err := peer.Decode(l.Provider)
 	if err != nil {

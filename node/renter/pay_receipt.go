@@ -13,9 +13,9 @@ import (
 	"github.com/idlegrid/idlegrid/store"
 )
 
-// started registers a lease's payer; the returned channel is closed
+// payerStarted registers a lease's payer; the returned channel is closed
 // when it returns.
-func (pm *payments) started(id string) chan struct{} {
+func (pm *payments) payerStarted(id string) chan struct{} {
 	pm.mu.Lock()
 	defer pm.mu.Unlock()
 	ch := make(chan struct{})
@@ -23,9 +23,9 @@ func (pm *payments) started(id string) chan struct{} {
 	return ch
 }
 
-// done waits (bounded) for a lease's payer to have paid for the last
+// waitPayer waits (bounded) for a lease's payer to have paid for the last
 // window it saw, so the lease is settled over the renter's final voucher.
-func (pm *payments) done(ctx context.Context, id string) {
+func (pm *payments) waitPayer(ctx context.Context, id string) {
 	pm.mu.Lock()
 	ch := pm.running[id]
 	pm.mu.Unlock()
@@ -53,7 +53,7 @@ func (pm *payments) fetchReceipt(ctx context.Context, l *store.Lease) {
 	if err != nil {
 		return
 	}
-	pm.done(ctx, l.ID)
+	pm.waitPayer(ctx, l.ID)
 	var latest *attest.Voucher
 	if raw, err := pm.db.Voucher(l.ID); err == nil {
 		latest, _ = attest.OpenVoucher(raw)
