@@ -8,8 +8,10 @@
 package idlegrid_test
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
+	"go/types"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -159,6 +161,75 @@ func TestImportDirection(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRoomComponentsDoNotHoldTheRoom keeps the rooms' insides as the node
+// is kept (issue 22): each component of a room is built from its own deps
+// and callbacks, so no struct in a room's package but the room type itself
+// holds the room (a *Renter field, or one whose type names Renter).
+func TestRoomComponentsDoNotHoldTheRoom(t *testing.T) {
+	rooms := []struct {
+		dir      string // the room's package, slash-separated
+		roomType string
+	}{
+		{"node/renter", "Renter"},
+	}
+	for _, room := range rooms {
+		t.Run(room.dir, func(t *testing.T) {
+			paths, err := filepath.Glob(filepath.Join(filepath.FromSlash(room.dir), "*.go"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, path := range paths {
+				if strings.HasSuffix(path, "_test.go") {
+					continue
+				}
+				fset := token.NewFileSet()
+				f, err := parser.ParseFile(fset, path, nil, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ast.Inspect(f, func(n ast.Node) bool {
+					spec, ok := n.(*ast.TypeSpec)
+					if !ok {
+						return true
+					}
+					if spec.Name.Name == room.roomType {
+						found = true
+						return false // the room may hold its components
+					}
+					st, ok := spec.Type.(*ast.StructType)
+					if !ok {
+						return true
+					}
+					for _, field := range st.Fields.List {
+						if namesType(field.Type, room.roomType) {
+							t.Errorf("%s: struct %s holds the room (%s): give it its own deps or callbacks instead",
+								fset.Position(field.Pos()), spec.Name.Name, types.ExprString(field.Type))
+						}
+					}
+					return true
+				})
+			}
+			if !found {
+				t.Fatalf("no type %s in %s: is the table current?", room.roomType, room.dir)
+			}
+		})
+	}
+}
+
+// namesType reports whether a field's type expression names the type name
+// anywhere (name, *name, []*name, func(*name), map[string]*name, ...).
+func namesType(expr ast.Expr, name string) bool {
+	hit := false
+	ast.Inspect(expr, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && id.Name == name {
+			hit = true
+		}
+		return !hit
+	})
+	return hit
 }
 
 func TestLicenseAndReadme(t *testing.T) {

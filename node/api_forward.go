@@ -20,7 +20,7 @@ func (b apiBackend) StartForward(job string, req api.ForwardRequest) (api.Forwar
 		return api.Forward{}, err
 	}
 	f, err := b.n.renter.StartForward(job, req.Listen, req.Port)
-	return f, forwardError(err)
+	return apiForward(f), forwardError(err)
 }
 
 // StopForward implements api.ForwardBackend.
@@ -44,7 +44,21 @@ func (b apiBackend) Forwards(job string) ([]api.Forward, error) {
 	if err != nil {
 		return nil, err
 	}
-	return b.n.renter.Forwards(job), nil
+	return apiForwards(b.n.renter.Forwards(job)), nil
+}
+
+// apiForward is a renter's forward as the API shows it.
+func apiForward(f renter.Forward) api.Forward {
+	return api.Forward{Job: f.Job, Port: f.Port, Listen: f.Listen, Stats: f.Stats}
+}
+
+// apiForwards converts a job's forwards; none is nil, as before.
+func apiForwards(fs []renter.Forward) []api.Forward {
+	var out []api.Forward
+	for _, f := range fs {
+		out = append(out, apiForward(f))
+	}
+	return out
 }
 
 func forwardError(err error) error {
