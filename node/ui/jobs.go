@@ -14,6 +14,7 @@ import (
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/node/lease"
 )
 
 // jobForm is the submit form's fields, kept to refill the form when a
@@ -119,7 +120,7 @@ func (u *UI) getJob(w http.ResponseWriter, r *http.Request, s *session) error {
 	if err != nil {
 		return fmt.Errorf("job: %w", err)
 	}
-	u.render(w, http.StatusOK, "job", s, map[string]any{"Title": "Job " + shortID(job.ID), "Job": job})
+	u.render(w, http.StatusOK, "job", s, map[string]any{"Title": "Job " + lease.Short(job.ID), "Job": job})
 	return nil
 }
 
