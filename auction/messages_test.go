@@ -5,18 +5,19 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/idlegrid/idlegrid/attest"
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	mh "github.com/multiformats/go-multihash"
+
+	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/attest/golden"
 )
 
 // Renters sign with testKey(1), providers with testKey(2).
@@ -173,19 +174,7 @@ func TestMessagesGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := hex.EncodeToString(payload) + "\n"
-			path := filepath.Join("testdata", k.golden+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("read golden (run with -update to create): %v", err)
-			}
-			if got != string(want) {
-				t.Errorf("%s encoding changed:\n got %s\nwant %s", k.golden, got, want)
-			}
+			golden.Check(t, filepath.Join("testdata", k.golden+".golden"), got)
 			back := reflect.New(reflect.TypeOf(m).Elem()).Interface()
 			if err := attest.Unmarshal(payload, back); err != nil {
 				t.Fatal(err)

@@ -93,5 +93,3 @@ func (n *Node) RecentGossip(topic string) []p2p.Message {
 	}
 	return out
 }
-
-func (b apiBackend) Peers() []api.Peer { return b.n.trust.Peers() }

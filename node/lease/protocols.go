@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/protocol"
@@ -31,6 +32,11 @@ const (
 
 // Ack is the response to a bid or a preemption notice that was taken.
 var Ack = []byte{0}
+
+// Malformed marks err as caused by a request no honest peer sends (it does
+// not decode, or its signer is not its sender), so that the p2p layer
+// charges the sender for it.
+func Malformed(err error) error { return fmt.Errorf("%w: %w", p2p.ErrMalformed, err) }
 
 // requestHeader is how long a serving side waits for a whole request on
 // the auction's protocols: each request is a few KiB written at once right

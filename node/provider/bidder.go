@@ -293,10 +293,10 @@ func (b *bidder) health() map[string]auction.GPUHealth {
 func (b *bidder) handleAward(ctx context.Context, from peer.ID, req []byte) ([]byte, error) {
 	aw, signer, err := auction.OpenAward(req)
 	if err != nil {
-		return nil, malformed(err)
+		return nil, lease.Malformed(err)
 	}
 	if signer != from {
-		return nil, malformed(fmt.Errorf("award signed by %s but sent by %s", signer, from))
+		return nil, lease.Malformed(fmt.Errorf("award signed by %s but sent by %s", signer, from))
 	}
 	if aw.Provider != b.p.ID().String() {
 		return nil, errors.New("award names another provider")

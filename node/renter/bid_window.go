@@ -113,10 +113,10 @@ func (w *bidWindows) maybeCloseEarly(pa *pendingAuction) {
 func (w *bidWindows) handleBid(_ context.Context, from peer.ID, req []byte) ([]byte, error) {
 	bid, signer, err := auction.OpenBid(req)
 	if err != nil {
-		return nil, malformed(err)
+		return nil, lease.Malformed(err)
 	}
 	if signer != from {
-		return nil, malformed(fmt.Errorf("bid signed by %s but sent by %s", signer, from))
+		return nil, lease.Malformed(fmt.Errorf("bid signed by %s but sent by %s", signer, from))
 	}
 	if bid.Expired(w.now()) {
 		return nil, errors.New("bid expired")

@@ -61,10 +61,10 @@ func (pm *preemptions) of(jobID string) chan string {
 func (pm *preemptions) handle(_ context.Context, from peer.ID, req []byte) ([]byte, error) {
 	notice, signer, err := auction.OpenPreemptNotice(req)
 	if err != nil {
-		return nil, malformed(err)
+		return nil, lease.Malformed(err)
 	}
 	if signer != from {
-		return nil, malformed(fmt.Errorf("notice signed by %s but sent by %s", signer, from))
+		return nil, lease.Malformed(fmt.Errorf("notice signed by %s but sent by %s", signer, from))
 	}
 	l, err := pm.db.GetLease(notice.Lease)
 	if err != nil {

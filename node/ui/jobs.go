@@ -14,6 +14,7 @@ import (
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/node/lease"
 )
 
 // jobForm is the submit form's fields, kept to refill the form when a
@@ -119,7 +120,7 @@ func (u *UI) getJob(w http.ResponseWriter, r *http.Request, s *session) error {
 	if err != nil {
 		return fmt.Errorf("job: %w", err)
 	}
-	u.render(w, http.StatusOK, "job", s, map[string]any{"Title": "Job " + shortID(job.ID), "Job": job})
+	u.render(w, http.StatusOK, "job", s, map[string]any{"Title": "Job " + lease.Short(job.ID), "Job": job})
 	return nil
 }
 
@@ -177,32 +178,12 @@ func (u *UI) getJobLog(w http.ResponseWriter, r *http.Request, _ *session) error
 	follow, _ := strconv.ParseBool(r.URL.Query().Get("follow"))
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	fw := &flushWriter{w: w}
-	if f, ok := w.(http.Flusher); ok {
-		fw.f = f
-	}
+	fw := api.NewFlushWriter(w)
 	err := u.b.JobLogs(r.Context(), r.PathValue("id"), r.URL.Query().Get("lease"), follow, fw)
-	if err != nil && !fw.wrote {
+	if err != nil && !fw.Wrote() {
 		return fmt.Errorf("job log: %w", err)
 	}
 	return nil
-}
-
-// flushWriter flushes each write, so a followed log reaches the page as
-// it is written.
-type flushWriter struct {
-	w     http.ResponseWriter
-	f     http.Flusher
-	wrote bool
-}
-
-func (fw *flushWriter) Write(p []byte) (int, error) {
-	fw.wrote = true
-	n, err := fw.w.Write(p)
-	if fw.f != nil {
-		fw.f.Flush()
-	}
-	return n, err
 }
 
 func (u *UI) getJobResult(w http.ResponseWriter, r *http.Request, _ *session) error {

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/idlegrid/idlegrid/node/lease"
 )
 
 // pageNames are the templates that are whole pages; each is parsed with
@@ -17,7 +19,7 @@ var funcs = template.FuncMap{
 	"usd":   func(v float64) string { return fmt.Sprintf("$%.2f", v) },
 	"pct":   func(v float64) string { return fmt.Sprintf("%.0f%%", v*100) },
 	"num":   func(v float64) string { return fmt.Sprintf("%.2f", v) },
-	"short": shortID,
+	"short": lease.Short, // the full ID is in the title attribute
 	"join":  strings.Join,
 	"when":  formatTime,
 	"uptime": func(sec float64) string {
@@ -61,15 +63,6 @@ func (u *UI) render(w http.ResponseWriter, status int, name string, s *session, 
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_, _ = buf.WriteTo(w)
-}
-
-// shortID shortens a peer ID or CID for tables; the full one is in the
-// title attribute.
-func shortID(id string) string {
-	if len(id) <= 16 {
-		return id
-	}
-	return id[:8] + "…" + id[len(id)-6:]
 }
 
 func formatTime(t time.Time) string {

@@ -16,6 +16,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/node/lease"
 )
 
 func newJobCmd(g *globals) *cobra.Command {
@@ -165,7 +166,7 @@ in docs/jobspec.md.`,
 					return err
 				}
 			} else if final.Terminal() {
-				fmt.Fprintf(w, "job %s: %s\n", short(final.ID), final.State)
+				fmt.Fprintf(w, "job %s: %s\n", lease.Short(final.ID), final.State)
 			}
 			if final.Terminal() && final.State != "completed" {
 				return fmt.Errorf("job %s %s: %s", final.ID, final.State, final.Reason)
@@ -242,13 +243,6 @@ func printEvent(w io.Writer, ev api.JobEvent) {
 	fmt.Fprintf(w, "%s  %-16s %s%s\n", ev.At.Local().Format("15:04:05.000"), ev.Kind, ev.Message, extra)
 }
 
-func short(id string) string {
-	if len(id) > 16 {
-		return id[:6] + "…" + id[len(id)-8:]
-	}
-	return id
-}
-
 func newJobListCmd(g *globals) *cobra.Command {
 	var asJSON, quiet bool
 	cmd := &cobra.Command{
@@ -319,7 +313,7 @@ func newJobStatusCmd(g *globals) *cobra.Command {
 			printForwards(w, j.Forwards)
 			for _, l := range j.Leases {
 				if l.ExitCode != nil || l.OutputCID != "" {
-					fmt.Fprintf(w, "lease %s: exit %s, output %s (a %d-byte tar), log %d bytes\n", short(l.ID), exitString(l.ExitCode), orDash(l.OutputCID), l.OutputSize, l.LogBytes)
+					fmt.Fprintf(w, "lease %s: exit %s, output %s (a %d-byte tar), log %d bytes\n", lease.Short(l.ID), exitString(l.ExitCode), orDash(l.OutputCID), l.OutputSize, l.LogBytes)
 				}
 			}
 			fmt.Fprintln(w)
@@ -344,7 +338,7 @@ func printLeases(w io.Writer, leases []api.Lease) {
 		if l.Health != "" {
 			state += " (" + l.Health + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t$%.4f\t%s\t%s\t%s\n", short(l.ID), l.Side, short(l.Provider), len(l.GPUs), l.Tier, l.PriceUSD, state, l.StartsAt.Local().Format("15:04:05"), l.Reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t$%.4f\t%s\t%s\t%s\n", lease.Short(l.ID), l.Side, lease.Short(l.Provider), len(l.GPUs), l.Tier, l.PriceUSD, state, l.StartsAt.Local().Format("15:04:05"), l.Reason)
 	}
 	_ = tw.Flush()
 }

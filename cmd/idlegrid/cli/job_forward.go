@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/node/lease"
 )
 
 func newJobForwardCmd(g *globals) *cobra.Command {
@@ -57,7 +58,7 @@ func newJobForwardCmd(g *globals) *cobra.Command {
 					return err
 				}
 			} else {
-				fmt.Fprintf(w, "forwarding %s -> job %s port %d\n", f.Listen, short(f.Job), f.Port)
+				fmt.Fprintf(w, "forwarding %s -> job %s port %d\n", f.Listen, lease.Short(f.Job), f.Port)
 			}
 			if detach {
 				return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/node/api/client"
+	"github.com/idlegrid/idlegrid/node/lease"
 )
 
 func newMarketCmd(g *globals) *cobra.Command {
@@ -72,7 +73,7 @@ func printSearch(w io.Writer, res api.SearchResult) error {
 	fmt.Fprintln(tw, "PEER\tREGION\tFREE GPUS\tVRAM\tFREE CPU\tBRONZE\tSILVER\tGOLD\tRUNTIMES\tRELIABILITY")
 	for _, o := range res.Offers {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\n",
-			short(o.PeerID), region(o), gpuSummary(o), vramSummary(o), cpuSummary(o.CPU),
+			lease.Short(o.PeerID), region(o), gpuSummary(o), vramSummary(o), cpuSummary(o.CPU),
 			usd(o.FloorUSD.Bronze), usd(o.FloorUSD.Silver), usd(o.FloorUSD.Gold),
 			strings.Join(o.Runtimes, ","), o.Reliability)
 	}

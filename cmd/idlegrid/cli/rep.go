@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/node/lease"
 )
 
 func newRepCmd(g *globals) *cobra.Command {
@@ -58,7 +59,7 @@ evidence is listed, best first.`,
 				if r.Fraud {
 					fraud = "PROVEN"
 				}
-				fmt.Fprintf(tw, "%s\t%.3f\t%s\t%d/%d/%d\t%d/%d\t%s\t%.1f\t%s\n", short(r.Provider), r.Score, r.Badge,
+				fmt.Fprintf(tw, "%s\t%.3f\t%s\t%d/%d/%d\t%d/%d\t%s\t%.1f\t%s\n", lease.Short(r.Provider), r.Score, r.Badge,
 					r.OwnSuccesses, r.OwnFailures, r.OwnNeutral, r.GossipSuccesses, r.GossipFailures, uptime, r.GPUHours, fraud)
 			}
 			return tw.Flush()
