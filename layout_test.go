@@ -8,6 +8,7 @@
 package idlegrid_test
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -113,6 +114,9 @@ func TestImportDirection(t *testing.T) {
 		// through node/lease and the callbacks node wires; neither knows
 		// trust; trust knows neither; the lease contract knows no room.
 		{from: "node/provider", forbidden: []string{"node/renter", "node/trust"}},
+		// Rooms return their own types; node's adapter turns them into
+		// the API's (issue 22).
+		{from: "node/provider", forbidden: []string{"node/api"}},
 		{from: "node/renter", forbidden: []string{"node/provider", "node/trust"}},
 		{from: "node/trust", forbidden: []string{"node/provider", "node/renter"}},
 		{from: "node/lease", forbidden: []string{"node/provider", "node/renter", "node/trust"}},
@@ -159,6 +163,70 @@ func TestImportDirection(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRoomComponentsDoNotHoldTheRoom keeps the rooms' insides the way
+// node keeps the rooms (issue 22): each component of a room is built from
+// its own deps and callbacks, and only the room type, a facade that wires
+// them, holds the components. A struct with a field of the room's pointer
+// type (a back-pointer) fails.
+func TestRoomComponentsDoNotHoldTheRoom(t *testing.T) {
+	rooms := []struct{ dir, roomType string }{
+		{"node/provider", "Provider"},
+	}
+	for _, room := range rooms {
+		t.Run(room.dir, func(t *testing.T) {
+			files, err := filepath.Glob(filepath.Join(filepath.FromSlash(room.dir), "*.go"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fset := token.NewFileSet()
+			found := false
+			for _, path := range files {
+				if strings.HasSuffix(path, "_test.go") {
+					continue
+				}
+				f, err := parser.ParseFile(fset, path, nil, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ast.Inspect(f, func(n ast.Node) bool {
+					if ts, ok := n.(*ast.TypeSpec); ok && ts.Name.Name == room.roomType {
+						found = true
+						return false // the room itself holds its components
+					}
+					st, ok := n.(*ast.StructType)
+					if !ok {
+						return true
+					}
+					for _, field := range st.Fields.List {
+						if holdsRoom(field.Type, room.roomType) {
+							t.Errorf("%s: a struct holds *%s: give the component its own deps or callbacks instead of the room",
+								fset.Position(field.Pos()), room.roomType)
+						}
+					}
+					return true
+				})
+			}
+			if !found {
+				t.Fatalf("no type %s in %s", room.roomType, room.dir)
+			}
+		})
+	}
+}
+
+// holdsRoom reports whether a field's type is, or contains, *roomType.
+func holdsRoom(typ ast.Expr, roomType string) bool {
+	held := false
+	ast.Inspect(typ, func(n ast.Node) bool {
+		if star, ok := n.(*ast.StarExpr); ok {
+			if id, ok := star.X.(*ast.Ident); ok && id.Name == roomType {
+				held = true
+			}
+		}
+		return !held
+	})
+	return held
 }
 
 func TestLicenseAndReadme(t *testing.T) {
