@@ -74,7 +74,7 @@ func apiEarningsCosts(x costs.Line) api.EarningsCosts {
 func apiGPUHistory(h []provider.GPUSeries) []api.GPUSeries {
 	out := make([]api.GPUSeries, 0, len(h))
 	for _, s := range h {
-		pts := make([]api.GPUPoint, 0, len(s.Points))
+		var pts []api.GPUPoint
 		for _, p := range s.Points {
 			pts = append(pts, api.GPUPoint{At: p.At, UtilPct: p.UtilPct, PowerW: p.PowerW, TempC: p.TempC, MemUsedMiB: p.MemUsedMiB})
 		}
