@@ -112,10 +112,11 @@ type Provider struct {
 	closeErr  error
 }
 
-// New builds the provider: executors (only the runtimes that can run here
-// are advertised), the attestation chain continued from the store, the
-// advertiser, the lease runner, and the bidder with the commitments of
-// stored leases.
+// New builds the provider's components and wires them: executors (only
+// the runtimes that can run here are advertised), the attestation chain
+// continued from the store, the advertiser and digester, the market view,
+// the cashier, the lease runner, the bidder with the commitments of stored
+// leases, and the job server. If a step fails, what was opened is closed.
 func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	if deps.Key == nil || deps.P2P == nil || deps.Store == nil || deps.Leases == nil || deps.GPU == nil {
 		return nil, errors.New("provider.New: key, p2p, store, lease book and GPU backend are required")
@@ -127,8 +128,8 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	if now == nil {
 		now = time.Now
 	}
-	key, net, db, book, gpus := deps.Key, deps.P2P, deps.Store, deps.Leases, deps.GPU
-	p := &Provider{cfg: cfg, self: net.ID(), log: log, gpus: gpus, history: &gpuHistory{}, tasks: &tasks{}}
+	key, network, db, book, gpus := deps.Key, deps.P2P, deps.Store, deps.Leases, deps.GPU
+	p := &Provider{cfg: cfg, self: network.ID(), log: log, gpus: gpus, history: &gpuHistory{}, tasks: &tasks{}}
 	defer func() {
 		if err != nil {
 			_ = p.Close()
@@ -144,7 +145,7 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	offer := p.cfg.Offer
 
 	if p.attest, err = openAttestor(attestorDeps{
-		log: log.With("component", "attest"), now: now, key: key, self: p.self, p2p: net, db: db, book: book, gpus: gpus,
+		log: log.With("component", "attest"), now: now, key: key, self: p.self, p2p: network, db: db, book: book, gpus: gpus,
 		cfg: cfg.Attest, onSamples: p.history.add,
 	}); err != nil {
 		return nil, fmt.Errorf("provider.New: %w", err)
@@ -154,13 +155,13 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	p.cpu = newCPUPool(host, offer.CPUShare, offer.CPUFloorUSD)
 	digestDue := newWakeup()
 	if p.adv, err = newAdvertiser(offer, advertiserDeps{
-		log: log.With("component", "advertiser"), now: now, key: key, p2p: net, db: db, gpus: gpus, host: host, version: cfg.Version,
+		log: log.With("component", "advertiser"), now: now, key: key, p2p: network, db: db, gpus: gpus, host: host, version: cfg.Version,
 		firmHeld: p.firm.heldNow, cpuOffer: p.cpu.offer, onChange: digestDue.notify,
 	}); err != nil {
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
 	p.digest = newDigester(digesterDeps{
-		log: log.With("component", "digest"), now: now, key: key, p2p: net, republish: offer.Republish, ttl: offer.RecordTTL,
+		log: log.With("component", "digest"), now: now, key: key, p2p: network, republish: offer.Republish, ttl: offer.RecordTTL,
 		capacity: p.adv.build, published: p.adv.Current, firmHeld: p.firm.heldNow, due: digestDue,
 	})
 	bidLog := log.With("component", "bidder")
@@ -174,7 +175,7 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
 	p.cashier = newCashier(cashierDeps{
-		log: log.With("component", "cashier"), now: now, key: key, p2p: net, db: db, book: book, terms: cfg.Attest,
+		log: log.With("component", "cashier"), now: now, key: key, p2p: network, db: db, book: book, terms: cfg.Attest,
 		notePaid: p.firm.notePaid, background: p.tasks.spawn,
 	})
 	// The runner and the bidder call each other: the bidder starts on the
@@ -182,13 +183,13 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	// to the bidder when they end. The bidder is built second.
 	var b *bidder
 	p.runner = newLeaseRunner(runnerDeps{
-		log: log.With("component", "leases"), now: now, db: db, book: book, p2p: net, ex: p.ex, cfg: cfg.Executor, gpus: gpus,
+		log: log.With("component", "leases"), now: now, db: db, book: book, p2p: network, ex: p.ex, cfg: cfg.Executor, gpus: gpus,
 		egress: offer.Egress, leaseGPU: p.adv.Lease, releaseGPU: p.adv.Release, gpuLease: p.adv.leaseOf,
 		jobEvent: p.attest.jobEvent, services: p.services, watchPay: p.cashier.payWatch, issueReceipt: p.cashier.issueLater,
 		ended: func(l *store.Lease) { b.leaseEnded(l) },
 	})
 	b = newBidder(bidderDeps{
-		log: bidLog, now: now, key: key, p2p: net, db: db, leases: book, gpus: gpus, policy: bidPolicy(offer), admit: deps.AdmitAward,
+		log: bidLog, now: now, key: key, p2p: network, db: db, leases: book, gpus: gpus, policy: bidPolicy(offer), admit: deps.AdmitAward,
 		firm: p.firm, cpu: p.cpu, capacity: p.adv.build, changed: p.adv.signal, diskOpen: p.disk.open,
 		selected: p.market.selected, market: p.market.signal,
 		start: p.runner.start, preempt: p.runner.preempt, background: p.tasks.spawn,
