@@ -115,6 +115,9 @@ func TestImportDirection(t *testing.T) {
 		// through node/lease and the callbacks node wires; neither knows
 		// trust; trust knows neither; the lease contract knows no room.
 		{from: "node/provider", forbidden: []string{"node/renter", "node/trust"}},
+		// Rooms return their own types; node's adapter turns them into
+		// the API's (issue 22).
+		{from: "node/provider", forbidden: []string{"node/api"}},
 		{from: "node/renter", forbidden: []string{"node/provider", "node/trust"}},
 		{from: "node/trust", forbidden: []string{"node/provider", "node/renter"}},
 		{from: "node/lease", forbidden: []string{"node/provider", "node/renter", "node/trust"}},
@@ -175,6 +178,7 @@ func TestRoomComponentsDoNotHoldTheRoom(t *testing.T) {
 		dir      string // the room's package, slash-separated
 		roomType string
 	}{
+		{"node/provider", "Provider"},
 		{"node/renter", "Renter"},
 	}
 	for _, room := range rooms {
