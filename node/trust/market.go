@@ -81,13 +81,21 @@ func (m *market) record(ctx context.Context, p peer.ID) (*auction.Capacity, erro
 	if ok && !c.rec.Expired(now) && now.Sub(c.fetched) < m.cfg.Refresh {
 		return c.rec, nil
 	}
+	rec, err := m.lookup(ctx, p)
+	if err != nil && ok && !c.rec.Expired(now) {
+		// A transient lookup failure should not hide a valid offer.
+		m.log.Debug("refresh failed; serving cached record", "peer", p, "err", err)
+		return c.rec, nil
+	}
+	return rec, err
+}
+
+// lookup fetches p's record from the DHT, never from the cache (a record
+// check needs the record as it is now), and caches it.
+func (m *market) lookup(ctx context.Context, p peer.ID) (*auction.Capacity, error) {
+	now := m.now()
 	raw, err := m.fetch(ctx, auction.CapacityKey(p))
 	if err != nil {
-		if ok && !c.rec.Expired(now) {
-			// A transient lookup failure should not hide a valid offer.
-			m.log.Debug("refresh failed; serving cached record", "peer", p, "err", err)
-			return c.rec, nil
-		}
 		return nil, fmt.Errorf("%w for %s: %v", ErrNotFound, p, err)
 	}
 	rec, signer, err := auction.OpenCapacity(raw)

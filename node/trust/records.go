@@ -20,8 +20,9 @@ const (
 	recordCheckWorkers = 4
 	recordCheckQueue   = 4096
 	recordCheckTimeout = 15 * time.Second
-	// A provider whose record was not found is tried again after
-	// recordRetryAfter, twice: it may have been put a moment ago.
+	// A provider whose own digest came before its record was found is
+	// tried again after recordRetryAfter, twice: it may have been put a
+	// moment ago.
 	recordRetryAfter = 3 * time.Second
 	recordTries      = 3
 	// A backed provider's record is fetched again recheckBefore the
@@ -105,11 +106,14 @@ func (t *Trust) checkRecord(ctx context.Context, p string) {
 }
 
 // retryCheck schedules one more check of a held provider whose record
-// was not there yet; it reports whether it did.
+// was not there yet; it reports whether it did. Only a provider's own
+// digest is retried: it may have outrun its record, while a peer passes
+// on (or serves) only digests it checked.
 func (t *Trust) retryCheck(p string) bool {
 	retry := false
 	t.ev.update(p, t.now(), func(ev *peerEvidence) {
-		if ev.held && ev.tries+1 < recordTries {
+		own := ev.blame == "" || string(ev.blame) == p
+		if ev.held && own && ev.tries+1 < recordTries {
 			ev.tries++
 			ev.checking = false
 			retry = true

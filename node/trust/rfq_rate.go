@@ -4,8 +4,6 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
-
-	"github.com/idlegrid/idlegrid/p2p"
 )
 
 // The RFQ rates every node's validator applies. Each renter key has its
@@ -20,10 +18,10 @@ const (
 	rfqRenownedBurst   = 50
 	rfqFreshPerSec     = 2
 	rfqFreshBurst      = 20
-	rfqForwarderPerSec = 20
-	rfqForwarderBurst  = 100
-	rfqNetworkPerSec   = 40
-	rfqNetworkBurst    = 200
+	rfqForwarderPerSec = 5
+	rfqForwarderBurst  = 50
+	rfqNetworkPerSec   = 10
+	rfqNetworkBurst    = 100
 	// rfqRateKeys bounds each kind's buckets; the least recently seen key
 	// is forgotten first.
 	rfqRateKeys = 10_000
@@ -43,23 +41,19 @@ func newRFQLimits() *rfqLimits {
 	}
 }
 
-// verdict takes renter's RFQ from the buckets at now. Over the renter's
-// own rate the RFQ is ignored (whoever forwards one renter's excess makes
-// us work for nothing); over the forwarder's or its network's rate it is
-// withheld, uncharged, since an honest relay forwards other peers' RFQs
-// and cannot know what the whole network sent through it.
-func (l *rfqLimits) verdict(renter string, renowned bool, from peer.ID, subnet string, now time.Time) p2p.Verdict {
+// entry takes a fresh renter's RFQ from the budgets of the peer that
+// forwarded it and of that peer's network at now. Over them the RFQ is
+// withheld, uncharged: an honest relay forwards other peers' RFQs and
+// cannot know what the whole network sent through it.
+func (l *rfqLimits) entry(from peer.ID, subnet string, now time.Time) bool {
+	return l.forwarder.take(now, string(from)) && l.network.take(now, subnet)
+}
+
+// renter takes one RFQ from renter's own bucket at now. Over it the RFQ is
+// ignored: whoever forwards one renter's excess makes us work for nothing.
+func (l *rfqLimits) renter(renter string, renowned bool, now time.Time) bool {
 	if renowned {
-		if !l.renowned.take(now, renter) {
-			return p2p.Ignore
-		}
-		return p2p.Accept
+		return l.renowned.take(now, renter)
 	}
-	if !l.fresh.take(now, renter) {
-		return p2p.Ignore
-	}
-	if !l.forwarder.take(now, string(from)) || !l.network.take(now, subnet) {
-		return p2p.Withhold
-	}
-	return p2p.Accept
+	return l.fresh.take(now, renter)
 }

@@ -80,51 +80,63 @@ func TestBudgetsAreBounded(t *testing.T) {
 
 // TestRFQLimits: a fresh renter key gets less than a renowned one, and
 // fresh renters' RFQs also spend the forwarder's and its network's
-// budgets, which are withheld (uncharged) when spent, while renowned
-// renters pass.
+// budgets.
 func TestRFQLimits(t *testing.T) {
 	l := newRFQLimits()
 	t0 := time.Unix(1_800_000_000, 0)
-	count := func(renter string, renowned bool, from peer.ID, subnet string, n int) (accepted int, last p2p.Verdict) {
+	count := func(n int, ok func() bool) int {
+		got := 0
 		for range n {
-			if last = l.verdict(renter, renowned, from, subnet, t0); last == p2p.Accept {
-				accepted++
+			if ok() {
+				got++
 			}
 		}
-		return accepted, last
+		return got
 	}
-	if got, last := count("fresh", false, "relay", "net-a", 100); got != rfqFreshBurst || last != p2p.Ignore {
-		t.Fatalf("one fresh key: %d accepted (last %v), want its burst %d then ignored", got, last, rfqFreshBurst)
+	if got := count(100, func() bool { return l.renter("fresh", false, t0) }); got != rfqFreshBurst {
+		t.Fatalf("one fresh key: %d RFQs, want its burst %d", got, rfqFreshBurst)
 	}
-	if got, _ := count("old", true, "relay", "net-a", 100); got != rfqRenownedBurst {
-		t.Fatalf("one renowned key: %d accepted, want %d", got, rfqRenownedBurst)
+	if got := count(100, func() bool { return l.renter("old", true, t0) }); got != rfqRenownedBurst {
+		t.Fatalf("one renowned key: %d RFQs, want %d", got, rfqRenownedBurst)
 	}
-	// A new key per RFQ through one forwarder: its burst, then withheld.
+	if got := count(300, func() bool { return l.entry("flooder", "net-b", t0) }); got != rfqForwarderBurst {
+		t.Fatalf("fresh-key churn through one forwarder: %d RFQs, want its burst %d", got, rfqForwarderBurst)
+	}
+	// More forwarders in that network share its budget.
+	k := 0
+	if got := count(300, func() bool { k++; return l.entry(peer.ID(fmt.Sprint("flooder-", k%10)), "net-b", t0) }); got != rfqNetworkBurst-rfqForwarderBurst {
+		t.Fatalf("ten forwarders in one network: %d RFQs, want the network's remaining %d", got, rfqNetworkBurst-rfqForwarderBurst)
+	}
+}
+
+// TestRFQGateWithholdsFreshKeyChurn: RFQs from a new key each, forwarded
+// by one peer, are withheld past the forwarder's budget (uncharged, and
+// before their records' signatures are checked); a renter with receipts
+// passes through the same forwarder.
+func TestRFQGateWithholdsFreshKeyChurn(t *testing.T) {
+	now := time.Now()
+	oldKey, _, _ := crypto.GenerateEd25519Key(nil)
+	old, _ := peer.IDFromPrivateKey(oldKey)
+	g := NewRFQGate(RFQGateDeps{Now: func() time.Time { return now }, Renowned: func(r string) bool { return r == old.String() }})
+	flooder := peer.ID("flooder")
 	accepted, withheld := 0, 0
-	for i := range 300 {
-		switch l.verdict(fmt.Sprint("key-", i), false, "flooder", "net-b", t0) {
+	for i := range rfqForwarderBurst + 20 {
+		sk, _, _ := crypto.GenerateEd25519Key(nil)
+		id, _ := peer.IDFromPrivateKey(sk)
+		switch _, v := g.Check(p2p.TopicRFQ, flooder, id, sealTestRFQ(t, sk, now.Add(time.Duration(i)*time.Millisecond))); v {
 		case p2p.Accept:
 			accepted++
 		case p2p.Withhold:
 			withheld++
+		default:
+			t.Fatalf("RFQ %d: %v", i, v)
 		}
 	}
-	if accepted != rfqForwarderBurst || withheld != 300-rfqForwarderBurst {
-		t.Fatalf("fresh-key churn through one forwarder: %d accepted, %d withheld; want %d accepted", accepted, withheld, rfqForwarderBurst)
+	if accepted != rfqForwarderBurst || withheld != 20 {
+		t.Fatalf("%d accepted, %d withheld; want the forwarder's burst %d accepted", accepted, withheld, rfqForwarderBurst)
 	}
-	// More forwarders in that network share its budget.
-	accepted = 0
-	for i := range 300 {
-		if l.verdict(fmt.Sprint("key2-", i), false, peer.ID(fmt.Sprint("flooder-", i%10)), "net-b", t0) == p2p.Accept {
-			accepted++
-		}
-	}
-	if accepted != rfqNetworkBurst-rfqForwarderBurst {
-		t.Fatalf("ten forwarders in one network: %d accepted, want the network's remaining %d", accepted, rfqNetworkBurst-rfqForwarderBurst)
-	}
-	// A renowned renter forwarded by the flooder still passes.
-	if v := l.verdict("old-2", true, "flooder", "net-b", t0); v != p2p.Accept {
-		t.Fatalf("renowned renter through a spent forwarder: %v", v)
+	if _, v := g.Check(p2p.TopicRFQ, flooder, old, sealTestRFQ(t, oldKey, now)); v != p2p.Accept {
+		t.Fatalf("a renowned renter through the spent forwarder: %v", v)
 	}
 }
 

@@ -55,21 +55,28 @@ func NewRFQGate(deps RFQGateDeps) *RFQGate {
 }
 
 // Check is the gate's verdict on an RFQ published on topic that from
-// forwarded, and the RFQ when it passes.
+// forwarded, and the RFQ when it passes. The gossip signer is the renter
+// (the router checked its signature; a record signed by another is
+// rejected), so a fresh renter's RFQ over its forwarder's budget is
+// withheld before its record's signature costs a check.
 func (g *RFQGate) Check(topic string, from, signer peer.ID, data []byte) (*auction.RFQ, p2p.Verdict) {
+	now := g.now()
+	renowned := g.renowned(signer.String())
+	if !renowned && !g.limits.entry(from, g.subnet(from), now) {
+		return nil, p2p.Withhold
+	}
 	rfq, author, err := auction.OpenRFQ(data)
 	if err != nil || author != signer {
 		return nil, p2p.Reject
 	}
-	now := g.now()
 	if v := rfqTimeliness(rfq, now); v != p2p.Accept {
 		return nil, v
 	}
 	if g.seen.Seen(topic+" "+attest.RecordID(data).String(), rfq.ExpiresAtMs, now) {
 		return nil, p2p.Ignore // a replay
 	}
-	if v := g.limits.verdict(rfq.Renter, g.renowned(rfq.Renter), from, g.subnet(from), now); v != p2p.Accept {
-		return nil, v
+	if !g.limits.renter(rfq.Renter, renowned, now) {
+		return nil, p2p.Ignore // over its renter's rate
 	}
 	return rfq, p2p.Accept
 }

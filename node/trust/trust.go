@@ -121,7 +121,7 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 	t.sync = newDigestSync()
 	t.ev, t.checks, t.newPeers, t.expect = newEvidenceBook(), make(chan string, recordCheckQueue), newNewPeerBudget(), newExpectations()
 	t.renown = newRenown()
-	t.fetchRecord = t.market.record
+	t.fetchRecord = t.market.lookup
 	return t, nil
 }
 
