@@ -277,8 +277,8 @@ func TestFreshKeyRFQChurn(t *testing.T) {
 // The RFQ rates of node/trust/rfq_rate.go a fresh renter's RFQs spend at
 // each forwarder.
 const (
-	rfqForwarderPerSec = 20
-	rfqForwarderBurst  = 100
+	rfqForwarderPerSec = 5
+	rfqForwarderBurst  = 50
 )
 
 func totals(js []hostileJob) []time.Duration {
