@@ -69,11 +69,12 @@ func newHostileMarket(tb testing.TB, ctx context.Context) *hostileMarket {
 
 // hostileJob is one job's outcome.
 type hostileJob struct {
-	name   string
-	leased bool
-	price  uint64
-	timing auctionTiming
-	reason string
+	name     string
+	leased   bool
+	leasedAt time.Time // when the wait saw the lease
+	price    uint64
+	timing   auctionTiming
+	reason   string
 }
 
 // job posts a one-GPU bronze job (model "" names none) with a 10 s bid
@@ -110,7 +111,7 @@ func (m *hostileMarket) job(tb testing.TB, ctx context.Context, model string) ho
 		out.reason = j.State + ": " + j.Reason
 		return out
 	}
-	out.leased = true
+	out.leased, out.leasedAt = true, time.Now()
 	if out.timing, _, err = jobTiming(j); err != nil {
 		tb.Fatal(err)
 	}
