@@ -43,8 +43,10 @@ func BenchmarkHostileMarket(b *testing.B) {
 		var attackers []*hostile.Attacker
 		for i := range 4 {
 			a := m.attacker(b, ctx, i, nil)
-			if err := a.WaitTopicPeer(ctx, topic, m.renter.Node.ID()); err != nil {
-				b.Fatal(err)
+			for _, mem := range append(slices.Clone(m.providers[:3]), m.renter) {
+				if err := a.WaitTopicPeer(ctx, topic, mem.Node.ID()); err != nil {
+					b.Fatal(err)
+				}
 			}
 			attackers = append(attackers, a)
 		}
