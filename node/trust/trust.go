@@ -2,9 +2,11 @@
 // reputation book folded from its own evidence (lease outcomes, receipts,
 // heartbeat uptime, fraud proofs), the handling of attest and fraud gossip
 // (equivocation caught, offenders blocked), the market view and search over
-// providers' signed capacity records, the price index from signed award
-// summaries, and attestation export. It knows neither the provider nor the
-// renter; the node hands their needs to it through callbacks.
+// providers' signed capacity digests and records, the price index from
+// award summaries, the RFQ gate, and attestation export. Keys are free, so
+// a claim counts only as far as evidence this node checked backs it
+// (evidence.go). It knows neither the provider nor the renter; the node
+// hands their needs to it through callbacks.
 package trust
 
 import (
