@@ -101,9 +101,30 @@ func msgPreempt(t testing.TB) *PreemptNotice {
 		EffectiveAtMs: fixedNow.Add(time.Hour + 10*time.Minute).UnixMilli(), Reason: "gold lease needs the gpus"}
 }
 
+// msgSummary reports the lease of msgAward, accepted by its provider.
 func msgSummary(t testing.TB) *AwardSummary {
-	return &AwardSummary{V: MessagesVersion, Renter: msgPeer(t, msgRenterSeed), Award: msgRecordID("award"), RFQ: msgRecordID("rfq"),
-		Model: "h100-80gb", Tier: TierBronze, GPUs: 2, PriceMicro: 1_700_000, AtMs: fixedNow.Add(time.Second).UnixMilli()}
+	awardEnv, acceptEnv := msgLease(t)
+	s, err := SummaryOfLease(awardEnv, acceptEnv, "h100-80gb", []string{msgPeer(t, msgProviderSeed), msgPeer(t, 3)}, fixedNow.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// msgLease seals msgAward and the provider's acceptance of it.
+func msgLease(t testing.TB) (awardEnv, acceptEnv []byte) {
+	rkey, _ := testKey(t, msgRenterSeed)
+	pkey, _ := testKey(t, msgProviderSeed)
+	awardEnv, err := SealAward(msgAward(t), rkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := msgAccept(t)
+	acc.Award = attest.RecordID(awardEnv).String()
+	if acceptEnv, err = SealLeaseAcceptance(acc, pkey); err != nil {
+		t.Fatal(err)
+	}
+	return awardEnv, acceptEnv
 }
 
 func bytesCloneStrings(xs []string) []string { return append([]string(nil), xs...) }

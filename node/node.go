@@ -158,7 +158,6 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	}
 	undo = append(undo, n.p2p.Close)
 
-	n.rfqGate = trust.NewRFQGate(time.Now)
 	n.leases = lease.NewBook(n.db, time.Now)
 	if err := n.protectLeaseParties(); err != nil {
 		return nil, fmt.Errorf("node.New: %w", err)

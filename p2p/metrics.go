@@ -119,6 +119,8 @@ func (m *metrics) validated(topic string, v Verdict) {
 		result = "reject"
 	case Ignore:
 		result = "ignore"
+	case Withhold:
+		result = "withhold"
 	}
 	m.validation.WithLabelValues(topic, result).Inc()
 }

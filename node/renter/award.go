@@ -56,6 +56,7 @@ type awarder struct {
 // why.
 func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auction.Bid, bidIDs []string) (leases []*store.Lease, unfilled string) {
 	jobID := pa.jobID
+	bidders := auction.Bidders(bids) // vouched for in the award summaries (issue 23)
 	bids, bidIDs = ar.avoid.filter(jobID, bids, bidIDs)
 	bids, bidIDs = ar.badgeFilter(jobID, pa.rfq.Tier, bids, bidIDs)
 	if len(bids) == 0 {
@@ -117,7 +118,7 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 		ar.log.Warn("job state", "job", jobID, "err", err)
 	}
 	for _, l := range leases {
-		ar.publishSummary(ctx, l, pa.rfqID)
+		ar.publishSummary(ctx, l, bidders)
 	}
 	return leases, ""
 }

@@ -152,10 +152,15 @@ func sameSizedSet(accepted, awarded []string) bool {
 // publishSummary gossips the cleared price for the market price index. It
 // also tells the auction's losing bidders that it is over, so they release
 // any firm holds of their bids at once instead of when the holds end.
-func (ar *awarder) publishSummary(ctx context.Context, l *store.Lease, rfqID string) {
-	sum := &auction.AwardSummary{
-		V: auction.MessagesVersion, Renter: ar.self.String(), Award: l.ID, RFQ: rfqID, Model: l.Model,
-		Tier: auction.Tier(l.Tier), GPUs: uint32(len(l.GPUs)), PriceMicro: l.PriceMicro, AtMs: ar.now().UnixMilli(),
+//
+// The summary carries the lease (award and acceptance), so the price index
+// counts it as an award both parties signed, and vouches for the auction's
+// bidders (issue 23).
+func (ar *awarder) publishSummary(ctx context.Context, l *store.Lease, bidders []string) {
+	sum, err := auction.SummaryOfLease(l.Award, l.Acceptance, l.Model, bidders, ar.now())
+	if err != nil {
+		ar.log.Warn("award summary", "err", err)
+		return
 	}
 	raw, err := auction.SealAwardSummary(sum, ar.key)
 	if err != nil {

@@ -90,6 +90,9 @@ func (t *Trust) OnAttest(ctx context.Context, raw []byte) {
 		if err := t.db.PutReceiptTTL(attest.RecordID(raw).String(), raw, gossipedReceiptRetention); err != nil {
 			t.log.Warn("store receipt", "err", err)
 		}
+		if rc, v, err := attest.OpenReceipt(raw); err == nil {
+			t.noteReceipt(rc.Provider, v.Renter)
+		}
 		t.rep.Invalidate()
 	}
 }
