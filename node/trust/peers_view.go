@@ -36,6 +36,7 @@ func (t *Trust) Peers() []api.Peer {
 		e.Bootstrap = pi.Bootstrap
 		e.Idlegrid = slices.Contains(pi.Protocols, string(p2p.DHTProtocol)) || slices.Contains(pi.Protocols, string(p2p.GossipProtocol))
 		e.Protocols = pi.Protocols
+		e.Path = pi.Path
 		e.Connected = true
 	}
 	for _, pa := range t.p2p.PeerAbuse() {
