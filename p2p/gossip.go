@@ -23,8 +23,15 @@ const (
 	// Reject drops it and penalises the peer that forwarded it: use for
 	// provably bad messages (bad signature, malformed).
 	Reject
-	// Ignore drops it without penalty: stale, duplicate, not for us.
+	// Ignore drops it without gossipsub's penalty: stale, duplicate, not
+	// for us (the abuse guard still charges a point: the peer made us work).
 	Ignore
+	// Skip drops it with no penalty or charge at all: a message this node
+	// cannot judge because another release of the protocol wrote it (a
+	// record version or fields it does not know). An honest upgraded peer
+	// must not lose standing with older ones (docs/protocol.md,
+	// "Compatibility").
+	Skip
 )
 
 // Validator inspects a message's payload before anything else sees it.

@@ -37,14 +37,14 @@ func newMetrics(n *Node) *metrics {
 	}
 	m := &metrics{
 		messages:    counter("gossip", "messages_total", "Gossip messages by topic and direction (published, received).", "topic", "direction"),
-		validation:  counter("gossip", "validation_total", "Topic validator verdicts by topic and result.", "topic", "result"),
+		validation:  counter("gossip", "validation_total", "Topic validator verdicts by topic and result (accept, reject, ignore, skip).", "topic", "result"),
 		redials:     counter("p2p", "redials_total", "Reconnect-loop dial attempts by result.", "result"),
 		abusePoints: counter("p2p", "abuse_points_total", "Abuse points charged to peers, by reason.", "reason"),
 		abuseEvents: counter("p2p", "abuse_events_total", "Abuse charges against peers, by reason.", "reason"),
 		bans:        counter("p2p", "bans_total", "Peers banned for abuse, by the reason of the last charge.", "reason"),
 		streamRefs:  counter("p2p", "stream_refusals_total", "Inbound streams refused or cut, by protocol and reason.", "protocol", "reason"),
 		connRefs:    counter("p2p", "conn_refusals_total", "Connections refused or evicted, by reason.", "reason"),
-		dhtPuts:     counter("dht", "puts_total", "Inbound DHT record PUTs by result (valid, invalid, throttled, banned).", "result"),
+		dhtPuts:     counter("dht", "puts_total", "Inbound DHT record PUTs by result (valid, invalid, other_version, throttled, banned).", "result"),
 		punches:     counter("p2p", "hole_punches_total", "Hole-punch attempts with peers reached through a relay, by result (direct, failed).", "result"),
 		reach: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "idlegrid", Subsystem: "p2p", Name: "reachability",
@@ -127,6 +127,8 @@ func (m *metrics) validated(topic string, v Verdict) {
 		result = "reject"
 	case Ignore:
 		result = "ignore"
+	case Skip:
+		result = "skip"
 	}
 	m.validation.WithLabelValues(topic, result).Inc()
 }

@@ -35,6 +35,9 @@ func NewRFQGate(now func() time.Time) *RFQGate {
 // when it passes.
 func (g *RFQGate) Check(topic string, signer peer.ID, data []byte) (*auction.RFQ, p2p.Verdict) {
 	rfq, author, err := auction.OpenRFQ(data)
+	if attest.FromOtherVersion(err) {
+		return nil, p2p.Skip
+	}
 	if err != nil || author != signer {
 		return nil, p2p.Reject
 	}
