@@ -77,26 +77,11 @@ func (n *Node) openStream(ctx context.Context, p peer.ID, allowRelay bool, proto
 // explainNoDirect turns err into a *RelayOnlyError when every connection
 // to p is a limited relayed one.
 func (n *Node) explainNoDirect(p peer.ID, err error) error {
-	conns := n.host.Network().ConnsToPeer(p)
-	if len(conns) == 0 {
+	e, direct, limited := n.relayed(p)
+	if e == nil || direct || !limited {
 		return err
 	}
-	e := &RelayOnlyError{Peer: p, Err: err, Punch: n.punches.last(p)}
-	for _, c := range conns {
-		st := c.Stat()
-		if !st.Limited {
-			return err
-		}
-		if id, rerr := relayOf(c.RemoteMultiaddr()); rerr == nil {
-			e.Relay = id
-		}
-		if d, ok := st.Extra[client.StatLimitDuration].(time.Duration); ok {
-			e.LimitDuration = d
-		}
-		if b, ok := st.Extra[client.StatLimitData].(uint64); ok {
-			e.LimitBytes = int64(b)
-		}
-	}
+	e.Err = err
 	return e
 }
 
@@ -104,11 +89,35 @@ func (n *Node) explainNoDirect(p peer.ID, err error) error {
 // connection is, else through which relay, with what limits, and what
 // hole punching did.
 func (n *Node) pathOf(p peer.ID) string {
-	e := &RelayOnlyError{Peer: p, Punch: n.punches.last(p)}
-	limited := false
-	for _, c := range n.host.Network().ConnsToPeer(p) {
+	e, direct, limited := n.relayed(p)
+	switch {
+	case e == nil:
+		return ""
+	case direct:
+		return "direct"
+	}
+	path := "relayed through " + shortID(e.Relay)
+	if limited {
+		path += fmt.Sprintf(" (limited to %s and %d KiB per circuit)", e.LimitDuration, e.LimitBytes>>10)
+	}
+	if e.Punch.Err != "" {
+		path += fmt.Sprintf("; hole punching failed after %d attempt(s): %s", e.Punch.Attempts, oneLine(e.Punch.Err))
+	}
+	return path
+}
+
+// relayed describes this node's connections to p (nil when there are
+// none): whether one is direct, else the relay carrying them, its circuit
+// limits when it has some (limited), and the last hole punch with p.
+func (n *Node) relayed(p peer.ID) (e *RelayOnlyError, direct, limited bool) {
+	conns := n.host.Network().ConnsToPeer(p)
+	if len(conns) == 0 {
+		return nil, false, false
+	}
+	e = &RelayOnlyError{Peer: p, Punch: n.punches.last(p)}
+	for _, c := range conns {
 		if !isCircuit(c.RemoteMultiaddr()) {
-			return "direct"
+			return e, true, false
 		}
 		if id, err := relayOf(c.RemoteMultiaddr()); err == nil {
 			e.Relay = id
@@ -122,14 +131,7 @@ func (n *Node) pathOf(p peer.ID) string {
 			e.LimitBytes = int64(b)
 		}
 	}
-	path := "relayed through " + shortID(e.Relay)
-	if limited {
-		path += fmt.Sprintf(" (limited to %s and %d KiB per circuit)", e.LimitDuration, e.LimitBytes>>10)
-	}
-	if e.Punch.Err != "" {
-		path += fmt.Sprintf("; hole punching failed after %d attempt(s): %s", e.Punch.Attempts, oneLine(e.Punch.Err))
-	}
-	return path
+	return e, false, limited
 }
 
 // oneLine folds libp2p's multi-line dial errors ("all dials failed\n  *
