@@ -1,3 +1,5 @@
+//go:build linux
+
 package main_test
 
 import (
@@ -47,8 +49,8 @@ const (
 type natExtra struct {
 	// forwardA forwards provider A's port on its router.
 	forwardA bool
-	boot  []string // the relay's limits
-	provS []string // provider S's prices
+	boot     []string // the relay's limits
+	provS    []string // provider S's prices
 }
 
 // startNATNet starts the four daemons in their namespaces.
