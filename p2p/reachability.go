@@ -45,9 +45,6 @@ type Reachability struct {
 	// Relays the relays' peer IDs.
 	RelayAddrs []ma.Multiaddr
 	Relays     []peer.ID
-	// PunchedDirect and PunchFailed count the peers whose last hole punch
-	// with this node connected directly, and those whose last one failed.
-	PunchedDirect, PunchFailed int
 }
 
 // Reachability computes the node's reachability from the host's current
@@ -66,7 +63,6 @@ func (n *Node) Reachability() Reachability {
 			public = append(public, a)
 		}
 	}
-	r.PunchedDirect, r.PunchFailed, _ = n.punches.tally()
 	var confirmed, unreachable []ma.Multiaddr
 	if h, ok := n.host.(interface {
 		ConfirmedAddrs() (reachable, unreachable, unknown []ma.Multiaddr)

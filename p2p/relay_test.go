@@ -177,3 +177,16 @@ func TestAddrRank(t *testing.T) {
 		prev = r
 	}
 }
+
+// A bootstrap peer is public by configuration; a node that does not
+// check (p2p.nat off) and has only loopback addresses does not know.
+func TestReachabilityWithoutNATChecks(t *testing.T) {
+	relay := realNode(t, func(c *Config) { c.Bootstrapper = true })
+	if r := relay.Reachability(); r.State != ReachPublic || !strings.Contains(r.Detail, "bootstrap") {
+		t.Errorf("bootstrap peer: %+v", r)
+	}
+	plain := realNode(t, nil)
+	if r := plain.Reachability(); r.State != ReachUnknown || !strings.Contains(r.Detail, "p2p.nat is off") {
+		t.Errorf("node without NAT checks: %+v", r)
+	}
+}
