@@ -81,7 +81,16 @@ func needNetns(t *testing.T) {
 		}
 	}
 	if len(missing) == 0 {
-		return
+		// Root in a container may still lack the right to make namespaces.
+		b := make([]byte, 3)
+		_, _ = rand.Read(b)
+		probe := "igprobe" + hex.EncodeToString(b)
+		out, err := exec.Command("ip", "netns", "add", probe).CombinedOutput()
+		if err == nil {
+			_ = exec.Command("ip", "netns", "del", probe).Run()
+			return
+		}
+		missing = append(missing, fmt.Sprintf("the right to add one (%v: %s)", err, strings.TrimSpace(string(out))))
 	}
 	if os.Getenv("IDLEGRID_REQUIRE_NETNS") == "1" {
 		t.Fatalf("network namespaces required (IDLEGRID_REQUIRE_NETNS=1) but missing: %s", strings.Join(missing, ", "))
