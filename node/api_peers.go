@@ -29,7 +29,7 @@ func apiPeer(p trust.Peer) api.Peer {
 		e.Addrs = addrStrings(c.Addrs)
 		e.Direction = c.Direction.String()
 		e.LatencyMs = float64(c.Latency) / float64(time.Millisecond)
-		e.Agent, e.Bootstrap, e.Protocols = c.Agent, c.Bootstrap, c.Protocols
+		e.Agent, e.Bootstrap, e.Protocols, e.Path = c.Agent, c.Bootstrap, c.Protocols, c.Path
 	}
 	if !p.BannedUntil.IsZero() {
 		until := p.BannedUntil

@@ -76,6 +76,10 @@ type P2PConfig struct {
 	ReconnectMax        time.Duration `toml:"reconnect_max"`
 	GossipMaxMessageKiB int           `toml:"gossip_max_message_kib"`
 	GossipHeartbeat     time.Duration `toml:"gossip_heartbeat"`
+	// RelayCircuitDuration and RelayCircuitKiB limit each connection a
+	// bootstrap peer relays (p2p.RelayConfig); both 0: unlimited.
+	RelayCircuitDuration time.Duration `toml:"relay_circuit_duration"`
+	RelayCircuitKiB      int           `toml:"relay_circuit_kib"`
 }
 
 // StoreConfig configures the node's store (<home>/store).
@@ -164,6 +168,9 @@ func DefaultConfig(role Role) Config {
 			ReconnectMax:        time.Minute,
 			GossipMaxMessageKiB: 256,
 			GossipHeartbeat:     time.Second,
+			// relay v2's own defaults: signalling and hole punching only.
+			RelayCircuitDuration: 2 * time.Minute,
+			RelayCircuitKiB:      128,
 		},
 		API: APIConfig{Listen: fmt.Sprintf("127.0.0.1:%d", DefaultAPIPort)},
 		Log: LogConfig{Level: "info", Format: "text"},

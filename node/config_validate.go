@@ -10,6 +10,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/idlegrid/idlegrid/node/costs"
+	"github.com/idlegrid/idlegrid/p2p"
 )
 
 // Validate checks every value and returns the first problem, naming its key.
@@ -51,6 +52,10 @@ func (c *Config) Validate() error {
 		return bad("p2p.gossip_heartbeat", "%s is too short", c.P2P.GossipHeartbeat)
 	case c.P2P.MinPeers < 0:
 		return bad("p2p.min_peers", "must not be negative")
+	}
+	relay := p2p.RelayConfig{CircuitDuration: c.P2P.RelayCircuitDuration, CircuitBytes: int64(c.P2P.RelayCircuitKiB) << 10}
+	if err := relay.Validate(); err != nil {
+		return bad("p2p.relay_circuit_kib", "%v", err)
 	}
 	if c.API.Listen != "" {
 		if _, _, err := net.SplitHostPort(c.API.Listen); err != nil {

@@ -251,6 +251,7 @@ func (n *Node) p2pConfig() (p2p.Config, error) {
 	c.ReconnectMin, c.ReconnectMax = n.cfg.P2P.ReconnectMin, n.cfg.P2P.ReconnectMax
 	c.MaxMessageSize = n.cfg.P2P.GossipMaxMessageKiB << 10
 	c.GossipHeartbeat = n.cfg.P2P.GossipHeartbeat
+	c.Relay.CircuitDuration, c.Relay.CircuitBytes = n.cfg.P2P.RelayCircuitDuration, int64(n.cfg.P2P.RelayCircuitKiB)<<10
 	c.UserAgent = "idlegrid/" + Version
 	c.TopicPolicy = shardTopic
 	c.PresenceTopic = p2p.TopicFraud // every role subscribes to it (subscribedTopics)

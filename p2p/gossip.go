@@ -32,6 +32,12 @@ const (
 	// pass it on now. The node keeps what it needs (a claim it checks
 	// before it believes it; work over a budget shared by many senders).
 	Withhold
+	// Skip drops it with no penalty or charge at all: a message this node
+	// cannot judge because another release of the protocol wrote it (a
+	// record version or fields it does not know). An honest upgraded peer
+	// must not lose standing with older ones (docs/protocol.md,
+	// "Compatibility").
+	Skip
 )
 
 // Validator inspects a message's payload before anything else sees it.

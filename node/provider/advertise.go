@@ -14,8 +14,6 @@ import (
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
-	ma "github.com/multiformats/go-multiaddr"
-	manet "github.com/multiformats/go-multiaddr/net"
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/gpu"
@@ -256,18 +254,13 @@ func (a *advertiser) build(seq uint64) (*auction.Capacity, error) {
 	return c, nil
 }
 
-// reachability says how renters can dial us, from our own addresses.
+// reachability says how renters can dial us, from the p2p layer's
+// verdict: an address AutoNAT has not confirmed does not make us public.
 func (a *advertiser) reachability() auction.Reachability {
-	relayed := false
-	for _, addr := range a.p2p.AdvertisedAddrs() {
-		if manet.IsPublicAddr(addr) {
-			return auction.ReachPublic
-		}
-		if _, err := addr.ValueForProtocol(ma.P_CIRCUIT); err == nil {
-			relayed = true
-		}
-	}
-	if relayed {
+	switch a.p2p.Reachability().State {
+	case p2p.ReachPublic:
+		return auction.ReachPublic
+	case p2p.ReachRelayed:
 		return auction.ReachRelayed
 	}
 	return auction.ReachPrivate

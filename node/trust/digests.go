@@ -8,6 +8,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/auction/query"
 	"github.com/idlegrid/idlegrid/p2p"
@@ -101,6 +102,9 @@ func (t *Trust) ValidateDigest(topic string) p2p.Validator {
 			return p2p.Reject
 		}
 		d, author, err := auction.OpenDigest(data)
+		if attest.FromOtherVersion(err) {
+			return p2p.Skip
+		}
 		if err != nil || author != signer || !d.OnShard(st.Shard) {
 			return p2p.Reject
 		}

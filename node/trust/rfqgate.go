@@ -66,6 +66,9 @@ func (g *RFQGate) Check(topic string, from, signer peer.ID, data []byte) (*aucti
 		return nil, p2p.Withhold
 	}
 	rfq, author, err := auction.OpenRFQ(data)
+	if attest.FromOtherVersion(err) {
+		return nil, p2p.Skip
+	}
 	if err != nil || author != signer {
 		return nil, p2p.Reject
 	}

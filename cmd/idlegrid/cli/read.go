@@ -74,6 +74,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			if len(st.ObservedAddrs) > 0 {
 				fmt.Fprintf(tw, "observed\t%s\n", strings.Join(st.ObservedAddrs, " "))
 			}
+			fmt.Fprintf(tw, "reachability\t%s: %s\n", st.Reachability.State, st.Reachability.Detail)
 			for _, t := range sortedKeys(st.TopicPeers) {
 				fmt.Fprintf(tw, "topic %s\t%d peers\n", t, st.TopicPeers[t])
 			}
