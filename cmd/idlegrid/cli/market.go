@@ -245,14 +245,15 @@ func newMarketPricesCmd(g *globals) *cobra.Command {
 				return printJSON(cmd.OutOrStdout(), p)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "MODEL\tTIER\tAWARDS\tGPUS\tP10\tMEDIAN\tP90\t(USD per GPU-hour, last %s)\n", p.Window)
+			fmt.Fprintf(tw, "MODEL\tTIER\tAWARDS\tGPUS\tP10\tMEDIAN\tP90\t(USD per GPU-hour, last %s)\n", formatDuration(window))
 			for _, s := range p.Stats {
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t$%.4f\t$%.4f\t$%.4f\t\n", s.Model, s.Tier, s.Awards, s.GPUs, s.P10USD, s.MedianUSD, s.P90USD)
 			}
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().DurationVar(&window, "window", 24*time.Hour, "time window")
+	window = 24 * time.Hour
+	cmd.Flags().Var((*durationValue)(&window), "window", "how far back, e.g. 24h or 7d")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

@@ -67,7 +67,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			for _, why := range st.NotReady {
 				fmt.Fprintf(tw, "  why\t%s\n", why)
 			}
-			fmt.Fprintf(tw, "uptime\t%s\n", (time.Duration(st.UptimeSeconds) * time.Second).String())
+			fmt.Fprintf(tw, "uptime\t%s\n", formatDuration(time.Duration(st.UptimeSeconds)*time.Second))
 			fmt.Fprintf(tw, "routing table\t%d peers\n", st.RoutingTable)
 			fmt.Fprintf(tw, "connected\t%d peers\n", st.ConnectedPeers)
 			fmt.Fprintf(tw, "listen\t%s\n", strings.Join(st.ListenAddrs, " "))
