@@ -235,7 +235,11 @@ func (b apiBackend) Earnings(since time.Time) (api.Earnings, error) {
 	if b.n.provider == nil {
 		return api.Earnings{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "this node is a %s; earnings are a provider's", b.n.cfg.Role)
 	}
-	return b.n.provider.Earnings(since)
+	e, err := b.n.provider.Earnings(since)
+	b.n.reload.Lock()
+	e.CostsSet = b.n.fileCfg.Costs.Priced()
+	b.n.reload.Unlock()
+	return e, err
 }
 
 func (b apiBackend) Spend(since time.Time) (api.Spend, error) {

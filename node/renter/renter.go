@@ -28,6 +28,7 @@ import (
 	"github.com/idlegrid/idlegrid/node/executor"
 	"github.com/idlegrid/idlegrid/node/jobproto"
 	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/node/words"
 	"github.com/idlegrid/idlegrid/p2p"
 	"github.com/idlegrid/idlegrid/store"
 )
@@ -278,7 +279,7 @@ func (a *Renter) auction(ctx context.Context, jobID string, spec *auction.JobSpe
 	if len(bids) > 0 {
 		a.jobs.record(jobID, pa.firstBid)
 	}
-	ev := store.JobEvent{Kind: "window", Message: fmt.Sprintf("%s with %d bids", how, len(bids)), Bids: len(bids)}
+	ev := store.JobEvent{Kind: "window", Message: fmt.Sprintf("%s with %s", how, words.Plural(len(bids), "bid")), Bids: len(bids)}
 	for _, b := range bids {
 		if ev.BestPriceMicro == 0 || b.PriceMicro < ev.BestPriceMicro {
 			ev.BestPriceMicro = b.PriceMicro
@@ -361,7 +362,7 @@ func (a *Renter) handleBid(_ context.Context, from peer.ID, req []byte) ([]byte,
 	}
 	ev := store.JobEvent{
 		Kind:    "bid",
-		Message: fmt.Sprintf("bid from %s: %s/GPU-h for %d GPUs", lease.Short(bid.Provider), lease.USD(bid.PriceMicro), len(bid.GPUs)),
+		Message: fmt.Sprintf("bid from %s: %s/GPU-h for %s", lease.Short(bid.Provider), lease.USD(bid.PriceMicro), words.Plural(len(bid.GPUs), "GPU")),
 		Bids:    len(pa.bids), BestPriceMicro: best,
 	}
 	jobID := pa.jobID

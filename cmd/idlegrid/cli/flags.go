@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/idlegrid/idlegrid/node/words"
 )
 
 // durationValue is a duration flag in the user's terms: it takes Go's
@@ -21,7 +23,7 @@ func (d *durationValue) Set(s string) error {
 	return nil
 }
 
-func (d *durationValue) String() string { return formatDuration(time.Duration(*d)) }
+func (d *durationValue) String() string { return words.Duration(time.Duration(*d)) }
 
 func (d *durationValue) Type() string { return "duration" }
 
@@ -46,17 +48,4 @@ func parseDuration(s string) (time.Duration, error) {
 		return 0, bad
 	}
 	return days + v, nil
-}
-
-// formatDuration writes d without Go's zero units: "24h", "1h30m",
-// "90s", "1.5s".
-func formatDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }

@@ -16,6 +16,8 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/node/words"
 )
 
 func newJobCmd(g *globals) *cobra.Command {
@@ -148,9 +150,11 @@ in docs/jobspec.md.`,
 				}
 				return nil
 			}
+			var shown strings.Builder // what the events said, so the error does not repeat it
 			werr := c.WatchJob(ctx, job.ID, func(ev api.JobEvent) {
 				if !asJSON {
 					printEvent(w, ev)
+					shown.WriteString(ev.Message + "\n")
 				}
 			})
 			if werr != nil && !errors.Is(werr, context.Canceled) {
@@ -164,11 +168,14 @@ in docs/jobspec.md.`,
 				if err := printJSON(w, final); err != nil {
 					return err
 				}
-			} else if final.Terminal() {
+			} else if final.State == "completed" {
 				fmt.Fprintf(w, "job %s: %s\n", short(final.ID), final.State)
 			}
 			if final.Terminal() && final.State != "completed" {
-				return fmt.Errorf("job %s %s: %s", final.ID, final.State, final.Reason)
+				if final.Reason == "" || strings.Contains(shown.String(), final.Reason) {
+					return fmt.Errorf("job %s %s (see above)", short(final.ID), final.State)
+				}
+				return fmt.Errorf("job %s %s: %s", short(final.ID), final.State, final.Reason)
 			}
 			return nil
 		},
@@ -237,7 +244,7 @@ func applySpecFlags(fs *pflag.FlagSet, spec map[string]any) error {
 func printEvent(w io.Writer, ev api.JobEvent) {
 	extra := ""
 	if ev.Bids > 0 {
-		extra = fmt.Sprintf(" [%d bids, best $%.4f/GPU-h]", ev.Bids, ev.BestPriceUSD)
+		extra = fmt.Sprintf(" [%s, best $%.4f/GPU-h]", words.Plural(ev.Bids, "bid"), ev.BestPriceUSD)
 	}
 	fmt.Fprintf(w, "%s  %-16s %s%s\n", ev.At.Local().Format("15:04:05.000"), ev.Kind, ev.Message, extra)
 }
@@ -288,7 +295,7 @@ func newJobListCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the job IDs, newest first")
+	quietFlag(cmd, &quiet, "job IDs, newest first")
 	return cmd
 }
 
@@ -318,8 +325,8 @@ func newJobStatusCmd(g *globals) *cobra.Command {
 			printLeases(w, j.Leases)
 			printForwards(w, j.Forwards)
 			for _, l := range j.Leases {
-				if l.ExitCode != nil || l.OutputCID != "" {
-					fmt.Fprintf(w, "lease %s: exit %s, output %s (a %d-byte tar), log %d bytes\n", short(l.ID), exitString(l.ExitCode), orDash(l.OutputCID), l.OutputSize, l.LogBytes)
+				if end := leaseEnd(l); end != "" {
+					fmt.Fprintf(w, "lease %s: %s\n", short(l.ID), end)
 				}
 			}
 			fmt.Fprintln(w)
@@ -341,7 +348,8 @@ func printLeases(w io.Writer, leases []api.Lease) {
 	fmt.Fprintln(tw, "\nLEASE\tSIDE\tPROVIDER\tGPUS\tTIER\tPRICE\tSTATE\tSTARTS\tREASON")
 	for _, l := range leases {
 		state := l.State
-		if l.Health != "" {
+		// Health is a running service's: an ended lease has none.
+		if l.Health != "" && !lease.State(l.State).Terminal() {
 			state += " (" + l.Health + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t$%.4f\t%s\t%s\t%s\n", short(l.ID), l.Side, short(l.Provider), len(l.GPUs), l.Tier, l.PriceUSD, state, l.StartsAt.Local().Format("15:04:05"), l.Reason)
@@ -350,7 +358,7 @@ func printLeases(w io.Writer, leases []api.Lease) {
 }
 
 func newLeasesCmd(g *globals) *cobra.Command {
-	var asJSON bool
+	var asJSON, quiet bool
 	cmd := &cobra.Command{
 		Use:   "leases",
 		Short: "List this node's leases (as renter or provider)",
@@ -367,6 +375,9 @@ func newLeasesCmd(g *globals) *cobra.Command {
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), leases)
 			}
+			if quiet {
+				return printIDs(cmd.OutOrStdout(), leases, func(l api.Lease) string { return l.ID })
+			}
 			if len(leases) == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "no leases yet: a renter's appear when an auction awards one, a provider's when it wins one")
 				return nil
@@ -376,19 +387,27 @@ func newLeasesCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	quietFlag(cmd, &quiet, "lease IDs")
 	return cmd
 }
 
-func exitString(code *int) string {
-	if code == nil {
-		return "-"
+// leaseEnd says how a lease's work ended: its exit code (none when it was
+// stopped: cancelled, preempted, out of time), its output and its log;
+// empty while it runs.
+func leaseEnd(l api.Lease) string {
+	var parts []string
+	switch {
+	case l.ExitCode == nil:
+	case *l.ExitCode < 0:
+		parts = append(parts, "stopped before it exited")
+	default:
+		parts = append(parts, fmt.Sprintf("exit %d", *l.ExitCode))
 	}
-	return fmt.Sprint(*code)
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
+	if l.OutputCID != "" {
+		parts = append(parts, fmt.Sprintf("output %s (a %s tar)", l.OutputCID, words.Bytes(l.OutputSize)))
 	}
-	return s
+	if len(parts) > 0 && l.LogBytes > 0 {
+		parts = append(parts, "log "+words.Bytes(l.LogBytes))
+	}
+	return strings.Join(parts, ", ")
 }
