@@ -97,7 +97,38 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 		newSimCmd(g),
 	)
 	refuseUnknownSubcommands(root)
+	explainArgErrors(root)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return fmt.Errorf("%w (%s --help lists the flags)", err, cmd.CommandPath())
+	})
 	return root
+}
+
+// explainArgErrors rewords cobra's argument errors ("accepts 1 arg(s),
+// received 0") as what the command takes and what it got.
+func explainArgErrors(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		explainArgErrors(sub)
+	}
+	check := c.Args
+	if check == nil || c.HasSubCommands() {
+		return
+	}
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if check(cmd, args) == nil {
+			return nil
+		}
+		want := "no arguments"
+		if _, params, ok := strings.Cut(cmd.Use, " "); ok {
+			want = params
+		}
+		got := "none"
+		if len(args) > 0 {
+			got = quoteJoin(args)
+			got = strings.ReplaceAll(got, " or ", " and ")
+		}
+		return fmt.Errorf("%s takes %s, got %s", cmd.CommandPath(), want, got)
+	}
 }
 
 // refuseUnknownSubcommands makes every command that only groups others
