@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/node/api/client"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/node/words"
 )
@@ -59,6 +61,13 @@ var specFlags = []specFlag{
 	{"pricing", "pricing", "string", "first (pay each winner its bid) or second (one clearing price) (default first)"},
 	{"egress", "egress", "bool", "the job needs outbound network (default false)"},
 	{"min-notice", "min_notice", "string", "bronze only: shortest preemption notice you accept, e.g. 5m (default none)"},
+	{"kind", "kind", "string", "batch (runs to its exit) or service (runs until cancelled, reached with job forward; docker only) (default batch)"},
+	{"ports", "ports", "ints", "service: the container ports it listens on, e.g. 8080 (at most 8)"},
+	{"health", "health", "string", "service: http:PORT/PATH or tcp:PORT, e.g. http:8080/healthz (default no check)"},
+	{"health-interval", "health_interval", "string", "service: time between health checks, 500ms to 10m (default 5s)"},
+	{"health-threshold", "health_threshold", "int", "service: failed checks in a row that make it unhealthy, 1..100 (default 3)"},
+	{"forward-peer", "forward_peers", "list", "service: peer IDs besides this renter that may open the tunnel (default none)"},
+	{"reauction-unhealthy", "reauction_unhealthy", "bool", "service: auction it again elsewhere when it turns unhealthy (default false)"},
 }
 
 func newJobSubmitCmd(g *globals) *cobra.Command {
@@ -150,8 +159,21 @@ in docs/jobspec.md.`,
 				}
 				return nil
 			}
+			// A service never ends by itself: follow it until it runs (and,
+			// with a health check, answers it), then return.
+			watchCtx, stopWatch := context.WithCancel(ctx)
+			defer stopWatch()
+			var up atomic.Bool
+			if kind, _ := spec["kind"].(string); strings.EqualFold(kind, "service") {
+				go func() {
+					if waitServiceUp(watchCtx, c, job.ID, spec["health"] != nil) {
+						up.Store(true)
+						stopWatch()
+					}
+				}()
+			}
 			var shown strings.Builder // what the events said, so the error does not repeat it
-			werr := c.WatchJob(ctx, job.ID, func(ev api.JobEvent) {
+			werr := c.WatchJob(watchCtx, job.ID, func(ev api.JobEvent) {
 				if !asJSON {
 					printEvent(w, ev)
 					shown.WriteString(ev.Message + "\n")
@@ -168,6 +190,15 @@ in docs/jobspec.md.`,
 				if err := printJSON(w, final); err != nil {
 					return err
 				}
+			} else if up.Load() {
+				port := "PORT"
+				if ports, ok := spec["ports"].([]any); ok && len(ports) > 0 {
+					port = fmt.Sprint(ports[0])
+				} else if ports, ok := spec["ports"].([]int); ok && len(ports) > 0 {
+					port = fmt.Sprint(ports[0])
+				}
+				fmt.Fprintf(w, "job %s: service running; reach it with idlegrid job forward %s %s (idlegrid job cancel %s stops it)\n",
+					short(final.ID), short(final.ID), port, short(final.ID))
 			} else if final.State == "completed" {
 				fmt.Fprintf(w, "job %s: %s\n", short(final.ID), final.State)
 			}
@@ -192,6 +223,8 @@ in docs/jobspec.md.`,
 			f.Bool(sf.flag, false, sf.help)
 		case "list":
 			f.StringSlice(sf.flag, nil, sf.help)
+		case "ints":
+			f.IntSlice(sf.flag, nil, sf.help)
 		default:
 			f.String(sf.flag, "", sf.help)
 		}
@@ -201,6 +234,31 @@ in docs/jobspec.md.`,
 	f.BoolVar(&asJSON, "json", false, "print the final job as JSON")
 	f.StringVar(&idemKey, "idempotency-key", "", "client key for safe retries: a submit with a key already used returns that job")
 	return cmd
+}
+
+// waitServiceUp polls a service job until its lease runs and, when the
+// spec has a health check, reports healthy (true), or the job ends or ctx
+// does (false).
+func waitServiceUp(ctx context.Context, c *client.Client, id string, health bool) bool {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+		j, err := c.Job(ctx, id)
+		if err != nil || j.Terminal() {
+			continue
+		}
+		if n := len(j.Leases); n > 0 {
+			l := j.Leases[n-1]
+			if l.State == string(lease.Running) && (!health || l.Health == string(lease.HealthHealthy)) {
+				return true
+			}
+		}
+	}
 }
 
 // overridden reports whether any spec flag was set.
@@ -230,6 +288,8 @@ func applySpecFlags(fs *pflag.FlagSet, spec map[string]any) error {
 			v, err = fs.GetBool(sf.flag)
 		case "list":
 			v, err = fs.GetStringSlice(sf.flag)
+		case "ints":
+			v, err = fs.GetIntSlice(sf.flag)
 		default:
 			v, err = fs.GetString(sf.flag)
 		}

@@ -83,6 +83,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 		newPeersCmd(g),
 		newVersionCmd(g),
 		newDevnetCmd(g),
+		newDevnetHelloCmd(),
 		newMarketCmd(g),
 		newJobCmd(g),
 		newLeasesCmd(g),
