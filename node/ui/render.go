@@ -29,7 +29,6 @@ var funcs = template.FuncMap{
 		return words.Duration((time.Duration(sec) * time.Second).Round(time.Second))
 	},
 	"reason": shortCIDs,
-	"hours":  gpuHours,
 	"mib":    func(v uint64) string { return fmt.Sprintf("%d GiB", v/1024) },
 	"f1":     func(v float64) string { return fmt.Sprintf("%.1f", v) },
 	"add":    func(a, b float64) float64 { return a + b },
