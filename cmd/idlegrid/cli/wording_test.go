@@ -167,12 +167,18 @@ func TestErrorWording(t *testing.T) {
 		{"job", "ls", "--home", renter}, {"rep", "--home", renter}, {"market", "prices", "--home", renter, "--window", "7d"},
 		{"spend", "--home", renter}, {"artifact", "add", module, "--home", renter},
 		{"artifact", "ls", "--home", renter},
+		// The doctor reads the running renter's own config, and before
+		// init checks the host with a provider's defaults.
+		{"doctor", "--home", renter},
 	}
 	for _, args := range works {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			out, code := runCLI(args...)
 			if code != 0 {
 				t.Errorf("exit %d:\n%s", code, out)
+			}
+			if args[0] == "doctor" && !strings.Contains(out, "(the running daemon's config)") {
+				t.Errorf("the doctor did not read the daemon's config:\n%s", out)
 			}
 			for _, p := range wordingProblems(out) {
 				t.Errorf("%s in:\n%s", p, out)
