@@ -63,7 +63,11 @@ as idlegrid (make install puts it there).`,
 			}
 			ctx := cmd.Context()
 			w := cmd.OutOrStdout()
-			rts, image, err := devnetRuntimes(ctx, w, runtimes)
+			note := w
+			if asJSON {
+				note = cmd.ErrOrStderr() // stdout is the JSON alone
+			}
+			rts, image, err := devnetRuntimes(ctx, note, runtimes)
 			if err != nil {
 				return err
 			}

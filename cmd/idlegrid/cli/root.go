@@ -21,6 +21,7 @@ import (
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/node/api/client"
+	"github.com/idlegrid/idlegrid/node/words"
 )
 
 // globals are the persistent flags.
@@ -125,8 +126,7 @@ func explainArgErrors(c *cobra.Command) {
 		}
 		got := "none"
 		if len(args) > 0 {
-			got = quoteJoin(args)
-			got = strings.ReplaceAll(got, " or ", " and ")
+			got = words.All(quoted(args))
 		}
 		return fmt.Errorf("%s takes %s, got %s", cmd.CommandPath(), want, got)
 	}
@@ -175,21 +175,18 @@ func unknownSubcommand(cmd *cobra.Command, word string) error {
 		msg = fmt.Sprintf("%q is not an idlegrid command", word)
 	}
 	if len(near) > 0 {
-		msg += fmt.Sprintf(" (did you mean %s?)", quoteJoin(near))
+		msg += fmt.Sprintf(" (did you mean %s?)", words.OneOf(quoted(near)))
 	}
 	return fmt.Errorf("%s; %s --help lists them", msg, cmd.CommandPath())
 }
 
-// quoteJoin writes "a", "a or b", "a, b or c", each quoted.
-func quoteJoin(xs []string) string {
+// quoted quotes each of xs.
+func quoted(xs []string) []string {
 	q := make([]string, len(xs))
 	for i, x := range xs {
 		q[i] = strconv.Quote(x)
 	}
-	if len(q) == 1 {
-		return q[0]
-	}
-	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+	return q
 }
 
 func (g *globals) resolveHome() (string, error) {
