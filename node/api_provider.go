@@ -31,7 +31,11 @@ func (b apiBackend) Earnings(since time.Time) (api.Earnings, error) {
 	if err != nil {
 		return api.Earnings{}, err
 	}
-	return apiEarnings(e), nil
+	out := apiEarnings(e)
+	b.n.reload.Lock()
+	out.CostsSet = b.n.fileCfg.Costs.Priced()
+	b.n.reload.Unlock()
+	return out, nil
 }
 
 func (b apiBackend) GPUHistory() ([]api.GPUSeries, error) {

@@ -14,6 +14,7 @@ import (
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/auction/query"
 	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/node/words"
 	"github.com/idlegrid/idlegrid/p2p"
 	"github.com/idlegrid/idlegrid/store"
 )
@@ -104,7 +105,7 @@ func (au *auctioneer) run(ctx context.Context, jobID string, spec *auction.JobSp
 	if len(bids) > 0 {
 		au.jobs.record(jobID, pa.firstBid) // set before the window closed
 	}
-	ev := store.JobEvent{Kind: "window", Message: fmt.Sprintf("%s with %d bids", how, len(bids)), Bids: len(bids)}
+	ev := store.JobEvent{Kind: "window", Message: fmt.Sprintf("%s with %s", how, words.Plural(len(bids), "bid")), Bids: len(bids)}
 	for _, b := range bids {
 		if ev.BestPriceMicro == 0 || b.PriceMicro < ev.BestPriceMicro {
 			ev.BestPriceMicro = b.PriceMicro

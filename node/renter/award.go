@@ -13,6 +13,7 @@ import (
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/node/words"
 	"github.com/idlegrid/idlegrid/p2p"
 	"github.com/idlegrid/idlegrid/store"
 )
@@ -100,7 +101,7 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 			excluded[bid.Provider] = true // it holds what it took
 			leases = append(leases, l)
 			need -= uint32(len(l.GPUs))
-			msg := fmt.Sprintf("lease %s: %d GPUs on %s at %s/GPU-h", lease.Short(l.ID), len(l.GPUs), lease.Short(l.Provider), lease.USD(l.PriceMicro))
+			msg := fmt.Sprintf("lease %s: %s on %s at %s/GPU-h", lease.Short(l.ID), words.Plural(len(l.GPUs), "GPU"), lease.Short(l.Provider), lease.USD(l.PriceMicro))
 			if cpuOnly {
 				msg = fmt.Sprintf("lease %s: %d cores, %d MiB RAM (CPU-only) on %s at %s/h", lease.Short(l.ID), l.CPUCores, l.RAMMiB, lease.Short(l.Provider), lease.USD(l.PriceMicro))
 			}
@@ -112,7 +113,7 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 		return nil, "every winner declined"
 	}
 	if need > 0 {
-		ar.jobs.event(jobID, "partial", "%d GPUs still missing after %d award attempts; running on what was leased", need, maxAwardAttempts)
+		ar.jobs.event(jobID, "partial", "%s still missing after %d award attempts; running on what was leased", words.Plural(int(need), "GPU"), maxAwardAttempts)
 	}
 	if _, err := ar.jobs.setState(jobID, lease.JobRunning, "running", "%d lease(s) countersigned", len(leases)); err != nil {
 		ar.log.Warn("job state", "job", jobID, "err", err)

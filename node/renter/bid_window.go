@@ -13,6 +13,7 @@ import (
 	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/node/words"
 	"github.com/idlegrid/idlegrid/store"
 )
 
@@ -140,7 +141,7 @@ func (w *bidWindows) handleBid(_ context.Context, from peer.ID, req []byte) ([]b
 	}
 	ev := store.JobEvent{
 		Kind:    "bid",
-		Message: fmt.Sprintf("bid from %s: %s/GPU-h for %d GPUs", lease.Short(bid.Provider), lease.USD(bid.PriceMicro), len(bid.GPUs)),
+		Message: fmt.Sprintf("bid from %s: %s/GPU-h for %s", lease.Short(bid.Provider), lease.USD(bid.PriceMicro), words.Plural(len(bid.GPUs), "GPU")),
 		Bids:    len(pa.bids), BestPriceMicro: best,
 	}
 	jobID := pa.jobID

@@ -11,7 +11,7 @@ import (
 )
 
 func newRepCmd(g *globals) *cobra.Command {
-	var asJSON bool
+	var asJSON, quiet bool
 	cmd := &cobra.Command{
 		Use:   "rep [PEER]",
 		Short: "Show providers' reputation as this node computes it: score, evidence, badge",
@@ -44,6 +44,9 @@ evidence is listed, best first.`,
 				return printJSON(cmd.OutOrStdout(), reps)
 			}
 			w := cmd.OutOrStdout()
+			if quiet {
+				return printIDs(w, reps, func(r api.Reputation) string { return r.Provider })
+			}
 			if len(reps) == 0 {
 				fmt.Fprintln(w, "no evidence about any provider yet (every provider scores market.reliability_prior)")
 				return nil
@@ -66,5 +69,6 @@ evidence is listed, best first.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	quietFlag(cmd, &quiet, "providers' peer IDs, best first")
 	return cmd
 }

@@ -109,7 +109,7 @@ func (c *Client) doHeader(ctx context.Context, method, path string, q url.Values
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if isConnRefused(err) {
-			return fmt.Errorf("%w at %s (start one with `idlegrid daemon`)", ErrDaemonNotRunning, c.base)
+			return fmt.Errorf("%w at %s", ErrDaemonNotRunning, strings.TrimPrefix(c.base, "http://"))
 		}
 		return fmt.Errorf("client: %s %s: %w", method, path, err)
 	}
