@@ -24,7 +24,7 @@ NFPM    ?= $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 # Docker tags allow no "+": 0.1.0-dev+gabc becomes 0.1.0-dev_gabc.
 IMAGE   ?= idlegrid:$(subst +,_,$(VERSION))
 
-.PHONY: help build install test test-short check fmt vet staticcheck devnet bench fuzz clean package docker-image
+.PHONY: help build install test test-short check fmt vet staticcheck devnet bench fuzz clean package docker-image release
 
 help: ## show this help
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -53,6 +53,30 @@ docker-image: ## build the provider daemon's image FROM scratch (IMAGE=idlegrid:
 	cp "$$($(GO) env GOROOT)/lib/time/zoneinfo.zip" $(DIST)/docker/rootfs/usr/share/zoneinfo.zip
 	CGO_ENABLED=0 GOOS=linux $(GO) build -ldflags '-s -w $(LDFLAGS)' -o $(DIST)/docker/rootfs/usr/bin/idlegrid ./cmd/idlegrid
 	docker build -f deploy/docker/Dockerfile -t $(IMAGE) $(DIST)/docker
+
+# Release archives: the Linux binary of the host's arch (with cgo, for
+# NVML: providers run here) and the renter's desktops, cross-compiled
+# without cgo (no NVML off Linux; a Mac or a Windows PC rents, or offers
+# CPU and WASM). No -trimpath, as in package: the compile cache of go
+# build and go vet stays valid. Each archive holds the binary, README and
+# LICENSE; SHA256SUMS lists them all. Windows gets a .zip (the zip tool).
+RELEASE_TARGETS ?= linux/$(ARCH) darwin/arm64 darwin/amd64 windows/amd64
+release: ## build archives for Linux, macOS (arm64, amd64) and Windows (amd64), and SHA256SUMS, into dist/release
+	@rm -rf $(DIST)/release && mkdir -p $(DIST)/release
+	@set -e; for t in $(RELEASE_TARGETS); do \
+		os=$${t%/*}; arch=$${t#*/}; name=idlegrid_$(VERSION)_$${os}_$${arch}; dir=$(DIST)/release/$$name; \
+		exe=idlegrid; cgo=0; \
+		if [ $$os = windows ]; then exe=idlegrid.exe; fi; \
+		if [ $$os = linux ] && [ $$arch = $$($(GO) env GOARCH) ]; then cgo=1; fi; \
+		mkdir -p $$dir; \
+		echo "build $$os/$$arch (CGO_ENABLED=$$cgo)"; \
+		CGO_ENABLED=$$cgo GOOS=$$os GOARCH=$$arch $(GO) build -ldflags '-s -w $(LDFLAGS)' -o $$dir/$$exe ./cmd/idlegrid; \
+		cp README.md LICENSE $$dir/; \
+		if [ $$os = windows ]; then (cd $(DIST)/release && zip -qr $$name.zip $$name); \
+		else tar -C $(DIST)/release -czf $(DIST)/release/$$name.tar.gz $$name; fi; \
+		rm -rf $$dir; \
+	done
+	cd $(DIST)/release && sha256sum idlegrid_* > SHA256SUMS && cat SHA256SUMS
 
 install: ## install idlegrid into $(go env GOBIN), else $(go env GOPATH)/bin: put that on PATH
 	$(GO) install -ldflags '$(LDFLAGS)' ./cmd/idlegrid

@@ -8,8 +8,10 @@
 package idlegrid_test
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
+	"go/types"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -113,9 +115,15 @@ func TestImportDirection(t *testing.T) {
 		// through node/lease and the callbacks node wires; neither knows
 		// trust; trust knows neither; the lease contract knows no room.
 		{from: "node/provider", forbidden: []string{"node/renter", "node/trust"}},
+		// Rooms return their own types; node's adapter turns them into
+		// the API's (issue 22).
+		{from: "node/provider", forbidden: []string{"node/api"}},
 		{from: "node/renter", forbidden: []string{"node/provider", "node/trust"}},
 		{from: "node/trust", forbidden: []string{"node/provider", "node/renter"}},
 		{from: "node/lease", forbidden: []string{"node/provider", "node/renter", "node/trust"}},
+		// Rooms speak in their own types; the node's API adapter
+		// (node/api_*.go) converts them.
+		{from: "node/trust", forbidden: []string{"node/api"}},
 		// Failpoints are a leaf the rooms call into: they import nothing of
 		// idlegrid.
 		{from: "node/failpoint", forbidden: []string{"node", "p2p", "auction", "attest", "store"}},
@@ -159,6 +167,76 @@ func TestImportDirection(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRoomComponentsDoNotHoldTheRoom keeps the rooms' insides as the node
+// is kept (issue 22): each component of a room is built from its own deps
+// and callbacks, so no struct in a room's package but the room type itself
+// holds the room (a *Renter field, or one whose type names Renter).
+func TestRoomComponentsDoNotHoldTheRoom(t *testing.T) {
+	rooms := []struct {
+		dir      string // the room's package, slash-separated
+		roomType string
+	}{
+		{"node/provider", "Provider"},
+		{"node/renter", "Renter"},
+	}
+	for _, room := range rooms {
+		t.Run(room.dir, func(t *testing.T) {
+			paths, err := filepath.Glob(filepath.Join(filepath.FromSlash(room.dir), "*.go"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, path := range paths {
+				if strings.HasSuffix(path, "_test.go") {
+					continue
+				}
+				fset := token.NewFileSet()
+				f, err := parser.ParseFile(fset, path, nil, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ast.Inspect(f, func(n ast.Node) bool {
+					spec, ok := n.(*ast.TypeSpec)
+					if !ok {
+						return true
+					}
+					if spec.Name.Name == room.roomType {
+						found = true
+						return false // the room may hold its components
+					}
+					st, ok := spec.Type.(*ast.StructType)
+					if !ok {
+						return true
+					}
+					for _, field := range st.Fields.List {
+						if namesType(field.Type, room.roomType) {
+							t.Errorf("%s: struct %s holds the room (%s): give it its own deps or callbacks instead",
+								fset.Position(field.Pos()), spec.Name.Name, types.ExprString(field.Type))
+						}
+					}
+					return true
+				})
+			}
+			if !found {
+				t.Fatalf("no type %s in %s: is the table current?", room.roomType, room.dir)
+			}
+		})
+	}
+}
+
+// namesType reports whether a field's type expression names the type name
+// anywhere (name, *name, []*name, func(*name), map[string]*name, ...).
+func namesType(expr ast.Expr, name string) bool {
+	hit := false
+	ast.Inspect(expr, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && id.Name == name {
+			hit = true
+		}
+		return !hit
+	})
+	return hit
 }
 
 func TestLicenseAndReadme(t *testing.T) {

@@ -2,6 +2,7 @@ package attest
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -71,9 +72,19 @@ func Marshal(v any) ([]byte, error) {
 // [ErrMalformed]. It does not check that data is canonical; [Open] does.
 func Unmarshal(data []byte, v any) error {
 	if err := strictDec.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("attest.Unmarshal: %w: %w", ErrMalformed, err)
+		return fmt.Errorf("attest.Unmarshal: %w: %w", ErrMalformed, unknownField(err))
 	}
 	return nil
+}
+
+// unknownField marks a decode error caused by a field this build does not
+// know as [ErrOtherVersion]: a newer release added it.
+func unknownField(err error) error {
+	var uf *cbor.UnknownFieldError
+	if errors.As(err, &uf) {
+		return fmt.Errorf("%w: %w", ErrOtherVersion, err)
+	}
+	return err
 }
 
 // payloadVersion reads only the "v" key of a payload map, ignoring the rest,

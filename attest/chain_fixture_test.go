@@ -1,7 +1,6 @@
 package attest
 
 import (
-	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -10,8 +9,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata golden files")
 
 // Seeds of the test keys (testKey in record_test.go).
 const (

@@ -1,6 +1,9 @@
 package attest
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors returned (wrapped, with context) by [Open] and [Seal].
 // Callers branch on them with errors.Is; the wrapping text says which record
@@ -21,4 +24,12 @@ var (
 	// ErrMalformed: the envelope or payload cannot be parsed, is not in
 	// canonical form, or breaks a decoder limit.
 	ErrMalformed = errors.New("malformed record")
+	// ErrOtherVersion: another release of the protocol wrote the record:
+	// its signature verifies, but its payload version is not one this
+	// build reads (newer, or older than any it still reads), or it has
+	// fields this build does not know. It comes with ErrUnknownVersion or
+	// ErrMalformed; see [FromOtherVersion] for what validators do with it.
+	// It wraps errors.ErrUnsupported, which the layers that do not import
+	// attest (p2p's DHT and stream guards) test for.
+	ErrOtherVersion = fmt.Errorf("record of another protocol version: %w", errors.ErrUnsupported)
 )

@@ -2,10 +2,11 @@ package attest
 
 import (
 	"encoding/hex"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/idlegrid/idlegrid/attest/golden"
 )
 
 // goldenRecords returns one fixed value of each record encoding this
@@ -49,19 +50,7 @@ func TestRecordsGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := hex.EncodeToString(payload) + "\n"
-			path := filepath.Join("testdata", name+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("read golden (run with -update to create): %v", err)
-			}
-			if got != string(want) {
-				t.Errorf("%s encoding changed:\n got %s\nwant %s", name, got, want)
-			}
+			golden.Check(t, filepath.Join("testdata", name+".golden"), got)
 			back := reflect.New(reflect.TypeOf(rec).Elem()).Interface()
 			if err := Unmarshal(payload, back); err != nil {
 				t.Fatal(err)

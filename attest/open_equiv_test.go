@@ -16,7 +16,8 @@ import (
 // openReference is Open as it was before the fast path (envelope.go) and
 // the decode-first version read (decodePayload): two envelope parses via
 // core/record, the version probe, the strict decode, the canonical
-// re-encode. Open must agree with it on every input: same value, same
+// re-encode, with records of another protocol version marked
+// ErrOtherVersion. Open must agree with it on every input: same value, same
 // signer, same error text.
 func openReference[T any, P interface {
 	*T
@@ -53,11 +54,17 @@ func openReference[T any, P interface {
 	if err != nil {
 		return nil, "", fmt.Errorf("attest.Open %s: %w: payload: %w", k.Name, ErrMalformed, err)
 	}
+	if !k.supports(v) && v != 0 {
+		return nil, "", fmt.Errorf("attest.Open %s: %w: %w: v=%d, supported %v", k.Name, ErrUnknownVersion, ErrOtherVersion, v, k.Versions)
+	}
 	if !k.supports(v) {
 		return nil, "", fmt.Errorf("attest.Open %s: %w: v=%d, supported %v", k.Name, ErrUnknownVersion, v, k.Versions)
 	}
 	out := new(T)
 	if err := strictDec.Unmarshal(rr.payload, out); err != nil {
+		if strings.Contains(err.Error(), "unknown field") {
+			err = fmt.Errorf("%w: %w", ErrOtherVersion, err)
+		}
 		return nil, "", fmt.Errorf("attest.Open %s: %w: payload: %w", k.Name, ErrMalformed, err)
 	}
 	if again, err := encMode.Marshal(out); err != nil || !bytes.Equal(again, rr.payload) {

@@ -164,10 +164,13 @@ func decodePayload[T any](k *Kind, payload []byte) (*T, error) {
 		}
 	}
 	if !k.supports(v) {
+		if v != 0 {
+			return nil, fmt.Errorf("attest.Open %s: %w: %w: v=%d, supported %v", k.Name, ErrUnknownVersion, ErrOtherVersion, v, k.Versions)
+		}
 		return nil, fmt.Errorf("attest.Open %s: %w: v=%d, supported %v", k.Name, ErrUnknownVersion, v, k.Versions)
 	}
 	if strictErr != nil {
-		return nil, fmt.Errorf("attest.Open %s: %w: payload: %w", k.Name, ErrMalformed, strictErr)
+		return nil, fmt.Errorf("attest.Open %s: %w: payload: %w", k.Name, ErrMalformed, unknownField(strictErr))
 	}
 	// Canonical bytes only: otherwise one signer could publish many byte
 	// strings (hence record IDs) for one value, and equal values would not

@@ -28,6 +28,15 @@ type BidSelectInput struct {
 	// (DigestBook.Digests(shard, now)); a deciding provider puts its own
 	// current digest in place of the book's.
 	Digests []*Digest
+	// Newcomers are providers outside Digests that will decide over
+	// Digests plus themselves: those the caller holds evidence of (a
+	// matching capacity record) but has never seen bid. The caller's
+	// Digests hold the proven providers only, since a peer nobody saw bid
+	// must not fill the cheapest prefix (it may be a fresh key that never
+	// bids), and each newcomer's own view is the same proven set plus
+	// itself. SelectBidders reports the newcomers that will bid (the
+	// cheapest MaxNewcomers are considered); ShouldBid ignores them.
+	Newcomers []*Digest
 	// Reliability holds optional public reliability hints, permille by
 	// peer (absent: unknown, no penalty). Renter and provider agree only
 	// if they use the same hints, so leave it nil unless both sides have
@@ -51,11 +60,18 @@ type BidSelection struct {
 	// Expected is the expected number of bids:
 	// len(Always) + (Feasible - len(Always)) * Probability.
 	Expected float64
+	// Newcomers are the input's newcomers that select themselves, by
+	// effective price (SelectBidders only).
+	Newcomers []string
 }
+
+// MaxNewcomers bounds the newcomers SelectBidders considers, cheapest
+// first: each costs one run of the rule.
+const MaxNewcomers = 32
 
 // Includes reports whether peerID is expected to bid.
 func (s *BidSelection) Includes(peerID string) bool {
-	return slices.Contains(s.Always, peerID) || slices.Contains(s.Sampled, peerID)
+	return slices.Contains(s.Always, peerID) || slices.Contains(s.Sampled, peerID) || slices.Contains(s.Newcomers, peerID)
 }
 
 // SelectBidders runs the rule for every provider in the view: the
@@ -72,7 +88,37 @@ func SelectBidders(in BidSelectInput) BidSelection {
 	for _, c := range sampled {
 		sel.Sampled = append(sel.Sampled, c.peer)
 	}
+	sel.Newcomers = selectNewcomers(in)
 	return sel
+}
+
+// selectNewcomers runs each of the cheapest feasible newcomers' own
+// decision: over the input's digests plus itself.
+func selectNewcomers(in BidSelectInput) []string {
+	if len(in.Newcomers) == 0 {
+		return nil
+	}
+	probe := in
+	probe.Digests, probe.Reliability = in.Newcomers, nil
+	_, cands := planBids(probe)
+	top := cheapest(cands, MaxNewcomers)
+	var out []string
+	view := make([]*Digest, 0, len(in.Digests)+1)
+	for _, i := range top {
+		n := in.Newcomers[slices.IndexFunc(in.Newcomers, func(d *Digest) bool { return d != nil && d.Peer == cands[i].peer })]
+		view = append(view[:0], n)
+		for _, d := range in.Digests {
+			if d != nil && d.Peer != n.Peer {
+				view = append(view, d)
+			}
+		}
+		own := in
+		own.Digests, own.Newcomers = view, nil
+		if ok, _ := ShouldBid(own, n.Peer); ok {
+			out = append(out, n.Peer)
+		}
+	}
+	return out
 }
 
 // ShouldBid is a provider's decision: whether self is in the cheapest

@@ -163,16 +163,22 @@ type FloorPrice struct {
 }
 
 // For returns the floor for tier t (0 for an unknown tier).
-func (f FloorPrice) For(t Tier) uint64 {
+func (f FloorPrice) For(t Tier) uint64 { return TierValue(t, f.Gold, f.Silver, f.Bronze) }
+
+// TierValue returns tier t's value of gold, silver and bronze, and the zero
+// value for an unknown tier: the one rule by which every per-tier table is
+// read (the floors a capacity record carries, a provider's floors in USD).
+func TierValue[T any](t Tier, gold, silver, bronze T) T {
 	switch t {
 	case TierGold:
-		return f.Gold
+		return gold
 	case TierSilver:
-		return f.Silver
+		return silver
 	case TierBronze:
-		return f.Bronze
+		return bronze
 	}
-	return 0
+	var zero T
+	return zero
 }
 
 // Window is a weekly availability window in UTC: minutes [StartMin, EndMin)

@@ -3,8 +3,6 @@ package auction
 import (
 	"encoding/hex"
 	"errors"
-	"flag"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -12,9 +10,8 @@ import (
 	"time"
 
 	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/attest/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata golden files")
 
 // TestCapacityGolden pins the CBOR payload encoding of a fixed record: a
 // change here is a wire-format change and needs a new version.
@@ -24,19 +21,7 @@ func TestCapacityGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := hex.EncodeToString(payload) + "\n"
-	path := filepath.Join("testdata", "capacity.golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden (run with -update to create): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("capacity encoding changed:\n got %s\nwant %s", got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", "capacity.golden"), got)
 	var back Capacity
 	if err := attest.Unmarshal(payload, &back); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package auction
 import (
 	"encoding/hex"
 	"errors"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/attest/golden"
 )
 
 // fixtureDigest summarizes fixtureCapacity(seed) at fixedNow (a Monday,
@@ -86,19 +86,7 @@ func TestDigestGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := hex.EncodeToString(payload) + "\n"
-	path := filepath.Join("testdata", "capacity-digest.golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden (run with -update to create): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("encoding changed:\n got %s\nwant %s", got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", "capacity-digest.golden"), got)
 	var back Digest
 	if err := attest.Unmarshal(payload, &back); err != nil || !reflect.DeepEqual(&back, d) {
 		t.Errorf("golden decodes to %+v (%v)", back, err)

@@ -28,17 +28,17 @@ var ErrBookFull = errors.New("digest book full")
 // DigestBook is a node's market view: the newest valid digest of each
 // provider, at most a fixed number, each kept with its sealed bytes so it
 // can be passed on to a syncing peer. It sorts providers into
-// DigestBuckets buckets by a hash of the peer ID and keeps, per bucket, a
-// count and the XOR of the entries' hashes, so two nodes compare
-// summaries and fetch only the buckets that differ. It is safe for
-// concurrent use. Digests it returns are shared: treat them as read-only.
+// DigestBuckets buckets by a hash of the peer ID and summarizes a view of
+// them (a shard, what the node vouches for) per bucket as a count and the
+// XOR of the entries' hashes, so two nodes compare summaries and fetch
+// only the buckets that differ. It is safe for concurrent use. Digests it
+// returns are shared: treat them as read-only.
 type DigestBook struct {
 	mu      sync.RWMutex
 	max     int
 	byPeer  map[string]*bookEntry
 	byShard map[Shard]map[string]*bookEntry
 	exp     bookHeap
-	sums    [DigestBuckets]bucketAcc
 	buckets [DigestBuckets]map[string]*bookEntry
 	opened  openedDigests // digestbook_open.go
 }
@@ -50,11 +50,6 @@ type bookEntry struct {
 	bucket int
 	shards []Shard
 	idx    int // position in exp
-}
-
-type bucketAcc struct {
-	n   uint32
-	xor [sha256.Size]byte
 }
 
 // NewDigestBook returns an empty book holding at most max digests
@@ -123,9 +118,6 @@ func (b *DigestBook) insert(e *bookEntry) {
 		b.buckets[e.bucket] = map[string]*bookEntry{}
 	}
 	b.buckets[e.bucket][e.d.Peer] = e
-	acc := &b.sums[e.bucket]
-	acc.n++
-	xorInto(&acc.xor, &e.hash)
 }
 
 func (b *DigestBook) remove(e *bookEntry) {
@@ -138,9 +130,18 @@ func (b *DigestBook) remove(e *bookEntry) {
 		}
 	}
 	delete(b.buckets[e.bucket], e.d.Peer)
-	acc := &b.sums[e.bucket]
-	acc.n--
-	xorInto(&acc.xor, &e.hash)
+}
+
+// Remove drops the digest held for peerID, if any, and reports whether
+// there was one.
+func (b *DigestBook) Remove(peerID string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.byPeer[peerID]
+	if ok {
+		b.remove(e)
+	}
+	return ok
 }
 
 func xorInto(dst, src *[sha256.Size]byte) {
@@ -233,30 +234,6 @@ func (b *DigestBook) Shards() []ShardCount {
 	return out
 }
 
-// ShardsFor returns the shards a renter publishes r on (RFQShards), with
-// the GPU shards that hold a digest fitting r (DigestFits) as the known
-// shards, cheapest fitting offer first.
-func (b *DigestBook) ShardsFor(r *RFQ, now time.Time) []Shard {
-	best := map[Shard]uint64{}
-	for _, d := range b.Digests("", now) {
-		price, _, ok := DigestFits(r, d)
-		if !ok {
-			continue
-		}
-		for _, s := range d.Shards() {
-			if p, seen := best[s]; s != ShardCPU && (!seen || price < p) {
-				best[s] = price
-			}
-		}
-	}
-	known := make([]Shard, 0, len(best))
-	for s := range best {
-		known = append(known, s)
-	}
-	slices.SortFunc(known, func(x, y Shard) int { return cmp.Or(cmp.Compare(best[x], best[y]), cmp.Compare(x, y)) })
-	return RFQShards(r, known)
-}
-
 // BucketSum is one sync bucket's summary: how many digests and the first
 // 8 bytes of the XOR of their envelopes' SHA-256.
 type BucketSum struct {
@@ -267,14 +244,44 @@ type BucketSum struct {
 // BookSummary summarizes a book for sync, bucket by bucket.
 type BookSummary [DigestBuckets]BucketSum
 
-// Summary returns the book's current summary. Expired digests count until
-// pruned, so call Prune first for a summary another node can match.
-func (b *DigestBook) Summary() BookSummary {
+// SyncView is the part of a book a node passes on to a syncing peer:
+// digests on Shard ("" for all) not expired at Now that Keep accepts (nil
+// keeps all; it runs under the book's lock and must not call the book).
+type SyncView struct {
+	Shard Shard
+	Now   time.Time
+	Keep  func(*Digest) bool
+}
+
+// entries are the view's entries; callers hold b.mu.
+func (v SyncView) entries(b *DigestBook, from map[string]*bookEntry) []*bookEntry {
+	nowMs := v.Now.UnixMilli()
+	var out []*bookEntry
+	for _, e := range from {
+		if e.d.ExpiresAtMs > nowMs && (v.Shard == "" || slices.Contains(e.shards, v.Shard)) && (v.Keep == nil || v.Keep(e.d)) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Summary summarizes the view bucket by bucket.
+func (b *DigestBook) Summary(v SyncView) BookSummary {
 	b.mu.RLock()
-	defer b.mu.RUnlock()
+	from := b.byPeer
+	if v.Shard != "" {
+		from = b.byShard[v.Shard]
+	}
+	es := v.entries(b, from)
+	b.mu.RUnlock()
+	var xors [DigestBuckets][sha256.Size]byte
 	var s BookSummary
-	for i, acc := range b.sums {
-		s[i] = BucketSum{Count: acc.n, Hash: binary.BigEndian.Uint64(acc.xor[:8])}
+	for _, e := range es {
+		s[e.bucket].Count++
+		xorInto(&xors[e.bucket], &e.hash)
+	}
+	for i := range s {
+		s[i].Hash = binary.BigEndian.Uint64(xors[i][:8])
 	}
 	return s
 }
@@ -290,22 +297,48 @@ func (s *BookSummary) Diff(o *BookSummary) []int {
 	return out
 }
 
-// BucketPage returns, sorted by peer, up to limit sealed digests of one
-// bucket whose peer ID sorts after the cursor after ("" for the first
+// BucketSet is a set of sync buckets, one bit each.
+type BucketSet [DigestBuckets / 8]byte
+
+// Add puts bucket b in the set.
+func (s *BucketSet) Add(b int) { s[b/8] |= 1 << (b % 8) }
+
+// Has reports whether bucket b is in the set.
+func (s *BucketSet) Has(b int) bool { return b >= 0 && b < DigestBuckets && s[b/8]&(1<<(b%8)) != 0 }
+
+// SyncBefore reports whether peer a comes before peer b in sync order: by
+// bucket (DigestBucket), then by peer ID. Pages list digests in this
+// order, and a page's cursor is its last peer.
+func SyncBefore(a, b string) bool {
+	ba, bb := DigestBucket(a), DigestBucket(b)
+	return ba < bb || ba == bb && a < b
+}
+
+// Page returns up to limit sealed digests of the view in the buckets of
+// set, in sync order, that come after the cursor after ("" for the first
 // page), and the cursor of the next page ("" when this was the last).
-func (b *DigestBook) BucketPage(bucket int, after string, limit int) (raws [][]byte, next string) {
-	if bucket < 0 || bucket >= DigestBuckets || limit <= 0 {
+func (b *DigestBook) Page(v SyncView, set BucketSet, after string, limit int) (raws [][]byte, next string) {
+	if limit <= 0 {
 		return nil, ""
 	}
-	b.mu.RLock()
+	first := 0
+	if after != "" {
+		first = DigestBucket(after)
+	}
 	var es []*bookEntry
-	for _, e := range b.buckets[bucket] {
-		if e.d.Peer > after {
-			es = append(es, e)
+	b.mu.RLock()
+	for bk := first; bk < DigestBuckets && len(es) <= limit; bk++ {
+		if !set.Has(bk) {
+			continue
 		}
+		in := v.entries(b, b.buckets[bk])
+		if bk == first && after != "" {
+			in = slices.DeleteFunc(in, func(e *bookEntry) bool { return e.d.Peer <= after })
+		}
+		sort.Slice(in, func(i, j int) bool { return in[i].d.Peer < in[j].d.Peer })
+		es = append(es, in...)
 	}
 	b.mu.RUnlock()
-	sort.Slice(es, func(i, j int) bool { return es[i].d.Peer < es[j].d.Peer })
 	if len(es) > limit {
 		es, next = es[:limit], es[limit-1].d.Peer
 	}

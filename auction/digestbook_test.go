@@ -131,16 +131,6 @@ func TestDigestBookViews(t *testing.T) {
 	if len(caps) != 6 || !slices.IsSortedFunc(caps, func(x, y *Capacity) int { return cmpString(x.Peer, y.Peer) }) {
 		t.Errorf("capacities: %d", len(caps))
 	}
-	r := selRFQ(1, 4)
-	r.Resources.Models = nil
-	r.MaxPriceMicro = 1_000_004 // providers 0..4 fit, on floors 1_000_000+i
-	if got := b.ShardsFor(r, fixedNow); !slices.Equal(got, []Shard{"gpu/a10", "gpu/t4"}) {
-		t.Errorf("shards for an unconstrained RFQ: %v", got)
-	}
-	r.MaxPriceMicro = 1_000_000
-	if got := b.ShardsFor(r, fixedNow); !slices.Equal(got, []Shard{"gpu/a10"}) {
-		t.Errorf("only provider 0 fits: %v", got)
-	}
 }
 
 func cmpString(a, b string) int {
@@ -165,7 +155,8 @@ func TestDigestBookSync(t *testing.T) {
 		}
 	}
 	mustAdd(t, a, bookDigest(t, 7, 2, "a10-24gb", time.Hour), fixedNow) // a newer digest
-	sa, sb := a.Summary(), b.Summary()
+	all := SyncView{Now: fixedNow}
+	sa, sb := a.Summary(all), b.Summary(all)
 	diff := sa.Diff(&sb)
 	want := map[int]bool{}
 	for _, i := range []int{0, 50, 100, 150, 200, 250, 7} {
@@ -175,29 +166,36 @@ func TestDigestBookSync(t *testing.T) {
 	if len(diff) != len(want) {
 		t.Fatalf("diff %v, want buckets %v", diff, want)
 	}
+	var set BucketSet
 	for _, bucket := range diff {
 		if !want[bucket] {
 			t.Errorf("bucket %d differs but holds no change", bucket)
 		}
-		after := ""
-		for {
-			raws, next := a.BucketPage(bucket, after, 1)
-			for _, raw := range raws {
-				if _, err := b.Add(raw, fixedNow); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if next == "" {
-				break
-			}
-			after = next
-		}
+		set.Add(bucket)
 	}
-	if sa, sb = a.Summary(), b.Summary(); len(sa.Diff(&sb)) != 0 || a.Len() != b.Len() {
+	after, last := "", ""
+	for {
+		raws, next := a.Page(all, set, after, 3)
+		for _, raw := range raws {
+			d, _, _ := OpenDigest(raw)
+			if !set.Has(DigestBucket(d.Peer)) || last != "" && !SyncBefore(last, d.Peer) {
+				t.Fatalf("page out of the set or out of order at %s", d.Peer)
+			}
+			last = d.Peer
+			if _, err := b.Add(raw, fixedNow); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	if sa, sb = a.Summary(all), b.Summary(all); len(sa.Diff(&sb)) != 0 || a.Len() != b.Len() {
 		t.Errorf("after sync still differ in %v", sa.Diff(&sb))
 	}
-	if raws, next := a.BucketPage(-1, "", 10); raws != nil || next != "" {
-		t.Error("bad bucket paged")
+	if raws, next := a.Page(all, BucketSet{}, "", 10); raws != nil || next != "" {
+		t.Error("an empty set paged")
 	}
 }
 
@@ -217,8 +215,10 @@ func TestDigestBookConcurrent(t *testing.T) {
 					t.Error(err)
 				}
 				_ = b.Digests(GPUShard("a10"), fixedNow)
-				_ = b.Summary()
-				_, _ = b.BucketPage(i%DigestBuckets, "", 5)
+				_ = b.Summary(SyncView{Now: fixedNow})
+				var set BucketSet
+				set.Add(i % DigestBuckets)
+				_, _ = b.Page(SyncView{Now: fixedNow}, set, "", 5)
 			}
 		}()
 	}
@@ -227,7 +227,7 @@ func TestDigestBookConcurrent(t *testing.T) {
 		t.Errorf("len %d, want 50", b.Len())
 	}
 	sum := 0
-	for _, s := range b.Summary() {
+	for _, s := range b.Summary(SyncView{Now: fixedNow}) {
 		sum += int(s.Count)
 	}
 	if sum != 50 {
@@ -249,5 +249,48 @@ func BenchmarkDigestBookAdd(b *testing.B) {
 	book := NewDigestBook(0)
 	for i := 0; b.Loop(); i++ {
 		_, _ = book.Add(raws[i%len(raws)], fixedNow)
+	}
+}
+
+// TestDigestBookSyncView: a view passes on only the digests of its shard
+// that its filter keeps, and Remove drops a digest.
+func TestDigestBookSyncView(t *testing.T) {
+	b := NewDigestBook(0)
+	for i := range 20 {
+		model := "a10-24gb"
+		if i%2 == 1 {
+			model = "t4-16gb"
+		}
+		mustAdd(t, b, bookDigest(t, i, 1, model, time.Hour), fixedNow)
+	}
+	_, kept := bookKey(t, 4)
+	view := SyncView{Shard: GPUShard("a10"), Now: fixedNow, Keep: func(d *Digest) bool { return d.Peer <= kept }}
+	count := 0
+	for bucket, s := range b.Summary(view) {
+		count += int(s.Count)
+		var set BucketSet
+		set.Add(bucket)
+		raws, _ := b.Page(view, set, "", 100)
+		if len(raws) != int(s.Count) {
+			t.Fatalf("bucket %d: %d digests paged, summary says %d", bucket, len(raws), s.Count)
+		}
+		for _, raw := range raws {
+			d, _, err := OpenDigest(raw)
+			if err != nil || !d.OnShard(GPUShard("a10")) || d.Peer > kept {
+				t.Fatalf("view paged a digest it should not: %+v %v", d, err)
+			}
+		}
+	}
+	want := 0
+	for _, d := range b.Digests(GPUShard("a10"), fixedNow) {
+		if d.Peer <= kept {
+			want++
+		}
+	}
+	if count != want || want == 0 {
+		t.Fatalf("view holds %d, want %d", count, want)
+	}
+	if !b.Remove(kept) || b.Remove(kept) || b.Len() != 19 {
+		t.Fatalf("remove: len %d", b.Len())
 	}
 }

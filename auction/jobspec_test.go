@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idlegrid/idlegrid/attest"
 	"github.com/ipfs/go-cid"
+
+	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/attest/golden"
 )
 
 const (
@@ -101,19 +103,7 @@ func TestJobSpecGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := specCID(t, s) + "\n" + hex.EncodeToString(payload) + "\n"
-			path := filepath.Join("testdata", "jobspec", name+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("read golden (run with -update to create): %v", err)
-			}
-			if got != string(want) {
-				t.Errorf("canonical job spec changed:\n got %s\nwant %s", got, want)
-			}
+			golden.Check(t, filepath.Join("testdata", "jobspec", name+".golden"), got)
 			id, _ := cid.Decode(specCID(t, s))
 			if id.Type() != cid.DagCBOR || id.Version() != 1 {
 				t.Errorf("CID %s is not CIDv1 dag-cbor", id)

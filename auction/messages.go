@@ -7,16 +7,21 @@ import "github.com/idlegrid/idlegrid/attest"
 // Sizes are bounded per kind: an RFQ names at most a few dozen models,
 // regions and datasets; a bid at most MaxGPUsPerHost GPU UUIDs.
 const (
-	MaxRFQSize       = 8 << 10
-	MaxBidSize       = 16 << 10
-	MaxAwardSize     = 16 << 10
-	MaxAcceptSize    = 12 << 10
-	MaxDeclineSize   = 2 << 10
-	MaxPreemptSize   = 2 << 10
-	MaxSummarySize   = 1 << 10
-	MaxGPUsPerHost   = 64
-	MessagesVersion  = 1
-	MaxRFQLifetimeMs = 10 * 60 * 1000
+	MaxRFQSize     = 8 << 10
+	MaxBidSize     = 16 << 10
+	MaxAwardSize   = 16 << 10
+	MaxAcceptSize  = 12 << 10
+	MaxDeclineSize = 2 << 10
+	MaxPreemptSize = 2 << 10
+	MaxSummarySize = 10 << 10
+	// MaxEndorsedAwardSize and MaxEndorsedAcceptSize bound the award and
+	// acceptance an AwardSummary carries: an award of MaxGPUsPerHost
+	// GPUs fits, and a summary stays one small gossip message.
+	MaxEndorsedAwardSize  = 5 << 10
+	MaxEndorsedAcceptSize = 4 << 10
+	MaxGPUsPerHost        = 64
+	MessagesVersion       = 1
+	MaxRFQLifetimeMs      = 10 * 60 * 1000
 )
 
 // Kinds of the auction records.
@@ -218,12 +223,16 @@ type PreemptNotice struct {
 	Reason        string `cbor:"reason"`
 }
 
-// AwardSummary is a compact signed statement of a cleared price, gossiped
-// on idlegrid/attest/1 for the market price index.
+// AwardSummary is a signed statement of a cleared price, gossiped on
+// idlegrid/attest/1 for the market price index. It carries the lease it
+// reports, both halves: the renter's award (which names the price) and the
+// provider's acceptance of it, so a summary shows that the award happened
+// and no single key can make one up (OpenAwardSummary checks them).
 type AwardSummary struct {
-	V      uint   `cbor:"v"`
-	Renter string `cbor:"renter"`
-	Award  string `cbor:"award"` // record ID, for de-duplication
+	V        uint   `cbor:"v"`
+	Renter   string `cbor:"renter"`
+	Provider string `cbor:"provider"`
+	Award    string `cbor:"award"` // record ID, for de-duplication
 	// RFQ is the auction this award closed: providers release the GPUs
 	// their losing bids for it still hold.
 	RFQ        string `cbor:"rfq"`
@@ -232,7 +241,19 @@ type AwardSummary struct {
 	GPUs       uint32 `cbor:"gpus"`
 	PriceMicro uint64 `cbor:"price"`
 	AtMs       int64  `cbor:"at_ms"`
+	// AwardEnv is the sealed award (its record ID is Award) and AcceptEnv
+	// the provider's sealed LeaseAcceptance of it.
+	AwardEnv  []byte `cbor:"award_env"`
+	AcceptEnv []byte `cbor:"accept_env"`
+	// Bidders are the providers whose bids the renter received for the
+	// RFQ (Bidders), its word that they answer RFQs: providers cannot see
+	// each other's bids, and a node counts this word as evidence only
+	// from a renter with receipts (docs/protocol.md §6.5).
+	Bidders []string `cbor:"bidders,omitempty"`
 }
+
+// MaxSummaryBidders bounds the bidders one summary lists.
+const MaxSummaryBidders = 64
 
 // RecordKind implements attest.Payload.
 func (RFQ) RecordKind() *attest.Kind { return RFQKind }

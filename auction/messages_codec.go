@@ -1,9 +1,11 @@
 package auction
 
 import (
+	"cmp"
 	"container/heap"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -166,11 +168,97 @@ func SealAwardSummary(s *AwardSummary, key crypto.PrivKey) ([]byte, error) {
 }
 
 // OpenAwardSummary verifies and decodes a sealed award summary (at most
-// MaxSummarySize bytes), validates it and checks that the signer is
-// s.Renter.
+// MaxSummarySize bytes), validates it, checks that the signer is s.Renter
+// and that the lease it carries backs it (checkLease).
 func OpenAwardSummary(raw []byte) (*AwardSummary, peer.ID, error) {
-	return openMessage[AwardSummary]("OpenAwardSummary", raw, MaxSummarySize,
+	s, signer, err := openMessage[AwardSummary]("OpenAwardSummary", raw, MaxSummarySize,
 		func(s *AwardSummary) string { return s.Renter })
+	if err != nil {
+		return nil, "", err
+	}
+	if err := s.checkLease(); err != nil {
+		return nil, "", fmt.Errorf("auction.OpenAwardSummary: %w", err)
+	}
+	return s, signer, nil
+}
+
+// SummaryOfLease builds the award summary of a lease from its two sealed
+// halves (the award and the provider's acceptance), the model of the
+// winning bid, the auction's bidders (Bidders) and the time now. The
+// renter seals it (SealAwardSummary).
+func SummaryOfLease(awardEnv, acceptEnv []byte, model string, bidders []string, now time.Time) (*AwardSummary, error) {
+	aw, _, err := OpenAward(awardEnv)
+	if err != nil {
+		return nil, fmt.Errorf("auction.SummaryOfLease: %w", err)
+	}
+	acc, _, err := OpenLeaseAcceptance(acceptEnv)
+	if err != nil {
+		return nil, fmt.Errorf("auction.SummaryOfLease: %w", err)
+	}
+	s := &AwardSummary{
+		V: MessagesVersion, Renter: aw.Renter, Provider: aw.Provider, Award: attest.RecordID(awardEnv).String(),
+		RFQ: aw.RFQ, Model: model, Tier: aw.Tier, GPUs: uint32(len(acc.GPUs)), PriceMicro: aw.PriceMicro,
+		AtMs: now.UnixMilli(), AwardEnv: awardEnv, AcceptEnv: acceptEnv, Bidders: bidders,
+	}
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("auction.SummaryOfLease: %w", err)
+	}
+	if err := s.checkLease(); err != nil {
+		return nil, fmt.Errorf("auction.SummaryOfLease: %w", err)
+	}
+	return s, nil
+}
+
+// Bidders lists the providers of bids for an award summary: the cheapest
+// MaxSummaryBidders, sorted by peer ID, each once.
+func Bidders(bids []*Bid) []string {
+	sorted := slices.Clone(bids)
+	slices.SortStableFunc(sorted, func(a, b *Bid) int { return cmp.Compare(a.PriceMicro, b.PriceMicro) })
+	var out []string
+	for _, b := range sorted {
+		if len(out) == MaxSummaryBidders {
+			break
+		}
+		if !slices.Contains(out, b.Provider) {
+			out = append(out, b.Provider)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ErrSummaryUnbacked: an award summary's award or acceptance is not the
+// lease it reports (a different price, renter, provider or award, a bad
+// signature).
+var ErrSummaryUnbacked = errors.New("award summary not backed by its lease")
+
+// checkLease checks that s reports the lease it carries: the award is
+// signed by the renter, is the record s.Award names, and states the
+// summary's provider, RFQ, tier and price; the acceptance is the
+// provider's, of that award, for s.GPUs GPUs. Two keys signed the lease,
+// so a summary needs both parties; the model is the renter's word (it is
+// in the bid, which the summary does not carry).
+func (s *AwardSummary) checkLease() error {
+	aw, _, err := OpenAward(s.AwardEnv)
+	if err != nil {
+		return fmt.Errorf("%w: award: %w", ErrSummaryUnbacked, err)
+	}
+	switch {
+	case attest.RecordID(s.AwardEnv).String() != s.Award:
+		return fmt.Errorf("%w: the award is not record %s", ErrSummaryUnbacked, s.Award)
+	case aw.Renter != s.Renter || aw.Provider != s.Provider:
+		return fmt.Errorf("%w: the award is between other parties", ErrSummaryUnbacked)
+	case aw.RFQ != s.RFQ || aw.Tier != s.Tier || aw.PriceMicro != s.PriceMicro:
+		return fmt.Errorf("%w: the award's rfq, tier or price differ", ErrSummaryUnbacked)
+	}
+	acc, _, err := OpenLeaseAcceptance(s.AcceptEnv)
+	if err != nil {
+		return fmt.Errorf("%w: acceptance: %w", ErrSummaryUnbacked, err)
+	}
+	if acc.Provider != s.Provider || acc.Award != s.Award || len(acc.GPUs) != int(s.GPUs) {
+		return fmt.Errorf("%w: the acceptance is not of this award for %d GPUs", ErrSummaryUnbacked, s.GPUs)
+	}
+	return nil
 }
 
 // Expired reports whether the RFQ has expired at now.

@@ -5,18 +5,19 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/idlegrid/idlegrid/attest"
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	mh "github.com/multiformats/go-multihash"
+
+	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/attest/golden"
 )
 
 // Renters sign with testKey(1), providers with testKey(2).
@@ -100,9 +101,30 @@ func msgPreempt(t testing.TB) *PreemptNotice {
 		EffectiveAtMs: fixedNow.Add(time.Hour + 10*time.Minute).UnixMilli(), Reason: "gold lease needs the gpus"}
 }
 
+// msgSummary reports the lease of msgAward, accepted by its provider.
 func msgSummary(t testing.TB) *AwardSummary {
-	return &AwardSummary{V: MessagesVersion, Renter: msgPeer(t, msgRenterSeed), Award: msgRecordID("award"), RFQ: msgRecordID("rfq"),
-		Model: "h100-80gb", Tier: TierBronze, GPUs: 2, PriceMicro: 1_700_000, AtMs: fixedNow.Add(time.Second).UnixMilli()}
+	awardEnv, acceptEnv := msgLease(t)
+	s, err := SummaryOfLease(awardEnv, acceptEnv, "h100-80gb", []string{msgPeer(t, msgProviderSeed), msgPeer(t, 3)}, fixedNow.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// msgLease seals msgAward and the provider's acceptance of it.
+func msgLease(t testing.TB) (awardEnv, acceptEnv []byte) {
+	rkey, _ := testKey(t, msgRenterSeed)
+	pkey, _ := testKey(t, msgProviderSeed)
+	awardEnv, err := SealAward(msgAward(t), rkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc := msgAccept(t)
+	acc.Award = attest.RecordID(awardEnv).String()
+	if acceptEnv, err = SealLeaseAcceptance(acc, pkey); err != nil {
+		t.Fatal(err)
+	}
+	return awardEnv, acceptEnv
 }
 
 func bytesCloneStrings(xs []string) []string { return append([]string(nil), xs...) }
@@ -173,19 +195,7 @@ func TestMessagesGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := hex.EncodeToString(payload) + "\n"
-			path := filepath.Join("testdata", k.golden+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("read golden (run with -update to create): %v", err)
-			}
-			if got != string(want) {
-				t.Errorf("%s encoding changed:\n got %s\nwant %s", k.golden, got, want)
-			}
+			golden.Check(t, filepath.Join("testdata", k.golden+".golden"), got)
 			back := reflect.New(reflect.TypeOf(m).Elem()).Interface()
 			if err := attest.Unmarshal(payload, back); err != nil {
 				t.Fatal(err)

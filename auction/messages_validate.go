@@ -246,6 +246,10 @@ func (s *AwardSummary) Validate() error {
 	var p problems
 	msgCheckVersion(&p, s.V)
 	attest.CheckPeerID(&p, "renter", s.Renter)
+	attest.CheckPeerID(&p, "provider", s.Provider)
+	if s.Provider == s.Renter {
+		p.Addf("provider", "is the renter")
+	}
 	attest.CheckRecordID(&p, "award", s.Award)
 	attest.CheckRecordID(&p, "rfq", s.RFQ)
 	if !IsModelSlug(s.Model) {
@@ -258,6 +262,21 @@ func (s *AwardSummary) Validate() error {
 	msgCheckPrice(&p, "price", s.PriceMicro)
 	if s.AtMs <= 0 {
 		p.Addf("at_ms", "must be positive Unix milliseconds")
+	}
+	if n := len(s.AwardEnv); n == 0 || n > MaxEndorsedAwardSize {
+		p.Addf("award_env", "%d bytes, want 1..%d", n, MaxEndorsedAwardSize)
+	}
+	if n := len(s.AcceptEnv); n == 0 || n > MaxEndorsedAcceptSize {
+		p.Addf("accept_env", "%d bytes, want 1..%d", n, MaxEndorsedAcceptSize)
+	}
+	if len(s.Bidders) > MaxSummaryBidders {
+		p.Addf("bidders", "%d, at most %d", len(s.Bidders), MaxSummaryBidders)
+	}
+	for i, b := range s.Bidders {
+		attest.CheckPeerID(&p, fmt.Sprintf("bidders[%d]", i), b)
+		if i > 0 && b <= s.Bidders[i-1] {
+			p.Addf("bidders", "not sorted and unique at %d", i)
+		}
 	}
 	return messageErr(&p, SummaryKind.Name)
 }

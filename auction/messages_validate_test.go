@@ -191,7 +191,70 @@ func TestAwardSummaryValidate(t *testing.T) {
 		{"zero_gpus", func(s *AwardSummary) { s.GPUs = 0 }, "gpus: 0 out of range 1..64"},
 		{"price_too_high", func(s *AwardSummary) { s.PriceMicro = MaxPriceUUSD + 1 }, "price: 10000000001 uUSD out of range"},
 		{"zero_time", func(s *AwardSummary) { s.AtMs = 0 }, "at_ms: must be positive"},
+		{"bad_provider", func(s *AwardSummary) { s.Provider = "x" }, `provider: "x" is not a peer ID`},
+		{"provider_is_renter", func(s *AwardSummary) { s.Provider = s.Renter }, "provider: is the renter"},
+		{"no_award_env", func(s *AwardSummary) { s.AwardEnv = nil }, "award_env: 0 bytes"},
+		{"huge_accept_env", func(s *AwardSummary) { s.AcceptEnv = make([]byte, MaxEndorsedAcceptSize+1) }, "accept_env: 4097 bytes"},
+		{"bidders_unsorted", func(s *AwardSummary) { s.Bidders = []string{s.Bidders[1], s.Bidders[0]} }, "bidders: not sorted and unique"},
+		{"bidder_not_a_peer", func(s *AwardSummary) { s.Bidders = []string{"x"} }, `bidders[0]: "x" is not a peer ID`},
 	})
+}
+
+// TestAwardSummaryNeedsItsLease: a summary opens only when the lease it
+// carries says what it says, signed by both parties; a renter alone
+// cannot report a price nobody accepted.
+func TestAwardSummaryNeedsItsLease(t *testing.T) {
+	rkey, _ := testKey(t, msgRenterSeed)
+	pkey, _ := testKey(t, msgProviderSeed)
+	otherKey, other := testKey(t, 9)
+	for _, tc := range []struct {
+		name  string
+		edit  func(t *testing.T, s *AwardSummary)
+		wants string
+	}{
+		{"honest", func(*testing.T, *AwardSummary) {}, ""},
+		{"price raised", func(_ *testing.T, s *AwardSummary) { s.PriceMicro *= 2 }, "price differ"},
+		{"tier changed", func(_ *testing.T, s *AwardSummary) { s.Tier = TierGold }, "price differ"},
+		{"more gpus", func(_ *testing.T, s *AwardSummary) { s.GPUs = 3 }, "for 3 GPUs"},
+		{"another award id", func(_ *testing.T, s *AwardSummary) { s.Award = msgRecordID("other") }, "is not record"},
+		{"another provider named", func(_ *testing.T, s *AwardSummary) { s.Provider = other.String() }, "other parties"},
+		{"acceptance by a stranger", func(t *testing.T, s *AwardSummary) {
+			acc := msgAccept(t)
+			acc.Provider, acc.Award = other.String(), s.Award
+			s.AcceptEnv = sealOrFatal(t, func() ([]byte, error) { return SealLeaseAcceptance(acc, otherKey) })
+		}, "is not of this award"},
+		{"acceptance of another award", func(t *testing.T, s *AwardSummary) {
+			acc := msgAccept(t)
+			s.AcceptEnv = sealOrFatal(t, func() ([]byte, error) { return SealLeaseAcceptance(acc, pkey) })
+		}, "is not of this award"},
+		{"award not sealed", func(_ *testing.T, s *AwardSummary) { s.AwardEnv = []byte("garbage") }, "award:"},
+		{"acceptance swapped for the award", func(_ *testing.T, s *AwardSummary) { s.AcceptEnv = s.AwardEnv }, "acceptance:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := msgSummary(t)
+			tc.edit(t, s)
+			raw, err := SealAwardSummary(s, rkey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = OpenAwardSummary(raw)
+			switch {
+			case tc.wants == "" && err != nil:
+				t.Fatalf("honest summary refused: %v", err)
+			case tc.wants != "" && (!errors.Is(err, ErrSummaryUnbacked) || !strings.Contains(err.Error(), tc.wants)):
+				t.Fatalf("OpenAwardSummary = %v, want ErrSummaryUnbacked with %q", err, tc.wants)
+			}
+		})
+	}
+}
+
+func sealOrFatal(t *testing.T, seal func() ([]byte, error)) []byte {
+	t.Helper()
+	raw, err := seal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }
 
 func TestPeerIDMustBeCanonical(t *testing.T) {

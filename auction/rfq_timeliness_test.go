@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/attest/golden"
 )
 
 // The RFQ golden of before want_bids decodes, unchanged, as an RFQ that
@@ -45,19 +46,7 @@ func TestRFQWantBidsGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := hex.EncodeToString(payload) + "\n"
-	path := filepath.Join("testdata", "rfq-want-bids.golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden (run with -update to create): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("encoding changed:\n got %s\nwant %s", got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", "rfq-want-bids.golden"), got)
 	key, _ := testKey(t, msgRenterSeed)
 	raw, err := SealRFQ(r, key)
 	if err != nil {

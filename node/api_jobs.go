@@ -138,7 +138,7 @@ func (b apiBackend) toAPIJob(j *store.Job) api.Job {
 		out.Events = append(out.Events, api.EventFromStore(ev))
 	}
 	if b.n.renter != nil {
-		out.Forwards = b.n.renter.Forwards(j.ID)
+		out.Forwards = apiForwards(b.n.renter.Forwards(j.ID))
 	}
 	return out
 }
@@ -231,20 +231,6 @@ func (b apiBackend) Reputation(p string) (api.Reputation, error) {
 	return api.ReputationFrom(b.n.trust.Reputation().Of(p)), nil
 }
 
-func (b apiBackend) Earnings(since time.Time) (api.Earnings, error) {
-	if b.n.provider == nil {
-		return api.Earnings{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "this node is a %s; earnings are a provider's", b.n.cfg.Role)
-	}
-	return b.n.provider.Earnings(since)
-}
-
-func (b apiBackend) Spend(since time.Time) (api.Spend, error) {
-	if b.n.renter == nil {
-		return api.Spend{}, b.renterOnly()
-	}
-	return b.n.renter.Spend(since)
-}
-
 func (b apiBackend) Attestations(ctx context.Context, lease string) ([]byte, error) {
 	lease, err := b.leaseID(lease)
 	if err != nil {
@@ -258,11 +244,4 @@ func (b apiBackend) Attestations(ctx context.Context, lease string) ([]byte, err
 		return nil, api.Errorf(http.StatusBadGateway, "attestations", "%v", err)
 	}
 	return json.MarshalIndent(x, "", "  ")
-}
-
-func (b apiBackend) GPUHistory() ([]api.GPUSeries, error) {
-	if b.n.provider == nil {
-		return nil, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "this node is a %s; GPU telemetry is a provider's", b.n.cfg.Role)
-	}
-	return b.n.provider.GPUHistory(), nil
 }

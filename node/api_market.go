@@ -53,14 +53,3 @@ func (b apiBackend) Provider(ctx context.Context, id string) (api.Offer, error) 
 	}
 	return api.OfferFromCapacity(rec, b.n.cfg.Market.ReliabilityPrior, true), nil
 }
-
-func (b apiBackend) Capacity() (api.Offer, error) {
-	if b.n.provider == nil {
-		return api.Offer{}, api.Errorf(http.StatusNotFound, api.CodeNotFound, "this node is a %s, not a provider", b.n.cfg.Role)
-	}
-	rec := b.n.provider.Capacity()
-	if rec == nil {
-		return api.Offer{}, api.Errorf(http.StatusServiceUnavailable, api.CodeUnavailable, "capacity not published yet (waiting for a non-empty routing table)")
-	}
-	return api.OfferFromCapacity(rec, b.n.cfg.Market.ReliabilityPrior, true), nil
-}

@@ -53,11 +53,11 @@ func TestBanSurvivesRestart(t *testing.T) {
 	}
 	found := false
 	for _, e := range n.Trust().Peers() {
-		if e.ID != abuser.String() {
+		if e.ID != abuser {
 			continue
 		}
 		found = true
-		if !e.Banned || e.BanReason != string(p2p.AbuseGossipReject) || e.BannedUntil == nil || !e.BannedUntil.After(time.Now().Add(50*time.Minute)) || e.Connected {
+		if !e.Banned || e.BanReason != string(p2p.AbuseGossipReject) || !e.BannedUntil.After(time.Now().Add(50*time.Minute)) || e.Connected {
 			t.Fatalf("peers view after restart: %+v", e)
 		}
 	}

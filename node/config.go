@@ -19,6 +19,7 @@ import (
 	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/node/provider"
+	"github.com/idlegrid/idlegrid/node/words"
 	"github.com/idlegrid/idlegrid/store"
 )
 
@@ -76,6 +77,10 @@ type P2PConfig struct {
 	ReconnectMax        time.Duration `toml:"reconnect_max"`
 	GossipMaxMessageKiB int           `toml:"gossip_max_message_kib"`
 	GossipHeartbeat     time.Duration `toml:"gossip_heartbeat"`
+	// RelayCircuitDuration and RelayCircuitKiB limit each connection a
+	// bootstrap peer relays (p2p.RelayConfig); both 0: unlimited.
+	RelayCircuitDuration time.Duration `toml:"relay_circuit_duration"`
+	RelayCircuitKiB      int           `toml:"relay_circuit_kib"`
 }
 
 // StoreConfig configures the node's store (<home>/store).
@@ -164,6 +169,9 @@ func DefaultConfig(role Role) Config {
 			ReconnectMax:        time.Minute,
 			GossipMaxMessageKiB: 256,
 			GossipHeartbeat:     time.Second,
+			// relay v2's own defaults: signalling and hole punching only.
+			RelayCircuitDuration: 2 * time.Minute,
+			RelayCircuitKiB:      128,
 		},
 		API: APIConfig{Listen: fmt.Sprintf("127.0.0.1:%d", DefaultAPIPort)},
 		Log: LogConfig{Level: "info", Format: "text"},
@@ -232,7 +240,7 @@ func LoadConfig(home string) (Config, error) {
 	path := ConfigPath(home)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return Config{}, fmt.Errorf("no config at %s: run `idlegrid init --role provider|renter|bootstrap` first: %w", path, ErrNoHome)
+		return Config{}, &noHomeError{home: home}
 	}
 	if err != nil {
 		return Config{}, fmt.Errorf("read config: %w", err)
@@ -256,7 +264,7 @@ func ParseConfig(name string, data []byte) (Config, error) {
 		return Config{}, tomlError(name, err)
 	}
 	if probe.Role == "" {
-		return Config{}, &ConfigError{File: name, Key: "role", Msg: fmt.Sprintf("missing; want one of %v", Roles)}
+		return Config{}, &ConfigError{File: name, Key: "role", Msg: fmt.Sprintf("missing; want %s", words.OneOf(Roles))}
 	}
 	cfg := DefaultConfig(probe.Role)
 	md, err := toml.Decode(string(data), &cfg)
@@ -361,14 +369,14 @@ func (c *Config) Set(key, value string) error {
 	if !target.IsValid() {
 		return &ConfigError{Key: key, Msg: "unknown key" + suggestKey(key)}
 	}
-	bad := func(err error) error {
-		return &ConfigError{Key: key, Msg: fmt.Sprintf("invalid value %q: %v", value, err)}
+	bad := func(want string) error {
+		return &ConfigError{Key: key, Msg: fmt.Sprintf("%q: want %s", value, want)}
 	}
 	switch target.Interface().(type) {
 	case time.Duration:
 		d, err := time.ParseDuration(value)
 		if err != nil {
-			return bad(err)
+			return &ConfigError{Key: key, Msg: badDuration(value)}
 		}
 		target.SetInt(int64(d))
 		return nil
@@ -379,25 +387,25 @@ func (c *Config) Set(key, value string) error {
 	case reflect.Bool:
 		b, err := strconv.ParseBool(value)
 		if err != nil {
-			return bad(err)
+			return bad("true or false")
 		}
 		target.SetBool(b)
 	case reflect.Int:
 		n, err := strconv.Atoi(value)
 		if err != nil {
-			return bad(err)
+			return bad("a whole number")
 		}
 		target.SetInt(int64(n))
 	case reflect.Uint64:
 		n, err := strconv.ParseUint(value, 10, 64)
 		if err != nil {
-			return bad(err)
+			return bad("a whole number, 0 or more")
 		}
 		target.SetUint(n)
 	case reflect.Float64:
 		f, err := strconv.ParseFloat(value, 64)
 		if err != nil {
-			return bad(err)
+			return bad("a number, such as 1.5")
 		}
 		target.SetFloat(f)
 	case reflect.Slice:
@@ -406,7 +414,7 @@ func (c *Config) Set(key, value string) error {
 		if strings.HasPrefix(strings.TrimSpace(value), "[") {
 			var arr struct{ V []string }
 			if _, err := toml.Decode("V = "+value, &arr); err != nil {
-				return bad(err)
+				return bad(`a list of quoted strings, such as ["a", "b"], or comma-separated values`)
 			}
 			target.Set(reflect.ValueOf(arr.V))
 			return nil
@@ -419,7 +427,7 @@ func (c *Config) Set(key, value string) error {
 		}
 		target.Set(reflect.ValueOf(parts))
 	default:
-		return bad(fmt.Errorf("unsupported kind %s", target.Kind()))
+		return &ConfigError{Key: key, Msg: "cannot be set from a flag or the environment; edit config.toml"}
 	}
 	return nil
 }
@@ -452,7 +460,7 @@ func (c *Config) BootstrapPeers() ([]peer.AddrInfo, error) {
 	for _, s := range c.P2P.Bootstrap {
 		a, err := ma.NewMultiaddr(s)
 		if err != nil {
-			return nil, fmt.Errorf("%q: %w", s, err)
+			return nil, fmt.Errorf("%q is not a multiaddr, such as /ip4/203.0.113.7/tcp/%d/p2p/12D3KooW…", s, DefaultP2PPort)
 		}
 		if _, err := a.ValueForProtocol(ma.P_P2P); err != nil {
 			return nil, fmt.Errorf("%q: a bootstrap address must end in /p2p/<peer ID>", s)

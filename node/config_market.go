@@ -8,6 +8,7 @@ import (
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/node/provider"
+	"github.com/idlegrid/idlegrid/node/words"
 )
 
 // validateMarket checks the [gpu], [provider] and [market] sections.
@@ -22,11 +23,11 @@ func (c *Config) validateMarket() error {
 	}
 	for _, p := range c.GPU.Sim.Profiles {
 		if _, ok := gpu.LookupProfile(p); !ok {
-			return bad("gpu.sim.profiles", "unknown profile %q; known: %v", p, gpu.ProfileKeys())
+			return bad("gpu.sim.profiles", "unknown profile %q; known: %s", p, words.OneOf(gpu.ProfileKeys()))
 		}
 	}
 	if c.GPU.Backend == gpu.BackendSim && len(c.GPU.Sim.Profiles) == 0 {
-		return bad("gpu.sim.profiles", "backend sim needs at least one profile; known: %v", gpu.ProfileKeys())
+		return bad("gpu.sim.profiles", "backend sim needs at least one profile: %s", words.OneOf(gpu.ProfileKeys()))
 	}
 	p := &c.Provider
 	if c.Role == RoleProvider {
@@ -40,7 +41,7 @@ func (c *Config) validateMarket() error {
 	}
 	for _, rt := range p.Runtimes {
 		if !slices.Contains(auction.KnownRuntimes, rt) {
-			return bad("provider.runtimes", "unknown runtime %q; want one of %v", rt, auction.KnownRuntimes)
+			return bad("provider.runtimes", "unknown runtime %q; want %s", rt, words.OneOf(auction.KnownRuntimes))
 		}
 	}
 	if len(p.Tiers) == 0 {
@@ -62,16 +63,16 @@ func (c *Config) validateMarket() error {
 		return bad("provider.max_duration", "must not be negative")
 	}
 	if p.PreemptNotice < time.Second || p.PreemptNotice > time.Hour {
-		return bad("provider.preempt_notice", "%s: must be within 1s..1h", p.PreemptNotice)
+		return bad("provider.preempt_notice", "%s: must be within 1s..1h", dur(p.PreemptNotice))
 	}
 	if p.FirmHold < 0 || p.FirmHold > time.Minute {
-		return bad("provider.firm_hold", "%s: must be within 0s..1m", p.FirmHold)
+		return bad("provider.firm_hold", "%s: must be within 0s..1m", dur(p.FirmHold))
 	}
 	if p.FirmHoldGPUs < 0 || p.FirmHoldGPUs > auction.MaxGPUs {
 		return bad("provider.firm_hold_gpus", "%d: must be within 0..%d", p.FirmHoldGPUs, auction.MaxGPUs)
 	}
 	if p.RecordTTL < 10*time.Second || p.Republish <= 0 || p.Republish >= p.RecordTTL {
-		return bad("provider.republish", "need 0 < republish (%s) < record_ttl (%s), record_ttl at least 10s", p.Republish, p.RecordTTL)
+		return bad("provider.republish", "need 0 < republish (%s) < record_ttl (%s), record_ttl at least 10s", dur(p.Republish), dur(p.RecordTTL))
 	}
 	if !(p.CPUShare >= 0 && p.CPUShare <= 1) {
 		return bad("provider.cpu_share", "%v: must be within 0..1", p.CPUShare)
@@ -92,7 +93,7 @@ func (c *Config) validateMarket() error {
 		return bad("market.want_bids", "%d: must be within 1..%d", m.WantBids, auction.MaxWantBids)
 	}
 	if m.ProviderTimeout < 0 || m.ProviderTimeout > 0 && m.ProviderTimeout < 5*time.Second {
-		return bad("market.provider_timeout", "%s: must be 0s (only past the lease's end) or at least 5s (a status poll takes up to 3s past its wait)", m.ProviderTimeout)
+		return bad("market.provider_timeout", "%s: must be 0s (only past the lease's end) or at least 5s (a status poll takes up to 3s past its wait)", dur(m.ProviderTimeout))
 	}
 	if m.Refresh < 0 || m.SearchTimeout <= 0 {
 		return bad("market.search_timeout", "refresh must be >= 0 and search_timeout > 0")

@@ -10,6 +10,8 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/idlegrid/idlegrid/node/costs"
+	"github.com/idlegrid/idlegrid/node/words"
+	"github.com/idlegrid/idlegrid/p2p"
 )
 
 // Validate checks every value and returns the first problem, naming its key.
@@ -18,11 +20,11 @@ func (c *Config) Validate() error {
 		return &ConfigError{Key: key, Msg: fmt.Sprintf(format, a...)}
 	}
 	if !slices.Contains(Roles, c.Role) {
-		return bad("role", "%q is not a role; want one of %v", c.Role, Roles)
+		return bad("role", "%q is not a role; want %s", c.Role, words.OneOf(Roles))
 	}
 	for _, s := range c.P2P.Listen {
 		if _, err := ma.NewMultiaddr(s); err != nil {
-			return bad("p2p.listen", "%q: %v", s, err)
+			return bad("p2p.listen", "%q is not a multiaddr, such as /ip4/0.0.0.0/tcp/%d", s, DefaultP2PPort)
 		}
 	}
 	if len(c.P2P.Listen) == 0 {
@@ -30,7 +32,7 @@ func (c *Config) Validate() error {
 	}
 	for _, s := range c.P2P.Announce {
 		if _, err := ma.NewMultiaddr(s); err != nil {
-			return bad("p2p.announce", "%q: %v", s, err)
+			return bad("p2p.announce", "%q is not a multiaddr, such as /ip4/203.0.113.7/tcp/%d", s, DefaultP2PPort)
 		}
 	}
 	if _, err := c.BootstrapPeers(); err != nil {
@@ -44,13 +46,17 @@ func (c *Config) Validate() error {
 	case c.P2P.ResourceFDs < 64:
 		return bad("p2p.resource_fds", "%d is too few; at least 64", c.P2P.ResourceFDs)
 	case c.P2P.ReconnectMin <= 0 || c.P2P.ReconnectMax < c.P2P.ReconnectMin:
-		return bad("p2p.reconnect_max", "need 0 < reconnect_min (%s) <= reconnect_max (%s)", c.P2P.ReconnectMin, c.P2P.ReconnectMax)
+		return bad("p2p.reconnect_max", "need 0 < reconnect_min (%s) <= reconnect_max (%s)", dur(c.P2P.ReconnectMin), dur(c.P2P.ReconnectMax))
 	case c.P2P.GossipMaxMessageKiB < 1 || c.P2P.GossipMaxMessageKiB > 4096:
 		return bad("p2p.gossip_max_message_kib", "%d: must be 1..4096", c.P2P.GossipMaxMessageKiB)
 	case c.P2P.GossipHeartbeat < 10*time.Millisecond:
-		return bad("p2p.gossip_heartbeat", "%s is too short", c.P2P.GossipHeartbeat)
+		return bad("p2p.gossip_heartbeat", "%s is too short; at least 10ms", dur(c.P2P.GossipHeartbeat))
 	case c.P2P.MinPeers < 0:
 		return bad("p2p.min_peers", "must not be negative")
+	}
+	relay := p2p.RelayConfig{CircuitDuration: c.P2P.RelayCircuitDuration, CircuitBytes: int64(c.P2P.RelayCircuitKiB) << 10}
+	if err := relay.Validate(); err != nil {
+		return bad("p2p.relay_circuit_kib", "%v", err)
 	}
 	if c.API.Listen != "" {
 		if _, _, err := net.SplitHostPort(c.API.Listen); err != nil {
@@ -69,9 +75,9 @@ func (c *Config) Validate() error {
 	}
 	switch a := c.Attest; {
 	case a.Sample < 10*time.Millisecond || a.Window < a.Sample:
-		return bad("attest.window", "need 10ms <= sample (%s) <= window (%s)", a.Sample, a.Window)
+		return bad("attest.window", "need 10ms <= sample (%s) <= window (%s)", dur(a.Sample), dur(a.Window))
 	case a.VoucherInterval < 10*time.Millisecond || a.VoucherGrace < 0:
-		return bad("attest.voucher_interval", "%s: too short (grace %s)", a.VoucherInterval, a.VoucherGrace)
+		return bad("attest.voucher_interval", "%s: need at least 10ms, and a grace (%s) that is not negative", dur(a.VoucherInterval), dur(a.VoucherGrace))
 	case a.PrepayIntervals < 0 || a.PrepayIntervals > 100:
 		return bad("attest.prepay_intervals", "%d: must be 0..100", a.PrepayIntervals)
 	case a.EnergyTolerance <= 0 || a.EnergyTolerance > 1:
@@ -81,9 +87,9 @@ func (c *Config) Validate() error {
 	}
 	switch e := c.Executor; {
 	case e.StopGrace < 0 || e.StopGrace > 10*time.Minute:
-		return bad("executor.stop_grace", "%s: must be 0..10m", e.StopGrace)
+		return bad("executor.stop_grace", "%s: must be 0s..10m", dur(e.StopGrace))
 	case e.KeepResults < time.Minute:
-		return bad("executor.keep_results", "%s is too short; at least 1m so renters can fetch results", e.KeepResults)
+		return bad("executor.keep_results", "%s is too short; at least 1m so renters can fetch results", dur(e.KeepResults))
 	case e.MaxLogMiB < 1 || e.MaxLogMiB > 1024:
 		return bad("executor.max_log_mib", "%d: must be 1..1024", e.MaxLogMiB)
 	}

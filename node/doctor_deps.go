@@ -2,6 +2,7 @@ package node
 
 import (
 	"os"
+	"path/filepath"
 
 	"github.com/idlegrid/idlegrid/node/doctor"
 	"github.com/idlegrid/idlegrid/node/gpu"
@@ -37,6 +38,21 @@ func DoctorDeps(cfg Config, home string) doctor.Deps {
 	}
 	if _, err := os.Stat(StorePath(home)); err != nil {
 		d.Dirs[0].Path = home // not created until the daemon first runs
+	}
+	if _, err := os.Stat(ConfigPath(home)); err != nil {
+		// Before idlegrid init: the host's checks, on the disk the home
+		// will be on.
+		d.KeyFile = ""
+		dir := home
+		for {
+			if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
+				break
+			}
+			dir = filepath.Dir(dir)
+		}
+		for i := range d.Dirs {
+			d.Dirs[i].Path = dir
+		}
 	}
 	return d
 }

@@ -60,7 +60,13 @@ func (b apiBackend) Status() api.Status {
 		ConnectedPeers: len(p.ConnectedPeers()),
 		TopicPeers:     p.TopicPeers(),
 		NotReady:       b.notReady(),
+		Reachability:   apiReachability(p.Reachability()),
 	}
+}
+
+func apiReachability(r p2p.Reachability) api.Reachability {
+	return api.Reachability{State: string(r.State), Detail: r.Detail, PublicAddrs: addrStrings(r.PublicAddrs),
+		Relays: addrStrings(r.Relays), RelayAddrs: addrStrings(r.RelayAddrs)}
 }
 
 func (b apiBackend) PublishDebug(ctx context.Context, topic string, data []byte) error {
@@ -93,5 +99,3 @@ func (n *Node) RecentGossip(topic string) []p2p.Message {
 	}
 	return out
 }
-
-func (b apiBackend) Peers() []api.Peer { return b.n.trust.Peers() }

@@ -26,6 +26,24 @@ var (
 	ErrInsecureFile = errors.New("secret file is readable by others")
 )
 
+// noHomeError is ErrNoHome for one home, saying what to do.
+type noHomeError struct{ home string }
+
+func (e *noHomeError) Error() string {
+	return fmt.Sprintf("%s is not a node home yet (no config.toml): create it with idlegrid init --home %s --role provider, renter or bootstrap", e.home, e.home)
+}
+
+func (e *noHomeError) Unwrap() error { return ErrNoHome }
+
+// homeExistsError is ErrHomeExists for one home.
+type homeExistsError struct{ home string }
+
+func (e *homeExistsError) Error() string {
+	return fmt.Sprintf("%s is already a node home (init --force rewrites its config and API token, and keeps its identity and store)", e.home)
+}
+
+func (e *homeExistsError) Unwrap() error { return ErrHomeExists }
+
 // Files in a node's home directory.
 const (
 	configFile   = "config.toml"
@@ -93,7 +111,7 @@ func Init(home string, role Role, opts InitOptions) (InitResult, error) {
 		return res, fmt.Errorf("init: %w", err)
 	}
 	if _, err := os.Stat(ConfigPath(home)); err == nil && !opts.Force {
-		return res, fmt.Errorf("init %s: %w (use --force to rewrite config and token; identity and store are kept)", home, ErrHomeExists)
+		return res, &homeExistsError{home: home}
 	}
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return res, fmt.Errorf("init: create %s: %w", home, err)

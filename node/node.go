@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -93,6 +94,7 @@ type Node struct {
 	// cleanupWork removes it when it is temporary.
 	workDir     string
 	cleanupWork func() error
+	artifacts   *executor.DirArtifacts // modules a renter serves
 
 	trust     *trust.Trust
 	shardSubs shardSubscriptions
@@ -111,7 +113,7 @@ type Node struct {
 // already done are undone in reverse order.
 func New(cfg Config, deps Deps) (_ *Node, err error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("node.New: %w", err)
+		return nil, err // a *ConfigError: the key and what is wrong with it
 	}
 	n := &Node{cfg: cfg, fileCfg: cfg, log: deps.Logger, reg: deps.Registry, started: time.Now(), gossip: api.NewGossipLog(64)}
 	if n.log == nil {
@@ -135,7 +137,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 			return nil, errors.New("node.New: no home directory and no store given")
 		}
 		if n.db, err = store.Open(StorePath(cfg.Home), store.Options{Logger: n.log, LowSpaceMiB: int64(cfg.Store.LowSpaceMiB), Salvage: cfg.Store.Salvage}); err != nil {
-			return nil, fmt.Errorf("node.New: %w", err)
+			return nil, storeError(cfg.Home, err)
 		}
 	}
 	undo = append(undo, n.db.Close)
@@ -154,11 +156,10 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 		Logger:     n.log.With("component", "p2p"),
 		Registerer: n.reg,
 	}); err != nil {
-		return nil, fmt.Errorf("node.New: %w", err)
+		return nil, listenError("p2p.listen (--listen)", strings.Join(cfg.P2P.Listen, ", "), err)
 	}
 	undo = append(undo, n.p2p.Close)
 
-	n.rfqGate = trust.NewRFQGate(time.Now)
 	n.leases = lease.NewBook(n.db, time.Now)
 	if err := n.protectLeaseParties(); err != nil {
 		return nil, fmt.Errorf("node.New: %w", err)
@@ -174,6 +175,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("node.New: %w", err)
 	}
+	n.artifacts = artifacts
 	if err := n.buildRooms(deps, artifacts, &undo); err != nil {
 		return nil, fmt.Errorf("node.New: %w", err)
 	}
@@ -196,7 +198,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 		if n.api, err = api.Listen(cfg.API.Listen, apiBackend{n}, api.Options{
 			Token: token, Gatherer: n.reg, Debug: cfg.API.Debug, Logger: n.log.With("component", "api"), UI: dash,
 		}); err != nil {
-			return nil, fmt.Errorf("node.New: %w", err)
+			return nil, listenError("api.listen (--api-listen)", cfg.API.Listen, err)
 		}
 		undo = append(undo, n.api.Close)
 	}
@@ -252,6 +254,7 @@ func (n *Node) p2pConfig() (p2p.Config, error) {
 	c.ReconnectMin, c.ReconnectMax = n.cfg.P2P.ReconnectMin, n.cfg.P2P.ReconnectMax
 	c.MaxMessageSize = n.cfg.P2P.GossipMaxMessageKiB << 10
 	c.GossipHeartbeat = n.cfg.P2P.GossipHeartbeat
+	c.Relay.CircuitDuration, c.Relay.CircuitBytes = n.cfg.P2P.RelayCircuitDuration, int64(n.cfg.P2P.RelayCircuitKiB)<<10
 	c.UserAgent = "idlegrid/" + Version
 	c.TopicPolicy = shardTopic
 	c.PresenceTopic = p2p.TopicFraud // every role subscribes to it (subscribedTopics)

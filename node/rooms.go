@@ -65,6 +65,7 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 	}, tdeps); err != nil {
 		return err
 	}
+	n.rfqGate = n.trust.RFQGate()
 	if n.cfg.Role == RoleRenter {
 		if n.renter, err = renter.New(renter.Config{
 			ReliabilityPrior: m.ReliabilityPrior, Reauction: m.Reauction, GoldNeedsBadge: m.GoldNeedsBadge, WantBids: m.WantBids,
@@ -91,7 +92,7 @@ func (n *Node) route() {
 		n.p2p.HandleTunnel(forward.Proto, "idlegrid.forward", forward.TunnelLimits, n.provider.HandleTunnel)
 	}
 	if n.renter != nil {
-		n.p2p.HandleRequests(lease.BidProto, "idlegrid.bid", lease.BidLimits, n.renter.HandleBid)
+		n.p2p.HandleRequests(lease.BidProto, "idlegrid.bid", lease.BidLimits, n.handleBid)
 		n.p2p.HandleRequests(lease.PreemptProto, "idlegrid.preempt", lease.PreemptLimits, n.renter.HandlePreempt)
 	}
 	if n.provider != nil || n.renter != nil {
@@ -99,6 +100,19 @@ func (n *Node) route() {
 	}
 	n.p2p.HandleRequests(trust.DigestsProto, "idlegrid.digests", trust.DigestsLimits, n.trust.ServeDigests)
 	n.p2p.SetValidatorFactory(n.shardValidator)
+}
+
+// handleBid hands a bid to the renter and, when the renter took it, tells
+// trust: a provider that answers is evidence the market view counts
+// (node/trust/evidence.go).
+func (n *Node) handleBid(ctx context.Context, from peer.ID, req []byte) ([]byte, error) {
+	resp, err := n.renter.HandleBid(ctx, from, req)
+	if err == nil {
+		if bid, _, oerr := auction.OpenBid(req); oerr == nil {
+			n.trust.NoteBid(bid.RFQ, bid.Provider)
+		}
+	}
+	return resp, err
 }
 
 // shardView is trust's book of one shard, for the provider's bid

@@ -32,8 +32,8 @@ func (n *Node) shardValidator(topic string) p2p.Validator {
 	if st.Kind == auction.ShardTopicDigest {
 		return n.trust.ValidateDigest(topic)
 	}
-	return func(_ context.Context, _, signer peer.ID, data []byte) p2p.Verdict {
-		rfq, v := n.rfqGate.Check(topic, signer, data)
+	return func(_ context.Context, from, signer peer.ID, data []byte) p2p.Verdict {
+		rfq, v := n.rfqGate.Check(topic, from, signer, data)
 		if v != p2p.Accept {
 			return v
 		}
@@ -92,7 +92,9 @@ func (n *Node) followShards(ctx context.Context) error {
 func (n *Node) onShardGossip(ctx context.Context, topic string) func(p2p.Message) {
 	st, _ := auction.ParseShardTopic(topic)
 	if st.Kind == auction.ShardTopicDigest {
-		return func(m p2p.Message) { n.trust.OnDigest(m.Data) }
+		// The validator took the digest into trust's book (it keeps even
+		// those it withholds, to check them); delivery adds nothing.
+		return func(p2p.Message) {}
 	}
 	return n.onGossip(ctx, p2p.TopicRFQ)
 }

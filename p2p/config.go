@@ -59,6 +59,8 @@ type Config struct {
 	// NATTraversal turns on UPnP/NAT-PMP port mapping, hole punching,
 	// AutoNAT v2 and auto-relay through relays learnt from bootstrap peers.
 	NATTraversal bool
+	// Relay sizes the relay service of a Bootstrapper (nat.go).
+	Relay RelayConfig
 
 	// ConnLow and ConnHigh are the connection manager water marks.
 	ConnLow, ConnHigh int
@@ -160,6 +162,7 @@ func DefaultConfig() Config {
 		ReconnectMax:    time.Minute,
 		MinPeers:        8,
 		UserAgent:       "idlegrid",
+		Relay:           DefaultRelayConfig(),
 	}
 }
 
@@ -188,6 +191,9 @@ func (c *Config) validate(hasHost bool) error {
 	}
 	if c.ReconnectMin <= 0 || c.ReconnectMax < c.ReconnectMin {
 		errs = append(errs, fmt.Errorf("reconnect backoff min=%s max=%s: need 0 < min <= max", c.ReconnectMin, c.ReconnectMax))
+	}
+	if err := c.Relay.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	allowed := map[string]bool{}
 	for _, t := range AllTopics {

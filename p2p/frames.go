@@ -169,7 +169,7 @@ func (n *Node) RequestFrames(ctx context.Context, p peer.ID, proto protocol.ID, 
 		return nil, fmt.Errorf("p2p: request on %s: %d bytes exceeds limit %d", proto, len(req), lim.MaxRequest)
 	}
 	octx, cancel := context.WithTimeout(ctx, lim.Idle)
-	s, err := n.host.NewStream(octx, p, proto)
+	s, err := n.openStream(octx, p, false, proto)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("p2p: open %s stream to %s: %w", proto, p, err)

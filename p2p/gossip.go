@@ -24,7 +24,20 @@ const (
 	// provably bad messages (bad signature, malformed).
 	Reject
 	// Ignore drops it without penalty: stale, duplicate, not for us.
+	// (The abuse guard still charges the forwarder a point: a peer that
+	// keeps sending what is ignored makes us work for nothing.)
 	Ignore
+	// Withhold drops it like Ignore but charges nobody: the message is
+	// valid and an honest peer may well send it, but this node will not
+	// pass it on now. The node keeps what it needs (a claim it checks
+	// before it believes it; work over a budget shared by many senders).
+	Withhold
+	// Skip drops it with no penalty or charge at all: a message this node
+	// cannot judge because another release of the protocol wrote it (a
+	// record version or fields it does not know). An honest upgraded peer
+	// must not lose standing with older ones (docs/protocol.md,
+	// "Compatibility").
+	Skip
 )
 
 // Validator inspects a message's payload before anything else sees it.

@@ -12,7 +12,8 @@ import (
 // GuardValidator wraps a topic validator so that its verdicts cost the
 // forwarding peer: Ignore is charged AbuseGossipIgnore and Reject
 // AbuseGossipReject (on top of gossipsub's own penalty for invalid
-// messages). Our own messages are never charged. RegisterValidator applies
+// messages); Withhold and Skip cost nothing. Our own messages are never
+// charged. RegisterValidator applies
 // it to every validator, so the node must not wrap a second time.
 func (g *Guard) GuardValidator(self peer.ID, v Validator) Validator {
 	return func(ctx context.Context, from, signer peer.ID, data []byte) Verdict {

@@ -231,7 +231,7 @@ func (n *Node) PeerAbuse() []PeerAbuse {
 		rec := records[p]
 		pa := PeerAbuse{
 			ID:          p,
-			Connected:   n.host.Network().Connectedness(p) == network.Connected,
+			Connected:   n.connected(p),
 			GossipScore: score,
 			Graylisted:  score < graylistThreshold,
 			AbusePoints: rec.Points,

@@ -173,7 +173,9 @@ func (n *Node) readRequest(s network.Stream, proto protocol.ID, max int, header 
 // handlerFailed accounts for a handler's error: malformed requests are
 // charged to the sender.
 func (n *Node) handlerFailed(proto protocol.ID, from peer.ID, err error) {
-	if errors.Is(err, ErrMalformed) {
+	// errors.ErrUnsupported: a message of another protocol release (a
+	// record version or field this build does not know), never charged.
+	if errors.Is(err, ErrMalformed) && !errors.Is(err, errors.ErrUnsupported) {
 		n.metrics.streamRefused(proto, RefusedMalformed)
 		n.guard.Charge(from, AbuseStreamMalformed, 0)
 	}

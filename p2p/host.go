@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/proto"
+	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	tls "github.com/libp2p/go-libp2p/p2p/security/tls"
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
@@ -31,7 +32,7 @@ const dialTimeout = 15 * time.Second
 // manager, identify and ping. Role-specific reachability options follow.
 // It also returns how many established inbound connections admission may
 // keep (see newResourceManager).
-func newHost(cfg *Config, reg prometheus.Registerer, gater *Blocklist, relaySource autorelay.PeerSource) (host.Host, int, error) {
+func newHost(cfg *Config, reg prometheus.Registerer, gater *Blocklist, relaySource autorelay.PeerSource, punches holepunch.EventTracer) (host.Host, int, error) {
 	cm, err := connmgr.NewConnManager(cfg.ConnLow, cfg.ConnHigh, connmgr.WithGracePeriod(cfg.ConnGrace))
 	if err != nil {
 		return nil, 0, fmt.Errorf("p2p: connection manager: %w", err)
@@ -71,21 +72,9 @@ func newHost(cfg *Config, reg prometheus.Registerer, gater *Blocklist, relaySour
 	}
 	switch {
 	case cfg.Bootstrapper:
-		// Bootstrap peers are public by definition: serve relay v2 circuits
-		// (signalling and hole-punch coordination only; the default limits
-		// are 2 min / 128 KiB per circuit) and AutoNAT dial-backs.
-		opts = append(opts,
-			libp2p.ForceReachabilityPublic(),
-			libp2p.EnableRelayService(),
-			libp2p.EnableNATService(),
-		)
+		opts = append(opts, bootstrapReachability(cfg)...)
 	case cfg.NATTraversal:
-		opts = append(opts,
-			libp2p.NATPortMap(),
-			libp2p.EnableHolePunching(),
-			libp2p.EnableAutoNATv2(),
-			libp2p.EnableAutoRelayWithPeerSource(relaySource),
-		)
+		opts = append(opts, natTraversal(relaySource, punches, reg)...)
 	}
 	h, err := libp2p.New(opts...)
 	if err != nil {

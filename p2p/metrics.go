@@ -30,6 +30,8 @@ type metrics struct {
 	throttledN  prometheus.Counter
 	healed      prometheus.Counter
 	reidentify  prometheus.Counter
+	reach       *prometheus.GaugeVec
+	punches     *prometheus.CounterVec
 }
 
 func newMetrics(n *Node) *metrics {
@@ -38,7 +40,7 @@ func newMetrics(n *Node) *metrics {
 	}
 	m := &metrics{
 		messages:   counter("gossip", "messages_total", "Gossip messages by topic and direction (published, received).", "topic", "direction"),
-		validation: counter("gossip", "validation_total", "Topic validator verdicts by topic and result.", "topic", "result"),
+		validation: counter("gossip", "validation_total", "Topic validator verdicts by topic and result (accept, reject, ignore, skip).", "topic", "result"),
 		copies: counter("gossip", "copies_total",
 			"Gossip messages received by topic, the first copy of each and the duplicates dropped (topics not joined: other).", "topic", "copy"),
 		gossipBytes: counter("gossip", "bytes_total",
@@ -49,7 +51,12 @@ func newMetrics(n *Node) *metrics {
 		bans:        counter("p2p", "bans_total", "Peers banned for abuse, by the reason of the last charge.", "reason"),
 		streamRefs:  counter("p2p", "stream_refusals_total", "Inbound streams refused or cut, by protocol and reason.", "protocol", "reason"),
 		connRefs:    counter("p2p", "conn_refusals_total", "Connections refused or evicted, by reason.", "reason"),
-		dhtPuts:     counter("dht", "puts_total", "Inbound DHT record PUTs by result (valid, invalid, throttled, banned).", "result"),
+		dhtPuts:     counter("dht", "puts_total", "Inbound DHT record PUTs by result (valid, invalid, other_version, throttled, banned).", "result"),
+		punches:     counter("p2p", "hole_punches_total", "Hole-punch attempts with peers reached through a relay, by result (direct, failed).", "result"),
+		reach: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "idlegrid", Subsystem: "p2p", Name: "reachability",
+			Help: "1 for this node's reachability now (public, relayed, unreachable, unknown), 0 for the others.",
+		}, []string{"state"}),
 		throttledN: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "idlegrid", Subsystem: "gossip", Name: "throttled_total",
 			Help: "Gossip messages dropped unvalidated because their peer was over its rate.",
@@ -66,6 +73,7 @@ func newMetrics(n *Node) *metrics {
 	m.collectors = []prometheus.Collector{
 		m.messages, m.validation, m.copies, m.gossipBytes, m.redials,
 		m.abusePoints, m.abuseEvents, m.bans, m.streamRefs, m.connRefs, m.dhtPuts, m.throttledN, m.healed, m.reidentify,
+		m.punches, m.reach,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "idlegrid", Subsystem: "p2p", Name: "connected_peers",
 			Help: "Peers with at least one open connection.",
@@ -130,6 +138,10 @@ func (m *metrics) validated(topic string, v Verdict) {
 		result = "reject"
 	case Ignore:
 		result = "ignore"
+	case Withhold:
+		result = "withhold"
+	case Skip:
+		result = "skip"
 	}
 	m.validation.WithLabelValues(topic, result).Inc()
 }
@@ -158,3 +170,21 @@ func (m *metrics) dhtPut(result string)      { m.dhtPuts.WithLabelValues(result)
 func (m *metrics) throttled(n int)           { m.throttledN.Add(float64(n)) }
 func (m *metrics) gossipHealed()             { m.healed.Inc() }
 func (m *metrics) identifyRedone()           { m.reidentify.Inc() }
+
+func (m *metrics) holePunched(ok bool) {
+	if ok {
+		m.punches.WithLabelValues("direct").Inc()
+	} else {
+		m.punches.WithLabelValues("failed").Inc()
+	}
+}
+
+func (m *metrics) setReachability(now ReachState) {
+	for _, st := range []ReachState{ReachPublic, ReachRelayed, ReachUnreachable, ReachUnknown} {
+		v := 0.0
+		if st == now {
+			v = 1
+		}
+		m.reach.WithLabelValues(string(st)).Set(v)
+	}
+}

@@ -51,6 +51,8 @@ type Node struct {
 	book     PeerBook
 	metrics  *metrics
 	started  time.Time
+	// punches keeps the latest hole-punch outcome per peer.
+	punches *punchLog
 
 	// The abuse guard and what it drives: bans (persisted through bans),
 	// inbound stream caps, inbound admission, and the protected test.
@@ -124,13 +126,14 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	// Metrics come first (registered at the end) so that everything built
 	// below can count.
 	n.metrics = newMetrics(n)
+	n.punches = newPunchLog(logger, n.metrics.holePunched)
 	if err := n.setupGuard(deps.Bans); err != nil {
 		return nil, err
 	}
 	n.host = deps.Host
 	rcmgrKeep := 0
 	if n.host == nil {
-		n.host, rcmgrKeep, err = newHost(&n.cfg, deps.Registerer, n.blocklist, relayPeerSource(cfg.Bootstrap, func() host.Host { return n.host }))
+		n.host, rcmgrKeep, err = newHost(&n.cfg, deps.Registerer, n.blocklist, relayPeerSource(cfg.Bootstrap, func() host.Host { return n.host }), n.punches)
 		if err != nil {
 			return nil, err
 		}
@@ -232,7 +235,7 @@ func (n *Node) bootstrapPeers() []peer.AddrInfo {
 }
 
 // Run runs the node's loops (reconnect, peer book, protection, gossip
-// heal, failed identify) until ctx ends.
+// heal, failed identify, reachability log) until ctx ends.
 func (n *Node) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { n.recordPeers(ctx) })
@@ -240,6 +243,7 @@ func (n *Node) Run(ctx context.Context) error {
 	wg.Go(func() { n.protectLoop(ctx) })
 	wg.Go(func() { n.healGossipLoop(ctx) })
 	wg.Go(func() { n.redoFailedIdentify(ctx) })
+	wg.Go(func() { n.watchReachability(ctx) })
 	wg.Wait()
 	return nil
 }
@@ -325,6 +329,9 @@ type PeerInfo struct {
 	Agent     string
 	Bootstrap bool
 	Protocols []string
+	// Path is "direct", or how the peer is relayed and why no direct
+	// connection came up (pathOf).
+	Path string
 }
 
 // Peers describes every connected peer.
@@ -332,7 +339,7 @@ func (n *Node) Peers() []PeerInfo {
 	ps := n.host.Peerstore()
 	var out []PeerInfo
 	for _, p := range n.host.Network().Peers() {
-		pi := PeerInfo{ID: p, Latency: ps.LatencyEWMA(p), Bootstrap: n.boot[p]}
+		pi := PeerInfo{ID: p, Latency: ps.LatencyEWMA(p), Bootstrap: n.boot[p], Path: n.pathOf(p)}
 		for _, c := range n.host.Network().ConnsToPeer(p) {
 			pi.Addrs = append(pi.Addrs, c.RemoteMultiaddr())
 			pi.Direction = c.Stat().Direction

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/event"
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	ma "github.com/multiformats/go-multiaddr"
@@ -79,7 +78,7 @@ func (n *Node) redialDue(ctx context.Context, state map[peer.ID]*redialState, in
 		if ai.ID == n.host.ID() || inflight[ai.ID] {
 			continue
 		}
-		if n.host.Network().Connectedness(ai.ID) == network.Connected {
+		if n.connected(ai.ID) {
 			delete(state, ai.ID)
 			continue
 		}

@@ -32,6 +32,13 @@ type StreamLimits struct {
 	// MaxPerPeer and MaxConcurrent cap the streams one peer, and all peers
 	// together, may have open on the protocol (defaults 32 and 256).
 	MaxPerPeer, MaxConcurrent int
+	// OverLimitedRelay lets the exchange run over a relayed connection
+	// whose relay limits circuits (relay v2's default: 2 min and 128 KiB
+	// each way): set it on small messages a NATed peer must get even when
+	// no direct connection comes up (bids, notices). Without it a request
+	// waits, within Timeout, for a direct connection, and fails with a
+	// *RelayOnlyError when none comes.
+	OverLimitedRelay bool
 }
 
 func (l StreamLimits) header() time.Duration {
@@ -89,7 +96,7 @@ func (n *Node) Request(ctx context.Context, p peer.ID, proto protocol.ID, req []
 	}
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
-	s, err := n.host.NewStream(ctx, p, proto)
+	s, err := n.openStream(ctx, p, lim.OverLimitedRelay, proto)
 	if err != nil {
 		return nil, fmt.Errorf("p2p: open %s stream to %s: %w", proto, p, err)
 	}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -189,7 +188,7 @@ func (n *Node) connectTopicPeers(ctx context.Context, topic string, want int) {
 	}
 	dialed := 0
 	for ai := range peers {
-		if ai.ID == n.host.ID() || n.host.Network().Connectedness(ai.ID) == network.Connected {
+		if ai.ID == n.host.ID() || n.connected(ai.ID) {
 			continue
 		}
 		if err := n.host.Connect(ctx, ai); err != nil {

@@ -80,7 +80,7 @@ func (n *Node) OpenTunnel(ctx context.Context, p peer.ID, proto protocol.ID, hea
 	}
 	octx, cancel := context.WithTimeout(ctx, orDefault(lim.OpenTimeout, 10*time.Second))
 	defer cancel()
-	s, err := n.host.NewStream(octx, p, proto)
+	s, err := n.openStream(octx, p, false, proto)
 	if err != nil {
 		return nil, fmt.Errorf("p2p: open %s stream to %s: %w", proto, p, err)
 	}

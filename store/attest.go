@@ -79,24 +79,7 @@ func (d *DB) PutChainEntryTTL(provider string, seq uint64, raw []byte, sync bool
 // ChainEntries returns a provider's stored entries with from <= seq <= to,
 // in seq order.
 func (d *DB) ChainEntries(provider string, from, to uint64) ([][]byte, error) {
-	var out [][]byte
-	start, prefix := chainKey(provider, from), []byte(chainPrefix+provider+"/")
-	err := d.view(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: prefix})
-		defer it.Close()
-		end := chainKey(provider, to)
-		for it.Seek(start); it.Valid(); it.Next() {
-			if bytes.Compare(it.Item().Key(), end) > 0 {
-				break
-			}
-			v, err := it.Item().ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			out = append(out, v)
-		}
-		return nil
-	})
+	out, err := d.scanRange([]byte(chainPrefix+provider+"/"), chainKey(provider, from), chainKey(provider, to))
 	if err != nil {
 		return nil, fmt.Errorf("store.ChainEntries %s: %w", provider, err)
 	}
@@ -135,13 +118,7 @@ func (d *DB) PutReceipt(id string, raw []byte) error {
 
 // PutReceiptTTL stores a receipt for ttl (others' gossiped receipts).
 func (d *DB) PutReceiptTTL(id string, raw []byte, ttl time.Duration) error {
-	err := d.update(func(txn *badger.Txn) error {
-		return txn.SetEntry(badger.NewEntry([]byte(receiptPrefix+id), raw).WithTTL(ttl))
-	})
-	if err != nil {
-		return fmt.Errorf("store.PutReceiptTTL: %w", err)
-	}
-	return nil
+	return d.putTTL("store.PutReceiptTTL", receiptPrefix+id, raw, ttl)
 }
 
 // Receipts returns every stored receipt.
@@ -181,60 +158,6 @@ func (d *DB) ObserveHeartbeat(provider string, atMs int64) error {
 // Uptimes returns every provider's heartbeat observations.
 func (d *DB) Uptimes() ([]*Uptime, error) {
 	var out []*Uptime
-	err := d.scanJSON("store.Uptimes", uptimePrefix, func() any { return new(Uptime) }, func(v any) { out = append(out, v.(*Uptime)) })
+	err := scanJSON(d, "store.Uptimes", uptimePrefix, func(u *Uptime) { out = append(out, u) })
 	return out, err
-}
-
-func (d *DB) putRaw(op, key string, raw []byte, sync bool) error {
-	if err := d.update(func(txn *badger.Txn) error { return txn.Set([]byte(key), raw) }); err != nil {
-		return fmt.Errorf("%s %s: %w", op, key, err)
-	}
-	if sync {
-		if err := d.sync(); err != nil {
-			return fmt.Errorf("%s %s: sync: %w", op, key, err)
-		}
-	}
-	return nil
-}
-
-func (d *DB) getRaw(op, key string) ([]byte, error) {
-	var out []byte
-	err := d.view(func(txn *badger.Txn) error {
-		item, err := txn.Get([]byte(key))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		if item.ValueSize() > maxRecord {
-			return fmt.Errorf("%w: %d-byte value", ErrCorrupt, item.ValueSize())
-		}
-		out, err = item.ValueCopy(nil)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", op, key, err)
-	}
-	return out, nil
-}
-
-func (d *DB) scanRaw(op, prefix string) ([][]byte, error) {
-	var out [][]byte
-	err := d.view(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte(prefix)})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			v, err := it.Item().ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			out = append(out, v)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	return out, nil
 }

@@ -1,10 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -110,8 +113,7 @@ func makeBanRoom(txn *badger.Txn) error {
 func (d *DB) LoadBans() ([]Ban, error) {
 	now := time.Now()
 	var out []Ban
-	err := d.scanJSON("store.LoadBans", banPrefix, func() any { return new(banJSON) }, func(v any) {
-		rec := v.(*banJSON)
+	err := scanJSON(d, "store.LoadBans", banPrefix, func(rec *banJSON) {
 		id, err := peer.Decode(rec.Peer)
 		if err != nil {
 			d.log.Warn("skipping unreadable ban entry", "peer", rec.Peer, "err", err)
@@ -125,11 +127,8 @@ func (d *DB) LoadBans() ([]Ban, error) {
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Until.Equal(out[j].Until) {
-			return out[i].Until.After(out[j].Until)
-		}
-		return out[i].Peer < out[j].Peer
+	slices.SortFunc(out, func(a, b Ban) int {
+		return cmp.Or(b.Until.Compare(a.Until), strings.Compare(string(a.Peer), string(b.Peer)))
 	})
 	if len(out) > banLimit {
 		out = out[:banLimit]

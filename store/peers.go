@@ -1,10 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -62,10 +64,10 @@ func (d *DB) ForgetPeer(id peer.ID) error {
 // one damaged entry never hides the rest.
 func (d *DB) KnownPeers(limit int) ([]KnownPeer, error) {
 	var out []KnownPeer
-	err := d.scanJSON("store.KnownPeers", peerPrefix, func() any { return new(knownPeerJSON) }, func(v any) {
-		kp, err := v.(*knownPeerJSON).decode()
+	err := scanJSON(d, "store.KnownPeers", peerPrefix, func(rec *knownPeerJSON) {
+		kp, err := rec.decode()
 		if err != nil {
-			d.log.Warn("skipping unreadable known-peer entry", "peer", v.(*knownPeerJSON).ID, "err", err)
+			d.log.Warn("skipping unreadable known-peer entry", "peer", rec.ID, "err", err)
 			return
 		}
 		out = append(out, kp)
@@ -73,11 +75,8 @@ func (d *DB) KnownPeers(limit int) ([]KnownPeer, error) {
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].LastSeen.Equal(out[j].LastSeen) {
-			return out[i].LastSeen.After(out[j].LastSeen)
-		}
-		return out[i].Info.ID < out[j].Info.ID
+	slices.SortFunc(out, func(a, b KnownPeer) int {
+		return cmp.Or(b.LastSeen.Compare(a.LastSeen), strings.Compare(string(a.Info.ID), string(b.Info.ID)))
 	})
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]

@@ -1,13 +1,11 @@
 package store
 
 import (
-	"encoding/json"
+	"cmp"
 	"errors"
-	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"time"
-
-	badger "github.com/dgraph-io/badger/v4"
 )
 
 // ErrNotFound is returned for a key that is not stored.
@@ -149,12 +147,9 @@ func (d *DB) GetLease(id string) (*Lease, error) {
 // Leases returns every stored lease, oldest first.
 func (d *DB) Leases() ([]*Lease, error) {
 	var out []*Lease
-	err := d.scanJSON("store.Leases", leasePrefix, func() any { return new(Lease) }, func(v any) { out = append(out, v.(*Lease)) })
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].StartsAtMs != out[j].StartsAtMs {
-			return out[i].StartsAtMs < out[j].StartsAtMs
-		}
-		return out[i].ID < out[j].ID
+	err := scanJSON(d, "store.Leases", leasePrefix, func(l *Lease) { out = append(out, l) })
+	slices.SortFunc(out, func(a, b *Lease) int {
+		return cmp.Or(cmp.Compare(a.StartsAtMs, b.StartsAtMs), strings.Compare(a.ID, b.ID))
 	})
 	return out, err
 }
@@ -179,12 +174,9 @@ func (d *DB) GetJob(id string) (*Job, error) {
 // Jobs returns every stored job, newest first.
 func (d *DB) Jobs() ([]*Job, error) {
 	var out []*Job
-	err := d.scanJSON("store.Jobs", jobPrefix, func() any { return new(Job) }, func(v any) { out = append(out, v.(*Job)) })
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreatedAtMs != out[j].CreatedAtMs {
-			return out[i].CreatedAtMs > out[j].CreatedAtMs
-		}
-		return out[i].ID < out[j].ID
+	err := scanJSON(d, "store.Jobs", jobPrefix, func(j *Job) { out = append(out, j) })
+	slices.SortFunc(out, func(a, b *Job) int {
+		return cmp.Or(cmp.Compare(b.CreatedAtMs, a.CreatedAtMs), strings.Compare(a.ID, b.ID))
 	})
 	return out, err
 }
@@ -196,77 +188,8 @@ func (d *DB) PutSummary(id string, raw []byte, expires time.Time) error {
 	if ttl <= 0 {
 		return nil
 	}
-	err := d.update(func(txn *badger.Txn) error {
-		return txn.SetEntry(badger.NewEntry([]byte(summaryPrefix+id), raw).WithTTL(ttl))
-	})
-	if err != nil {
-		return fmt.Errorf("store.PutSummary: %w", err)
-	}
-	return nil
+	return d.putTTL("store.PutSummary", summaryPrefix+id, raw, ttl)
 }
 
 // Summaries returns every stored award summary envelope.
 func (d *DB) Summaries() ([][]byte, error) { return d.scanRaw("store.Summaries", summaryPrefix) }
-
-func (d *DB) putJSON(op, key string, v any, sync bool) error {
-	val, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if err := d.update(func(txn *badger.Txn) error { return txn.Set([]byte(key), val) }); err != nil {
-		return fmt.Errorf("%s %s: %w", op, key, err)
-	}
-	if sync {
-		if err := d.sync(); err != nil {
-			return fmt.Errorf("%s %s: sync: %w", op, key, err)
-		}
-	}
-	return nil
-}
-
-func (d *DB) getJSON(op, key string, v any) error {
-	err := d.view(func(txn *badger.Txn) error {
-		item, err := txn.Get([]byte(key))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		if item.ValueSize() > maxRecord {
-			return fmt.Errorf("%w: %d-byte value", ErrCorrupt, item.ValueSize())
-		}
-		return item.Value(func(b []byte) error { return json.Unmarshal(b, v) })
-	})
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", op, key, err)
-	}
-	return nil
-}
-
-// scanJSON decodes every value under prefix. A damaged entry is logged and
-// skipped, so one bad record never hides the others.
-func (d *DB) scanJSON(op, prefix string, alloc func() any, add func(any)) error {
-	err := d.view(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, Prefix: []byte(prefix)})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			item := it.Item()
-			if item.ValueSize() > maxRecord {
-				d.log.Warn("skipping oversize entry", "key", string(item.Key()))
-				continue
-			}
-			v := alloc()
-			if err := item.Value(func(b []byte) error { return json.Unmarshal(b, v) }); err != nil {
-				d.log.Warn("skipping unreadable entry", "key", string(item.Key()), "err", err)
-				continue
-			}
-			add(v)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	return nil
-}

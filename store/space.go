@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
-
-	"golang.org/x/sys/unix"
 )
 
 // A full disk must never crash the node. Badger writes its memtable log
@@ -76,18 +74,8 @@ func lowSpaceBytes(mib int64) uint64 {
 	}
 }
 
-// freeBytes is the space an unprivileged writer can still use on dir's
-// filesystem.
-func freeBytes(dir string) (uint64, error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return 0, fmt.Errorf("statfs %s: %w", dir, err)
-	}
-	return st.Bavail * uint64(st.Bsize), nil
-}
-
 func needFree(dir string, need uint64) error {
-	free, err := freeBytes(dir)
+	free, err := FreeBytes(dir)
 	if err != nil {
 		return err
 	}
@@ -119,7 +107,7 @@ func (d *DB) FreeSpace() (free uint64, low bool, err error) {
 	if d.space == nil {
 		return 0, false, nil
 	}
-	free, err = freeBytes(d.space.dir)
+	free, err = FreeBytes(d.space.dir)
 	if err != nil {
 		return 0, false, fmt.Errorf("store.FreeSpace: %w", err)
 	}
@@ -137,7 +125,7 @@ func reserveLogs(dir string) {
 			continue
 		}
 		if st, err := f.Stat(); err == nil && st.Size() > 0 {
-			_ = unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE, 0, st.Size())
+			_ = reserveBlocks(f, st.Size())
 		}
 		_ = f.Close()
 	}
@@ -161,7 +149,7 @@ func takeBallast(dir string) error {
 	if err != nil {
 		return fmt.Errorf("take headroom: %w", err)
 	}
-	err = unix.Fallocate(int(f.Fd()), 0, 0, headroomBytes)
+	err = allocate(f, headroomBytes)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

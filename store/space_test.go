@@ -36,7 +36,7 @@ func mountTmpfs(t *testing.T, sizeMiB int) string {
 // free (0: nothing).
 func fillDisk(t *testing.T, path string, leaveMiB uint64) {
 	t.Helper()
-	free, err := freeBytes(filepath.Dir(path))
+	free, err := FreeBytes(filepath.Dir(path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func fillDisk(t *testing.T, path string, leaveMiB uint64) {
 			}
 		}
 	}
-	if free, _ := freeBytes(filepath.Dir(path)); free != 0 {
+	if free, _ := FreeBytes(filepath.Dir(path)); free != 0 {
 		t.Fatalf("disk not full: %d bytes free", free)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 	"github.com/dgraph-io/badger/v4/table"
-	"golang.org/x/sys/unix"
 )
 
 // CorruptError is the ErrCorrupt that names the damaged file. errors.Is(err,
@@ -276,25 +275,4 @@ func checkLogHeader(path string) string {
 		return fmt.Sprintf("header names encryption key %d; this store is never encrypted", key)
 	}
 	return ""
-}
-
-// tryLockDir takes and releases the flock badger holds on a store
-// directory while it is open, so a running daemon's store reads as
-// ErrLocked before anything reads its files (which it may be writing).
-func tryLockDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		return err
-	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return ErrLocked
-		}
-		return fmt.Errorf("lock %s: %w", dir, err)
-	}
-	return unix.Flock(int(f.Fd()), unix.LOCK_UN)
 }

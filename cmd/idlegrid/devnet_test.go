@@ -55,6 +55,13 @@ func TestDevnetRunsTheDemoJob(t *testing.T) {
 		t.Fatalf("devnet not ready in time:\n%s", strings.Join(lines, "\n"))
 	}
 	all := strings.Join(lines, "\n")
+	// With a Docker engine the devnet built its demo image: removed at the
+	// end, after the devnet (and its containers).
+	if f := strings.Fields(after(all, "demo service image ")); len(f) > 0 {
+		t.Cleanup(func() {
+			_ = exec.Command("docker", "rmi", "-f", strings.TrimPrefix(f[0], "idlegrid-devnet/hello@")).Run()
+		})
+	}
 	for _, want := range []string{
 		"window closed with 3 bids",       // the auction: every provider bid
 		"lease-running",                   // the lease ran

@@ -201,7 +201,7 @@ func TestNetworkHealsAfterKill9(t *testing.T) {
 		procs = append(procs, initProc(t, bin, root, r.name, r.role))
 	}
 	// init refuses to clobber an existing home.
-	if out, err := run(t, bin, "init", "--role", "renter", "--home", procs[1].home); err == nil || !strings.Contains(out, "already initialised") {
+	if out, err := run(t, bin, "init", "--role", "renter", "--home", procs[1].home); err == nil || !strings.Contains(out, "is already a node home") {
 		t.Fatalf("second init must refuse: %v\n%s", err, out)
 	}
 	// A client command without a daemon says so clearly.

@@ -28,9 +28,19 @@ func TestNewcomer(t *testing.T) {
 	}
 	bin := buildBinary(t)
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
+	// The devnet's demo image goes after the devnet (and its containers).
+	var helloImage string
+	t.Cleanup(func() {
+		if helloImage != "" {
+			_ = exec.Command("docker", "rmi", "-f", helloImage).Run()
+		}
+	})
 	hints := startDevnet(t, ctx, bin, dir)
+	if f := strings.Fields(after(hints, "demo service image ")); len(f) > 0 {
+		helloImage = strings.TrimPrefix(f[0], "idlegrid-devnet/hello@")
+	}
 	renter := filepath.Join(dir, "renter")
 	// cli runs one command against the devnet's renter.
 	cli := func(t *testing.T, args ...string) (string, error) {
@@ -73,6 +83,37 @@ func TestNewcomer(t *testing.T) {
 		for _, want := range []string{"completed", "done: n=", "1 file (", "archive", "verified"} {
 			if !strings.Contains(string(out), want) {
 				t.Errorf("README block output lacks %q:\n%s", want, out)
+			}
+		}
+	})
+
+	t.Run("README service block runs as written", func(t *testing.T) {
+		// The devnet runs Docker providers when an engine answers, and
+		// says so with its demo image.
+		if helloImage == "" {
+			if os.Getenv("IDLEGRID_REQUIRE_DOCKER") == "1" {
+				t.Fatalf("IDLEGRID_REQUIRE_DOCKER=1 but the devnet runs no Docker providers:\n%s", hints)
+			}
+			t.Skipf("no Docker engine: the devnet's providers run WASM only:\n%s", hints)
+		}
+		block := readmeBlock(t, "readme-test: service")
+		// The reader's 8080 may be taken here: a free local port, still
+		// forwarded to the container's 8080.
+		port := fmt.Sprint(freePort(t))
+		script := strings.ReplaceAll(block, "/tmp/docdev", dir)
+		script = strings.ReplaceAll(script, "127.0.0.1:8080 ", "127.0.0.1:"+port+" --remote-port 8080 ")
+		script = strings.ReplaceAll(script, "127.0.0.1:8080/", "127.0.0.1:"+port+"/")
+		// No pipefail: with several jobs, head closes `job ls -q` early
+		// and the pipe's SIGPIPE is not a failure.
+		sh := exec.CommandContext(ctx, "bash", "-eu", "-c", script)
+		sh.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, err := sh.CombinedOutput()
+		if err != nil {
+			t.Fatalf("README service block failed: %v\n%s\n--- block ---\n%s", err, out, script)
+		}
+		for _, want := range []string{"service running", "hello from idlegrid", "running (healthy)", "P95", "stopped forwarding", "cancelled"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("README service block output lacks %q:\n%s", want, out)
 			}
 		}
 	})

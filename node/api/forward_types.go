@@ -1,5 +1,7 @@
 package api
 
+import "github.com/idlegrid/idlegrid/node/forward"
+
 // ForwardRequest starts forwarding a local address to a service job's
 // container port (POST /v1/jobs/{id}/forwards).
 type ForwardRequest struct {
@@ -19,15 +21,6 @@ type Forward struct {
 }
 
 // ForwardStats are a forward's counts and request latencies (for HTTP:
-// the time to the first byte of each response).
-type ForwardStats struct {
-	Requests   uint64  `json:"requests"`
-	Conns      uint64  `json:"conns"`
-	Failed     uint64  `json:"failed"`
-	Open       int     `json:"open"`
-	P50Ms      float64 `json:"p50_ms"`
-	P95Ms      float64 `json:"p95_ms"`
-	RatePerSec float64 `json:"requests_per_sec"`
-	BytesIn    int64   `json:"bytes_in"`
-	BytesOut   int64   `json:"bytes_out"`
-}
+// the time to the first byte of each response), as the forwarder keeps
+// them.
+type ForwardStats = forward.Stats

@@ -103,6 +103,9 @@ const (
 // Artifact is the answer of POST /v1/artifacts.
 type Artifact struct {
 	CID string `json:"cid"`
+	// Bytes and AddedAt are set in listings (GET /v1/artifacts).
+	Bytes   int64     `json:"bytes,omitempty"`
+	AddedAt time.Time `json:"added_at,omitzero"`
 }
 
 // PriceStat is one row of the market price index.
@@ -148,12 +151,15 @@ type Reputation struct {
 // Earnings is a provider's income, costs and fill rate (GET
 // /v1/earnings). Days are local days of the [costs] time zone.
 type Earnings struct {
-	Since    time.Time `json:"since"`
-	Until    time.Time `json:"until"`
-	FeePct   float64   `json:"fee_pct"` // costs.fee_pct, for floor advice
-	TimeZone string    `json:"time_zone"`
-	TotalUSD float64   `json:"total_usd"`
-	FillRate float64   `json:"fill_rate"` // leased GPU-hours / offered GPU-hours: the utilization
+	Since  time.Time `json:"since"`
+	Until  time.Time `json:"until"`
+	FeePct float64   `json:"fee_pct"` // costs.fee_pct, for floor advice
+	// CostsSet is false when [costs] prices nothing: every cost below is
+	// then unknown (shown as 0), and net is income alone.
+	CostsSet bool    `json:"costs_set"`
+	TimeZone string  `json:"time_zone"`
+	TotalUSD float64 `json:"total_usd"`
+	FillRate float64 `json:"fill_rate"` // leased GPU-hours / offered GPU-hours: the utilization
 	EarningsCosts
 	Days []EarningsDay `json:"days"`
 	GPUs []EarningsGPU `json:"gpus"`

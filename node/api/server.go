@@ -212,6 +212,8 @@ func (s *Server) Handler() http.Handler {
 		"DELETE /v1/jobs/{id}/forwards/{port}": s.deleteForward,
 		"POST /v1/reload":                      s.postReload,
 		"GET /v1/gpus/history":                 s.getGPUHistory,
+		"GET /v1/artifacts":                    s.getArtifacts,
+		"GET /v1/config":                       s.getConfig,
 	}
 	if s.opts.Debug {
 		routes["POST /v1/debug/gossip"] = s.postGossip

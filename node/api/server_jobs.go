@@ -3,7 +3,6 @@ package api
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -17,14 +16,11 @@ const maxArtifactBody = 64 << 20
 // the work ends.
 func (s *Server) getJobLogs(w http.ResponseWriter, r *http.Request) error {
 	follow, _ := strconv.ParseBool(r.URL.Query().Get("follow"))
-	fw := &flushWriter{w: w}
-	if f, ok := w.(http.Flusher); ok {
-		fw.f = f
-	}
+	fw := NewFlushWriter(w)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache")
 	err := s.b.JobLogs(r.Context(), r.PathValue("id"), r.URL.Query().Get("lease"), follow, fw)
-	if err != nil && !fw.wrote {
+	if err != nil && !fw.Wrote() {
 		return err
 	}
 	if err != nil {
@@ -32,23 +28,6 @@ func (s *Server) getJobLogs(w http.ResponseWriter, r *http.Request) error {
 		s.log.Debug("job logs ended with an error", "job", r.PathValue("id"), "err", err)
 	}
 	return nil
-}
-
-// flushWriter flushes each write, so a followed log reaches the client as
-// it is written.
-type flushWriter struct {
-	w     io.Writer
-	f     http.Flusher
-	wrote bool
-}
-
-func (fw *flushWriter) Write(p []byte) (int, error) {
-	fw.wrote = true
-	n, err := fw.w.Write(p)
-	if fw.f != nil {
-		fw.f.Flush()
-	}
-	return n, err
 }
 
 // getJobResult serves a job's verified output tar. Ranges are honoured, so

@@ -13,8 +13,9 @@ const minShortID = 4
 
 // ResolveID turns what a user typed for a job or lease ID into the full ID
 // among ids, the way docker accepts partial container IDs: the full ID, a
-// unique prefix, a unique suffix (events print the last 8 characters), or
-// the CLI's short form "bafyre…ujpunlre" (also with "..."). kind ("job",
+// unique prefix, a unique suffix, or the short form that logs, events, the
+// CLI and the dashboard print (lease.Short: "bafyre…ujpunlre", also with
+// "..."). kind ("job",
 // "lease") and list (the command that lists them) name things in the
 // user's terms. An unknown ID is a 404 and an ambiguous one a 409, each
 // saying what to do.

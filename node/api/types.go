@@ -34,6 +34,22 @@ type Status struct {
 	ConnectedPeers int       `json:"connected_peers"`
 	// TopicPeers is, per gossip topic, the connected peers subscribed to it.
 	TopicPeers map[string]int `json:"topic_peers"`
+	// Reachability says how other nodes reach this one.
+	Reachability Reachability `json:"reachability"`
+}
+
+// Reachability is how other nodes reach this one.
+type Reachability struct {
+	// State is public (dialable at a public address), relayed (behind a
+	// NAT, reachable through relays; direct by hole punching where the
+	// NATs allow), unreachable (behind a NAT with no relay: nobody can
+	// connect in) or unknown (still checking, or p2p.nat off).
+	State string `json:"state"`
+	// Detail says it in a sentence.
+	Detail      string   `json:"detail"`
+	PublicAddrs []string `json:"public_addrs,omitempty"`
+	Relays      []string `json:"relays,omitempty"`
+	RelayAddrs  []string `json:"relay_addrs,omitempty"`
 }
 
 // Peer is one entry of GET /v1/peers: every connected peer, and every
@@ -49,6 +65,9 @@ type Peer struct {
 	// Idlegrid is true when the peer speaks our DHT or gossip protocol.
 	Idlegrid  bool     `json:"idlegrid"`
 	Protocols []string `json:"protocols,omitempty"`
+	// Path is "direct", or the relay the peer is reached through, its
+	// limits, and why hole punching did not connect directly.
+	Path string `json:"path,omitempty"`
 
 	// Connected: the peer has an open connection now.
 	Connected bool `json:"connected"`

@@ -50,6 +50,14 @@ type Config struct {
 	Models []ModelCapital `toml:"models"`
 }
 
+// Priced reports whether the config prices anything (electricity,
+// hardware, bandwidth or fees). Without it every cost is $0 because it is
+// unknown, not because it is free: earnings and advice say so.
+func (c Config) Priced() bool {
+	return c.PriceKWh > 0 || len(c.Windows) > 0 || c.HostIdleW > 0 || c.BandwidthUSDMonth > 0 ||
+		c.FeePct > 0 || c.GPUCapitalUSD > 0 || len(c.Models) > 0
+}
+
 // ModelCapital is the capital cost of one GPU model.
 type ModelCapital struct {
 	Model             string  `toml:"model"`

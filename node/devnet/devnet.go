@@ -1,8 +1,10 @@
 // Package devnet runs a whole local idlegrid network in one process: a
 // bootstrap peer, N providers with simulated GPUs and one renter on
-// loopback, for `idlegrid devnet` and for trying the flow end to end. It
-// builds whole nodes, so it sits beside node/nodetest rather than inside
-// node.
+// loopback, for `idlegrid devnet` and for trying the flow end to end. The
+// providers run WASM, and Docker too when asked (a local engine): the
+// devnet then builds a demo service image with no registry (hello.go) and
+// removes its providers' containers when it closes. It builds whole nodes,
+// so it sits beside node/nodetest rather than inside node.
 package devnet
 
 import (
@@ -13,12 +15,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idlegrid/idlegrid/node"
+	"github.com/idlegrid/idlegrid/node/executor/docker"
 	"github.com/idlegrid/idlegrid/node/executor/wasm/demo"
 	"github.com/idlegrid/idlegrid/node/gpu"
 )
@@ -30,6 +34,9 @@ type Options struct {
 	Dir string
 	// Providers is the number of provider nodes.
 	Providers int
+	// Runtimes the providers offer; nil means wasm. With "docker" they
+	// run containers on the local engine (DOCKER_HOST, else the socket).
+	Runtimes []string
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -45,8 +52,11 @@ type Member struct {
 type Devnet struct {
 	Nodes []Member
 
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	docker    bool // providers run containers: Close removes them
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Start initialises homes, starts every node on 127.0.0.1 with
@@ -58,8 +68,12 @@ func Start(ctx context.Context, o Options) (_ *Devnet, err error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	runtimes := o.Runtimes
+	if len(runtimes) == 0 {
+		runtimes = []string{"wasm"}
+	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	d := &Devnet{cancel: cancel}
+	d := &Devnet{cancel: cancel, docker: slices.Contains(runtimes, "docker")}
 	defer func() {
 		if err != nil {
 			_ = d.Close()
@@ -98,9 +112,10 @@ func Start(ctx context.Context, o Options) (_ *Devnet, err error) {
 			cfg.Provider.Region = m.offer.region
 			cfg.Provider.Zone = m.offer.zone
 			cfg.Provider.FloorUSD = m.offer.floor
-			// The devnet has no Docker engine to promise; its demo jobs
-			// are WASM.
-			cfg.Provider.Runtimes = []string{"wasm"}
+			cfg.Provider.Runtimes = slices.Clone(runtimes)
+			// A stopped service gets a second, not the default 10 s: Ctrl-C
+			// on the devnet should not wait on its containers.
+			cfg.Executor.StopGrace = time.Second
 			cfg.Provider.Republish = time.Minute
 			cfg.Provider.RecordTTL = 5 * time.Minute
 		}
@@ -172,14 +187,40 @@ func (d *Devnet) WaitReady(ctx context.Context) error {
 	return nil
 }
 
-// Close stops every node, the last started first.
+// Close stops every node, the last started first, then removes the
+// containers its providers left running (a daemon keeps them for its
+// restart; a devnet's providers do not come back to them).
 func (d *Devnet) Close() error {
-	d.cancel()
-	d.wg.Wait()
+	d.closeOnce.Do(func() {
+		d.cancel()
+		d.wg.Wait()
+		var errs []error
+		for i := len(d.Nodes) - 1; i >= 0; i-- {
+			if err := d.Nodes[i].Node.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", d.Nodes[i].Name, err))
+			}
+		}
+		if d.docker {
+			errs = append(errs, d.purgeContainers())
+		}
+		d.closeErr = errors.Join(errs...)
+	})
+	return d.closeErr
+}
+
+// purgeContainers removes the providers' containers and service networks.
+func (d *Devnet) purgeContainers() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cli, err := docker.Dial(ctx, "")
+	if err != nil {
+		return fmt.Errorf("devnet: remove containers: %w", err)
+	}
+	defer cli.Close()
 	var errs []error
-	for i := len(d.Nodes) - 1; i >= 0; i-- {
-		if err := d.Nodes[i].Node.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", d.Nodes[i].Name, err))
+	for _, m := range d.Nodes {
+		if m.Node.Role() == node.RoleProvider {
+			errs = append(errs, docker.PurgeInstance(ctx, cli, m.Node.ID().String()))
 		}
 	}
 	return errors.Join(errs...)

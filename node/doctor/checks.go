@@ -11,6 +11,7 @@ import (
 
 	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/node/gpu"
+	"github.com/idlegrid/idlegrid/node/words"
 )
 
 // Deps is how the checks see the host.
@@ -30,7 +31,7 @@ type Deps struct {
 	Dirs []Dir
 	// FreeBytes reads a filesystem's free bytes.
 	FreeBytes func(dir string) (uint64, error)
-	// KeyFile is the identity key's path.
+	// KeyFile is the identity key's path; empty before idlegrid init.
 	KeyFile string
 	// Status and Capacity ask the running daemon; an error means it does
 	// not answer.
@@ -100,7 +101,7 @@ func (d Deps) checkDriver(context.Context) Result {
 	}
 	switch {
 	case errors.Is(err, gpu.ErrNoNVML):
-		return Result{Level: Fail, Blocks: true, Detail: "the NVIDIA driver's NVML library (libnvidia-ml.so.1) is missing or failed to load: " + err.Error(), Fix: driverFix}
+		return Result{Level: Fail, Blocks: true, Detail: "no NVIDIA driver: its NVML library (libnvidia-ml.so.1) is missing or failed to load", Fix: driverFix}
 	case err != nil && len(devs) == 0:
 		return Result{Level: Fail, Blocks: true, Detail: err.Error(), Fix: driverFix}
 	case b == nil || b.Name() != gpu.BackendNVML || len(devs) == 0:
@@ -172,9 +173,13 @@ func (d Deps) checkNvidiaRuntime(ctx context.Context) Result {
 		return Result{Level: Skip, Detail: "no engine (see docker-engine)"}
 	}
 	if slices.Contains(info.Runtimes, "nvidia") || len(info.CDISpecDirs) > 0 {
-		return Result{Level: OK, Detail: fmt.Sprintf("runtimes %v, CDI %v", info.Runtimes, info.CDISpecDirs)}
+		detail := "runtimes " + words.All(info.Runtimes)
+		if len(info.CDISpecDirs) > 0 {
+			detail += ", CDI specs in " + words.All(info.CDISpecDirs)
+		}
+		return Result{Level: OK, Detail: detail}
 	}
-	return Result{Level: Fail, Blocks: d.dockerBlocks(), Detail: fmt.Sprintf("the engine has no nvidia runtime (runtimes %v): containers cannot see the GPUs", info.Runtimes),
+	return Result{Level: Fail, Blocks: d.dockerBlocks(), Detail: fmt.Sprintf("the engine has no nvidia runtime (only %s): containers cannot see the GPUs", words.All(info.Runtimes)),
 		Fix: "install the NVIDIA Container Toolkit (sudo apt install nvidia-container-toolkit), run sudo nvidia-ctk runtime configure --runtime=docker and sudo systemctl restart docker"}
 }
 
@@ -201,7 +206,13 @@ func (d Deps) checkDisk(context.Context) Result {
 }
 
 func (d Deps) checkKey(context.Context) Result {
+	if d.KeyFile == "" {
+		return Result{Level: Skip, Detail: "no node home yet", Fix: "idlegrid init --role provider creates the identity"}
+	}
 	st, err := os.Stat(d.KeyFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return Result{Level: Fail, Blocks: true, Detail: "no identity key at " + d.KeyFile, Fix: "run idlegrid init to create the identity"}
+	}
 	if err != nil {
 		return Result{Level: Fail, Blocks: true, Detail: err.Error(), Fix: "run idlegrid init to create the identity"}
 	}
@@ -214,17 +225,17 @@ func (d Deps) checkKey(context.Context) Result {
 
 func (d Deps) checkReachability(ctx context.Context) Result {
 	if d.Status == nil {
-		return Result{Level: Skip, Detail: "no API client"}
+		return Result{Level: Skip, Detail: "no node home yet, so no daemon to ask"}
 	}
 	st, err := d.Status(ctx)
 	if err != nil {
 		return Result{Level: Warn, Detail: "the daemon does not answer: " + err.Error(),
 			Fix: "start it (sudo systemctl start idlegrid, or idlegrid daemon) and run the doctor again to check ports and reachability"}
 	}
-	detail := fmt.Sprintf("daemon up %s, %d peers, listening on %v, observed as %v", time.Duration(st.UptimeSeconds)*time.Second,
-		st.ConnectedPeers, st.ListenAddrs, st.ObservedAddrs)
+	detail := fmt.Sprintf("daemon up %s, %s, listening on %s, %s", words.Duration(time.Duration(st.UptimeSeconds)*time.Second),
+		words.Plural(st.ConnectedPeers, "peer"), someAddrs(st.ListenAddrs), observed(st.ObservedAddrs))
 	if st.ConnectedPeers == 0 {
-		return Result{Level: Fail, Blocks: true, Detail: detail,
+		return Result{Level: Fail, Blocks: d.Provider, Detail: detail,
 			Fix: "no peers: check p2p.bootstrap and that the firewall allows UDP and TCP 7401 out and in (sudo ufw allow 7401)"}
 	}
 	if !d.Provider || d.Capacity == nil {
@@ -256,8 +267,27 @@ func (d Deps) checkClock(context.Context) Result {
 		return Result{Level: Warn, Detail: "the kernel says the clock is not NTP-synchronized: peers reject telemetry more than attest.max_skew off",
 			Fix: "enable NTP: sudo timedatectl set-ntp true (systemd-timesyncd or chrony)"}
 	case d.MaxSkew > 0 && maxErr > d.MaxSkew/2:
-		return Result{Level: Warn, Detail: fmt.Sprintf("clock synchronized, but its error bound %s is over half of attest.max_skew %s", maxErr, d.MaxSkew),
+		return Result{Level: Warn, Detail: fmt.Sprintf("clock synchronized, but its error bound %s is over half of attest.max_skew %s", words.Duration(maxErr), words.Duration(d.MaxSkew)),
 			Fix: "use a closer NTP server"}
 	}
-	return Result{Level: OK, Detail: fmt.Sprintf("synchronized, error bound %s", maxErr)}
+	return Result{Level: OK, Detail: fmt.Sprintf("synchronized, error bound %s", words.Duration(maxErr))}
+}
+
+// someAddrs names the first address and counts the others.
+func someAddrs(addrs []string) string {
+	switch len(addrs) {
+	case 0:
+		return "no address"
+	case 1:
+		return addrs[0]
+	}
+	return fmt.Sprintf("%s and %d more", addrs[0], len(addrs)-1)
+}
+
+// observed is how peers see this node.
+func observed(addrs []string) string {
+	if len(addrs) == 0 {
+		return "not yet observed by a peer"
+	}
+	return "observed as " + someAddrs(addrs)
 }

@@ -82,7 +82,7 @@ func TestChecks(t *testing.T) {
 		{"disk low", func(d *Deps) { d.FreeBytes = func(string) (uint64, error) { return 100 << 20, nil } }, "disk", Fail, true, "below 256 MiB"},
 		{"disk ok", func(*Deps) {}, "disk", OK, false, "10240 MiB free"},
 		{"key readable", func(d *Deps) { d.KeyFile = keyFile(t, 0o644) }, "key-permissions", Fail, true, "mode 0644"},
-		{"key missing", func(d *Deps) { d.KeyFile = "/nonexistent/identity.key" }, "key-permissions", Fail, true, "no such file"},
+		{"key missing", func(d *Deps) { d.KeyFile = "/nonexistent/identity.key" }, "key-permissions", Fail, true, "no identity key at"},
 		{"daemon down", func(d *Deps) {
 			d.Status = func(context.Context) (api.Status, error) { return api.Status{}, errors.New("no daemon") }
 		}, "daemon-reachability", Warn, false, "does not answer"},

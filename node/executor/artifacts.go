@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"time"
 )
 
 // Artifacts is a content-addressed store of immutable blobs (WASM modules,
@@ -128,6 +130,35 @@ func (d *DirArtifacts) Put(r io.Reader, maxBytes int64) (string, error) {
 		return "", fmt.Errorf("artifacts.Put: %w", err)
 	}
 	return id, nil
+}
+
+// StoredArtifact is one entry of List.
+type StoredArtifact struct {
+	CID     string
+	Bytes   int64
+	AddedAt time.Time
+}
+
+// List returns the stored artifacts, newest first (skipping files that
+// are not named by a CID, such as a Put in progress).
+func (d *DirArtifacts) List() ([]StoredArtifact, error) {
+	entries, err := os.ReadDir(d.dir)
+	if err != nil {
+		return nil, fmt.Errorf("artifacts.List: %w", err)
+	}
+	var out []StoredArtifact
+	for _, e := range entries {
+		if _, err := ParseCID(e.Name()); err != nil || !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		out = append(out, StoredArtifact{CID: e.Name(), Bytes: info.Size(), AddedAt: info.ModTime()})
+	}
+	slices.SortFunc(out, func(a, b StoredArtifact) int { return b.AddedAt.Compare(a.AddedAt) })
+	return out, nil
 }
 
 // PutBytes stores data and returns its CID.

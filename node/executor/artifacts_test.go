@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDirArtifacts(t *testing.T) {
@@ -74,4 +75,36 @@ func TestDirArtifacts(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestDirArtifactsList lists what was stored, newest first, with sizes,
+// and skips files that are not named by a CID (a Put in progress).
+func TestDirArtifactsList(t *testing.T) {
+	dir := t.TempDir()
+	a, err := NewDirArtifacts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	older, err := a.PutBytes([]byte("first module"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	past := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(filepath.Join(dir, older), past, past); err != nil {
+		t.Fatal(err)
+	}
+	newer, err := a.PutBytes([]byte("the second, longer module"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".put-123"), []byte("partial"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	list, err := a.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].CID != newer || list[1].CID != older || list[0].Bytes != 25 || !list[0].AddedAt.After(list[1].AddedAt) {
+		t.Errorf("List = %+v, want %s then %s", list, newer, older)
+	}
 }

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 )
 
 // Env is the variable that arms a failpoint.
@@ -57,7 +56,11 @@ func Hit(name string) {
 		return
 	}
 	if hits.Add(1) > after {
-		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		// SIGKILL on Unix, TerminateProcess on Windows: no deferred
+		// function or shutdown path runs.
+		if p, err := os.FindProcess(os.Getpid()); err == nil {
+			_ = p.Kill()
+		}
 		select {} // the signal is on its way; nothing more may happen
 	}
 }

@@ -48,6 +48,11 @@ func DecodeHeader(b []byte) (Header, error) {
 	if len(b) > MaxHeaderBytes || len(b) < 4 {
 		return Header{}, fmt.Errorf("%w: header of %d bytes", ErrMalformed, len(b))
 	}
+	if b[0] > headerVersion {
+		// A newer release's header: refused, but never charged to its
+		// sender (errors.ErrUnsupported; docs/protocol.md, "Compatibility").
+		return Header{}, fmt.Errorf("%w: header version %d, want %d: %w", ErrMalformed, b[0], headerVersion, errors.ErrUnsupported)
+	}
 	if b[0] != headerVersion {
 		return Header{}, fmt.Errorf("%w: header version %d, want %d", ErrMalformed, b[0], headerVersion)
 	}

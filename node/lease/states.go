@@ -76,11 +76,14 @@ const (
 	SideRenter   Side = "renter"
 )
 
-// Short is the form of a record ID shown in logs and to users: its last
-// eight characters, which are unique enough within one node's records.
+// Short is the one short form of an ID (a record ID, a CID, a peer ID)
+// in logs, job events, the CLI and the dashboard: "bafkre…2psm5v6u", the
+// first six characters, which say what kind of ID it is, and the last
+// eight, which are unique enough within one node's records. api.ResolveID
+// takes it back, as it takes the last eight alone.
 func Short(id string) string {
-	if len(id) > 14 {
-		return id[len(id)-8:]
+	if len(id) > 16 {
+		return id[:6] + "…" + id[len(id)-8:]
 	}
 	return id
 }

@@ -447,3 +447,27 @@ func (c *Cluster) Close() error {
 	})
 	return c.err
 }
+
+// AddPeer adds a bare host with a fresh identity at addr to a mocknet
+// cluster and links it to every member, for a test's own peer (a hostile
+// one, say, with an address in a network of its own). The caller connects
+// it and closes it.
+func (c *Cluster) AddPeer(addr ma.Multiaddr) (host.Host, error) {
+	sk, _, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		return nil, err
+	}
+	h, err := c.Net.AddPeer(sk, addr)
+	if err != nil {
+		return nil, fmt.Errorf("nodetest: add peer: %w", err)
+	}
+	for _, m := range c.Members {
+		if m.real {
+			return nil, fmt.Errorf("nodetest: add peer: member %d is on a real transport", m.Index)
+		}
+		if _, err := c.Net.LinkPeers(h.ID(), m.Node.ID()); err != nil {
+			return nil, fmt.Errorf("nodetest: add peer: link: %w", err)
+		}
+	}
+	return h, nil
+}

@@ -17,10 +17,10 @@ import (
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node"
-	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/node/jobproto"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/node/nodetest"
+	"github.com/idlegrid/idlegrid/node/trust"
 	"github.com/idlegrid/idlegrid/p2p/p2ptest/hostile"
 )
 
@@ -101,13 +101,13 @@ func attacker(t *testing.T, ctx context.Context, target *nodetest.Member, topic 
 }
 
 // peerEntry is p's row in m's peers view.
-func peerEntry(m *nodetest.Member, p peer.ID) (api.Peer, bool) {
+func peerEntry(m *nodetest.Member, p peer.ID) (trust.Peer, bool) {
 	for _, e := range m.Node.Trust().Peers() {
-		if e.ID == p.String() {
+		if e.ID == p {
 			return e, true
 		}
 	}
-	return api.Peer{}, false
+	return trust.Peer{}, false
 }
 
 // TestHostilePeersPayAndHonestWorkGoesOn: on a small loopback network, a
@@ -141,7 +141,7 @@ func TestHostilePeersPayAndHonestWorkGoesOn(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		everywhere := func(a *hostile.Attacker, cond func(api.Peer) bool) func() bool {
+		everywhere := func(a *hostile.Attacker, cond func(trust.Peer) bool) func() bool {
 			return func() bool {
 				for _, m := range providers {
 					if e, ok := peerEntry(m, a.ID()); !ok || !cond(e) {
@@ -152,7 +152,7 @@ func TestHostilePeersPayAndHonestWorkGoesOn(t *testing.T) {
 			}
 		}
 		banned := func(a *hostile.Attacker) func() bool {
-			return everywhere(a, func(e api.Peer) bool { return e.Banned })
+			return everywhere(a, func(e trust.Peer) bool { return e.Banned })
 		}
 		gen := untimelyRFQs(t, untimely.Host().Peerstore().PrivKey(untimely.ID()), 100)
 
@@ -166,7 +166,7 @@ func TestHostilePeersPayAndHonestWorkGoesOn(t *testing.T) {
 		if _, err := untimely.Spam(ctx, topic, 40, 100, gen, nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := nodetest.WaitFor(ctx, "the untimely RFQs' sender graylisted or banned", everywhere(untimely, func(e api.Peer) bool {
+		if err := nodetest.WaitFor(ctx, "the untimely RFQs' sender graylisted or banned", everywhere(untimely, func(e trust.Peer) bool {
 			return e.Graylisted || e.Banned
 		})); err != nil {
 			t.Fatal(err)
@@ -200,7 +200,7 @@ func TestHostilePeersPayAndHonestWorkGoesOn(t *testing.T) {
 
 		for _, m := range providers {
 			for _, a := range []*hostile.Attacker{untimely, junk} {
-				if e, _ := peerEntry(m, a.ID()); e.Connected || e.BannedUntil == nil || !e.BannedUntil.After(time.Now()) {
+				if e, _ := peerEntry(m, a.ID()); e.Connected || !e.BannedUntil.After(time.Now()) {
 					t.Fatalf("member %d's peers view of banned abuser %s: %+v", m.Index, a.ID(), e)
 				}
 			}

@@ -28,8 +28,11 @@ func WaitFor(ctx context.Context, what string, cond func() bool) error {
 const diagnoseTimeout = 30 * time.Second
 
 // WaitSearchable waits until renter's market search (the empty query)
-// finds want offers. On failure the error says what the last search in
-// the wait saw and what one more search, on a fresh context, sees now.
+// finds want offers from its digest book, every provider's record checked
+// and no digest waiting for its check (a search shows the providers backed
+// so far once one is: issue 23). On failure
+// the error says what the last search in the wait saw and what one more
+// search, on a fresh context, sees now.
 func WaitSearchable(ctx context.Context, renter *node.Node, want int) error {
 	var last string
 	err := WaitFor(ctx, fmt.Sprintf("%d providers' records to be searchable", want), func() bool {
@@ -38,8 +41,9 @@ func WaitSearchable(ctx context.Context, renter *node.Node, want int) error {
 			last = fmt.Sprintf("search failed: %v", err)
 			return false
 		}
-		last = fmt.Sprintf("%d offers of %d providers found, problems %v", len(res.Offers), res.Providers, res.Problems)
-		return len(res.Offers) == want
+		view := renter.Trust().MarketView()
+		last = fmt.Sprintf("%d offers of %d providers found, problems %v, market view %+v", len(res.Offers), res.Providers, res.Problems, view)
+		return len(res.Offers) == want && view.Held == 0 && view.Backed >= want
 	})
 	if err == nil {
 		return nil

@@ -14,8 +14,6 @@ import (
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
-	ma "github.com/multiformats/go-multiaddr"
-	manet "github.com/multiformats/go-multiaddr/net"
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/gpu"
@@ -50,30 +48,15 @@ var errAnnounce = errors.New("announcing capability keys")
 // freed or the device list changes, and on a timer shorter than the
 // record's TTL.
 type advertiser struct {
+	advertiserDeps
+	self    peer.ID
+	changed wakeup
+
+	// liveMu guards cfg and the calendar, which reconfigure changes on a
+	// running provider (reload.go).
+	liveMu   sync.RWMutex
 	cfg      OfferConfig
 	calendar []auction.Window
-	gpus     gpu.Backend
-	key      crypto.PrivKey
-	self     peer.ID
-	db       *store.DB
-	p2p      *p2p.Node
-	log      *slog.Logger
-	host     auction.Host
-	now      func() time.Time
-	version  string
-
-	changed chan struct{}
-	// onChange is called when a GPU is leased or freed and after each
-	// record published (the digester gossips the change); may be nil.
-	onChange func()
-	// firmHeld are the GPUs under firm hold now (shown as held).
-	firmHeld func() map[string]bool
-	// cpuOffer is the CPU share with what is free of it now; nil: none.
-	cpuOffer func() *auction.CPUOffer
-
-	// liveMu guards the keys of cfg and the calendar that Reconfigure
-	// changes on a running provider (reload.go).
-	liveMu sync.RWMutex
 
 	mu       sync.Mutex
 	leases   map[string]string // GPU UUID -> lease ID
@@ -81,27 +64,36 @@ type advertiser struct {
 	provided map[cid.Cid]time.Time
 }
 
-func newAdvertiser(p *Provider, key crypto.PrivKey, backend gpu.Backend) (*advertiser, error) {
-	cal, err := ParseCalendar(p.cfg.Offer.Calendar)
+// advertiserDeps are what the advertiser builds the record from and whom
+// it tells of a change.
+type advertiserDeps struct {
+	log  *slog.Logger
+	now  func() time.Time
+	key  crypto.PrivKey
+	p2p  *p2p.Node
+	db   *store.DB
+	gpus gpu.Backend
+	// host is the machine around the GPUs (hostFacts).
+	host    auction.Host
+	version string
+	// firmHeld are the GPUs under firm hold now (shown as held).
+	firmHeld func() map[string]bool
+	// cpuOffer is the CPU share with what is free of it now; nil: none.
+	cpuOffer func() *auction.CPUOffer
+	// onChange is called when a GPU is leased or freed and after each
+	// record published (the digester gossips the change); may be nil.
+	onChange func()
+}
+
+// newAdvertiser advertises offer.
+func newAdvertiser(offer OfferConfig, d advertiserDeps) (*advertiser, error) {
+	cal, err := ParseCalendar(offer.Calendar)
 	if err != nil {
 		return nil, fmt.Errorf("provider calendar: %w", err)
 	}
 	a := &advertiser{
-		cfg:      p.cfg.Offer,
-		calendar: cal,
-		gpus:     backend,
-		key:      key,
-		self:     p.p2p.ID(),
-		db:       p.db,
-		p2p:      p.p2p,
-		log:      p.log.With("component", "advertiser"),
-		host:     hostFacts(p.cfg.Offer, p.cfg.Home),
-		now:      p.now,
-		version:  p.cfg.Version,
-		changed:  make(chan struct{}, 1),
-		firmHeld: p.firm.heldNow,
-		leases:   map[string]string{},
-		provided: map[cid.Cid]time.Time{},
+		advertiserDeps: d, self: d.p2p.ID(), changed: newWakeup(), cfg: offer, calendar: cal,
+		leases: map[string]string{}, provided: map[cid.Cid]time.Time{},
 	}
 	// Fail at start, not at the first publish, on a record that could
 	// never validate (no GPUs and no runtime, bad dataset CID, ...).
@@ -160,11 +152,9 @@ func (a *advertiser) checkOffered(uuid string) error {
 	return fmt.Errorf("lease GPU %s: %w", uuid, ErrUnknownGPU)
 }
 
+// signal re-advertises soon (the record changed).
 func (a *advertiser) signal() {
-	select {
-	case a.changed <- struct{}{}:
-	default:
-	}
+	a.changed.notify()
 	if a.onChange != nil {
 		a.onChange()
 	}
@@ -264,18 +254,13 @@ func (a *advertiser) build(seq uint64) (*auction.Capacity, error) {
 	return c, nil
 }
 
-// reachability says how renters can dial us, from our own addresses.
+// reachability says how renters can dial us, from the p2p layer's
+// verdict: an address AutoNAT has not confirmed does not make us public.
 func (a *advertiser) reachability() auction.Reachability {
-	relayed := false
-	for _, addr := range a.p2p.AdvertisedAddrs() {
-		if manet.IsPublicAddr(addr) {
-			return auction.ReachPublic
-		}
-		if _, err := addr.ValueForProtocol(ma.P_CIRCUIT); err == nil {
-			relayed = true
-		}
-	}
-	if relayed {
+	switch a.p2p.Reachability().State {
+	case p2p.ReachPublic:
+		return auction.ReachPublic
+	case p2p.ReachRelayed:
 		return auction.ReachRelayed
 	}
 	return auction.ReachPrivate

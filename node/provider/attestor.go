@@ -10,6 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/node/lease"
@@ -24,10 +27,7 @@ import (
 // else sees it; telemetry entries are the provider's heartbeat on
 // idlegrid/attest/1, and lease-scoped entries stream to the lease's renter.
 type attestor struct {
-	p   *Provider
-	log *slog.Logger
-	cfg lease.Terms
-	now func() time.Time
+	attestorDeps
 
 	mu     sync.Mutex // serialises appends and the window
 	chain  *attest.Chain
@@ -46,16 +46,31 @@ type attestor struct {
 	appended chan struct{}
 }
 
+// attestorDeps are the attestor's collaborators.
+type attestorDeps struct {
+	log  *slog.Logger
+	now  func() time.Time
+	key  crypto.PrivKey
+	self peer.ID
+	p2p  *p2p.Node
+	db   *store.DB
+	// book is the lease book (a lease's attestations stream until it
+	// ends).
+	book *lease.Book
+	gpus gpu.Backend
+	// cfg sets the sample and window periods.
+	cfg lease.Terms
+	// onSamples gets every sample read (the operator's charts); may be nil.
+	onSamples func([]gpu.Sample)
+}
+
 // openAttestor continues the chain stored in the node's store. A crash
 // between storing an entry and its head leaves the head behind: the last
 // stored entry wins.
-func openAttestor(p *Provider) (*attestor, error) {
-	a := &attestor{
-		p: p, log: p.log.With("component", "attest"), cfg: p.cfg.Attest, now: p.now,
-		assigned: map[string][2]string{}, appended: make(chan struct{}),
-	}
+func openAttestor(d attestorDeps) (*attestor, error) {
+	a := &attestor{attestorDeps: d, assigned: map[string][2]string{}, appended: make(chan struct{})}
 	var head *attest.Head
-	raw, err := p.db.ChainHead()
+	raw, err := a.db.ChainHead()
 	switch {
 	case err == nil:
 		if head, err = attest.UnmarshalHead(raw); err != nil {
@@ -64,12 +79,12 @@ func openAttestor(p *Provider) (*attestor, error) {
 	case !errors.Is(err, store.ErrNotFound):
 		return nil, fmt.Errorf("open chain: %w", err)
 	}
-	self := p.ID().String()
+	self := a.self.String()
 	from := uint64(0)
 	if head != nil {
 		from = head.Seq + 1
 	}
-	later, err := p.db.ChainEntries(self, from, math.MaxUint64)
+	later, err := a.db.ChainEntries(self, from, math.MaxUint64)
 	if err != nil {
 		return nil, fmt.Errorf("open chain: %w", err)
 	}
@@ -93,12 +108,12 @@ func openAttestor(p *Provider) (*attestor, error) {
 	// The window is open from the start: the lease runner may record a
 	// job event (a resumed lease ending) before run samples anything.
 	a.openWindow(a.now())
-	if a.chain, err = attest.NewChain(p.key, head); err != nil {
+	if a.chain, err = attest.NewChain(a.key, head); err != nil {
 		return nil, fmt.Errorf("open chain: %w", err)
 	}
 	// Work that outlived a restart (reattached containers) keeps its GPUs
 	// attributed in the telemetry.
-	leases, err := p.db.Leases()
+	leases, err := a.db.Leases()
 	if err != nil {
 		return nil, fmt.Errorf("open chain: %w", err)
 	}
@@ -121,7 +136,7 @@ func (a *attestor) run(ctx context.Context) {
 	a.mu.Lock()
 	a.openWindow(a.now())
 	a.mu.Unlock()
-	events, err := a.p.gpus.Events(ctx)
+	events, err := a.gpus.Events(ctx)
 	if err != nil {
 		a.log.Debug("no GPU events", "err", err)
 	}
@@ -162,7 +177,7 @@ func (a *attestor) run(ctx context.Context) {
 // fingerprint appends a fingerprint entry unless the last one still
 // describes the hardware.
 func (a *attestor) fingerprint() error {
-	devs, err := a.p.gpus.Devices()
+	devs, err := a.gpus.Devices()
 	if err != nil && len(devs) == 0 {
 		return err
 	}
@@ -206,14 +221,14 @@ func (a *attestor) append(body attest.Body) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := a.p.db.PutChainEntry(e.Provider, e.Seq, raw, true); err != nil {
+	if _, err := a.db.PutChainEntry(e.Provider, e.Seq, raw, true); err != nil {
 		return nil, err
 	}
 	head, err := attest.MarshalHead(a.chain.Head())
 	if err != nil {
 		return nil, err
 	}
-	if err := a.p.db.PutChainHead(head); err != nil {
+	if err := a.db.PutChainHead(head); err != nil {
 		return nil, err
 	}
 	close(a.appended)
@@ -262,13 +277,15 @@ func (a *attestor) closeWindow(at time.Time) ([]byte, error) {
 // sample reads the GPUs once into the open window.
 func (a *attestor) sample(ctx context.Context) {
 	sctx, cancel := context.WithTimeout(ctx, a.cfg.Sample)
-	samples, err := a.p.gpus.Sample(sctx)
+	samples, err := a.gpus.Sample(sctx)
 	cancel()
 	if err != nil && len(samples) == 0 {
 		a.log.Debug("sample GPUs", "err", err)
 		return
 	}
-	a.p.history.add(samples)
+	if a.onSamples != nil {
+		a.onSamples(samples)
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, s := range samples {
@@ -347,7 +364,7 @@ func (a *attestor) jobEvent(l *store.Lease, kind attest.JobEventKind) (seq uint6
 func (a *attestor) heartbeat(ctx context.Context, raw []byte) {
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := a.p.p2p.Publish(pctx, p2p.TopicAttest, raw, 0); err != nil {
+	if err := a.p2p.Publish(pctx, p2p.TopicAttest, raw, 0); err != nil {
 		a.log.Debug("publish heartbeat", "err", err)
 	}
 }
@@ -357,27 +374,4 @@ func (a *attestor) changed() <-chan struct{} {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.appended
-}
-
-// currentFingerprint returns the raw fingerprint entry in force, which a
-// verifier of later telemetry needs.
-func (a *attestor) currentFingerprint() []byte {
-	h := a.chain.Head()
-	if h == nil || h.Fingerprint == "" {
-		return nil
-	}
-	from := uint64(0)
-	if h.Seq > 4096 {
-		from = h.Seq - 4096
-	}
-	raws, err := a.p.db.ChainEntries(a.chain.Provider(), from, h.Seq)
-	if err != nil {
-		return nil
-	}
-	for i := len(raws) - 1; i >= 0; i-- {
-		if attest.RecordID(raws[i]).String() == h.Fingerprint {
-			return raws[i]
-		}
-	}
-	return nil
 }

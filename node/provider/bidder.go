@@ -2,12 +2,11 @@ package provider
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
@@ -32,18 +31,48 @@ type AdmitAward func(aw *auction.Award) error
 // bid and preempting bronze leases with the promised notice when gold or
 // silver work needs their GPUs.
 type bidder struct {
-	p      *Provider
-	log    *slog.Logger
-	now    func() time.Time
-	runner *leaseRunner
-	admit  AdmitAward
-	policy auction.BidPolicy
+	bidderDeps
+	self string
 
 	mu sync.Mutex
 	// bids we sent and that may still be awarded, by record ID.
 	bids map[string]sentBid
 	// committed: GPU UUID -> the lease (pending or active) it belongs to.
 	committed map[string]commitment
+}
+
+// bidderDeps are the bidder's collaborators.
+type bidderDeps struct {
+	log    *slog.Logger
+	now    func() time.Time
+	key    crypto.PrivKey
+	p2p    *p2p.Node
+	db     *store.DB
+	leases *lease.Book
+	gpus   gpu.Backend
+	policy auction.BidPolicy
+	// admit is the operator's award admission policy; nil admits all.
+	admit AdmitAward
+	// firm are the firm holds and cpu the CPU share; the bidder changes
+	// them under its lock.
+	firm *firmHolds
+	cpu  *cpuPool
+	// capacity builds the capacity record as of now; changed re-publishes
+	// it (GPUs held, the CPU share leased or freed).
+	capacity func(seq uint64) (*auction.Capacity, error)
+	changed  func()
+	// diskOpen reports whether the store has room for new leases.
+	diskOpen func() bool
+	// selected is the bounded-bidding rule and market the scarcity
+	// signal (marketView).
+	selected func(rfq *auction.RFQ, rfqID, topic string) bool
+	market   func(rfq *auction.RFQ) *auction.MarketSignal
+	// start runs a countersigned lease; preempt stops one for higher-tier
+	// work at the end of its notice (the lease runner).
+	start   func(l *store.Lease)
+	preempt func(leaseID string, at time.Time)
+	// background runs work that outlives the award's call (notices).
+	background func(fn func(ctx context.Context))
 }
 
 type sentBid struct {
@@ -72,19 +101,13 @@ func bidPolicy(c OfferConfig) auction.BidPolicy {
 	return p
 }
 
-func newBidder(p *Provider, admit AdmitAward) *bidder {
-	b := &bidder{
-		p: p, log: p.log.With("component", "bidder"), now: p.now, admit: admit,
-		policy: bidPolicy(p.cfg.Offer),
-		bids:   map[string]sentBid{}, committed: map[string]commitment{},
-	}
-	b.runner = newLeaseRunner(p, p.ex, b.leaseEnded)
-	return b
+func newBidder(d bidderDeps) *bidder {
+	return &bidder{bidderDeps: d, self: d.p2p.ID().String(), bids: map[string]sentBid{}, committed: map[string]commitment{}}
 }
 
 // restore rebuilds GPU commitments from stored leases after a restart.
 func (b *bidder) restore() error {
-	leases, err := b.p.db.Leases()
+	leases, err := b.db.Leases()
 	if err != nil {
 		return err
 	}
@@ -92,13 +115,13 @@ func (b *bidder) restore() error {
 	defer b.mu.Unlock()
 	for _, l := range leases {
 		if l.Side == lease.SideProvider && len(l.Receipt) > 0 && l.PaidMicro > 0 {
-			b.p.firm.notePaid(l.Renter)
+			b.firm.notePaid(l.Renter)
 		}
 		if l.Side != lease.SideProvider || lease.State(l.State).Terminal() {
 			continue
 		}
 		if cpuOnly(l) {
-			b.p.cpu.restore(l)
+			b.cpu.restore(l)
 		}
 		for _, g := range l.GPUs {
 			b.committed[g] = commitment{leaseID: l.ID, tier: auction.Tier(l.Tier), renter: l.Renter, noticeSec: l.NoticeSec}
@@ -107,9 +130,11 @@ func (b *bidder) restore() error {
 	return nil
 }
 
+// leaseEnded frees what an ended lease held: its part of the CPU share
+// and its GPUs' commitments.
 func (b *bidder) leaseEnded(l *store.Lease) {
-	if b.p.cpu.release(l.ID) {
-		b.p.adv.signal()
+	if b.cpu.release(l.ID) {
+		b.changed()
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -122,7 +147,7 @@ func (b *bidder) leaseEnded(l *store.Lease) {
 
 // expire drops firm holds and bids past their validity. Callers hold b.mu.
 func (b *bidder) expire(now time.Time) {
-	b.p.firm.expire(now)
+	b.firm.expire(now)
 	for id, sb := range b.bids {
 		if sb.bid.Expired(now) {
 			delete(b.bids, id)
@@ -133,11 +158,11 @@ func (b *bidder) expire(now time.Time) {
 // onRFQ answers one validated RFQ.
 func (b *bidder) onRFQ(ctx context.Context, msg p2p.Message) {
 	rfq, _, err := auction.OpenRFQ(msg.Data)
-	if err != nil || rfq.Renter == b.p.ID().String() {
+	if err != nil || rfq.Renter == b.self {
 		return
 	}
 	rfqID := attest.RecordID(msg.Data).String()
-	if !b.p.diskOpen() || !b.p.selected(rfq, rfqID, msg.Topic) {
+	if !b.diskOpen() || !b.selected(rfq, rfqID, msg.Topic) {
 		return
 	}
 	// quote takes any firm hold under a provisional ID in the same
@@ -149,7 +174,7 @@ func (b *bidder) onRFQ(ctx context.Context, msg p2p.Message) {
 		b.log.Debug("no bid", "rfq", lease.Short(rfqID), "reason", err)
 		return
 	}
-	raw, err := auction.SealBid(bid, b.p.key)
+	raw, err := auction.SealBid(bid, b.key)
 	if err != nil {
 		b.release(provisional)
 		b.log.Warn("seal bid", "err", err)
@@ -157,7 +182,7 @@ func (b *bidder) onRFQ(ctx context.Context, msg p2p.Message) {
 	}
 	bidID := attest.RecordID(raw).String()
 	b.mu.Lock()
-	b.p.firm.rekey(provisional, bidID)
+	b.firm.rekey(provisional, bidID)
 	b.bids[bidID] = sentBid{bid: bid, rfq: rfq}
 	b.mu.Unlock()
 
@@ -169,7 +194,7 @@ func (b *bidder) onRFQ(ctx context.Context, msg p2p.Message) {
 	b.addAddrs(renter, rfq.Addrs)
 	sctx, cancel := context.WithTimeout(ctx, lease.BidLimits.Timeout)
 	defer cancel()
-	if _, err := b.p.p2p.Request(sctx, renter, lease.BidProto, raw, lease.BidLimits); err != nil {
+	if _, err := b.p2p.Request(sctx, renter, lease.BidProto, raw, lease.BidLimits); err != nil {
 		b.log.Debug("bid not delivered", "rfq", lease.Short(rfqID), "err", err)
 		b.release(bidID)
 		return
@@ -190,7 +215,7 @@ func (b *bidder) addAddrs(p peer.ID, addrs []string) {
 		}
 	}
 	if len(out) > 0 {
-		b.p.p2p.Host().Peerstore().AddAddrs(p, out, 10*time.Minute)
+		b.p2p.Host().Peerstore().AddAddrs(p, out, 10*time.Minute)
 	}
 }
 
@@ -205,7 +230,7 @@ func (b *bidder) auctionClosed(sum *auction.AwardSummary) {
 		if sb.bid.RFQ != sum.RFQ || sb.rfq.Renter != sum.Renter {
 			continue
 		}
-		b.p.firm.release(id)
+		b.firm.release(id)
 		delete(b.bids, id)
 	}
 }
@@ -213,7 +238,7 @@ func (b *bidder) auctionClosed(sum *auction.AwardSummary) {
 func (b *bidder) release(bidID string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.p.firm.release(bidID)
+	b.firm.release(bidID)
 	delete(b.bids, bidID)
 }
 
@@ -221,20 +246,20 @@ func (b *bidder) release(bidID string) {
 // and, for a renter with evidence, firmly holds the chosen GPUs under
 // holdID. GPUs under another bid's firm hold are not offered.
 func (b *bidder) quote(rfq *auction.RFQ, rfqID, holdID string) (*auction.Bid, error) {
-	if b.p.adv == nil {
+	if b.capacity == nil {
 		return nil, ErrNotAdvertiser
 	}
-	capacity, err := b.p.adv.build(1)
+	capacity, err := b.capacity(1)
 	if err != nil {
 		return nil, err
 	}
 	health := b.health()
-	market := b.p.marketSignal(rfq)
+	market := b.market(rfq)
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.expire(now)
-	held := b.p.firm.held(now)
+	held := b.firm.held(now)
 	bronze := map[string]auction.BronzeLease{}
 	for i := range capacity.GPUs {
 		g := &capacity.GPUs[i]
@@ -252,9 +277,9 @@ func (b *bidder) quote(rfq *auction.RFQ, rfqID, holdID string) (*auction.Bid, er
 		return nil, err
 	}
 	bid := q.Bid
-	bid.Provider = b.p.ID().String()
-	if held := b.p.firm.grant(rfq.Renter, holdID, bid.GPUs, now, time.UnixMilli(bid.ValidUntilMs)); len(held) > 0 {
-		b.p.adv.signal() // the record shows them held
+	bid.Provider = b.self
+	if held := b.firm.grant(rfq.Renter, holdID, bid.GPUs, now, time.UnixMilli(bid.ValidUntilMs)); len(held) > 0 {
+		b.changed() // the record shows them held
 	}
 	return &bid, nil
 }
@@ -262,15 +287,15 @@ func (b *bidder) quote(rfq *auction.RFQ, rfqID, holdID string) (*auction.Bid, er
 // health reads current telemetry for thermal and power headroom.
 func (b *bidder) health() map[string]auction.GPUHealth {
 	out := map[string]auction.GPUHealth{}
-	if b.p.gpus == nil {
+	if b.gpus == nil {
 		return out
 	}
-	devs, _ := b.p.gpus.Devices()
+	devs, _ := b.gpus.Devices()
 	limit := map[string]float64{}
 	for _, d := range devs {
 		limit[d.UUID] = d.PowerLimitW
 	}
-	samples, _ := b.p.gpus.Sample(context.Background())
+	samples, _ := b.gpus.Sample(context.Background())
 	for _, s := range samples {
 		h := auction.GPUHealth{PowerLimitW: limit[s.UUID]}
 		if s.Has(gpu.MetricTemperature) {
@@ -285,171 +310,4 @@ func (b *bidder) health() map[string]auction.GPUHealth {
 		out[s.UUID] = h
 	}
 	return out
-}
-
-// handleAward answers a sealed award over lease.LeaseProto with a tagged
-// acceptance or decline. Retries of an accepted award get the same
-// acceptance back.
-func (b *bidder) handleAward(ctx context.Context, from peer.ID, req []byte) ([]byte, error) {
-	aw, signer, err := auction.OpenAward(req)
-	if err != nil {
-		return nil, malformed(err)
-	}
-	if signer != from {
-		return nil, malformed(fmt.Errorf("award signed by %s but sent by %s", signer, from))
-	}
-	if aw.Provider != b.p.ID().String() {
-		return nil, errors.New("award names another provider")
-	}
-	awardID := attest.RecordID(req).String()
-	if l, err := b.p.db.GetLease(awardID); err == nil {
-		return append([]byte{lease.TagAccept}, l.Acceptance...), nil
-	}
-	if aw.Expired(b.now()) {
-		return b.decline(awardID, "award expired")
-	}
-	if b.admit != nil {
-		if err := b.admit(aw); err != nil {
-			return b.decline(awardID, err.Error())
-		}
-	}
-	// The inventory is read before the bidder's lock: the advertiser reads
-	// firm holds, and they are changed under that lock.
-	var inventory []auction.GPU
-	if b.p.adv != nil {
-		if capacity, err := b.p.adv.build(1); err == nil {
-			inventory = capacity.GPUs
-		}
-	}
-	l, preempt, reason := b.commit(aw, awardID, req, inventory)
-	if reason != "" {
-		return b.decline(awardID, reason)
-	}
-	for _, p := range preempt {
-		b.sendPreempt(p, time.UnixMilli(l.StartsAtMs))
-	}
-	b.runner.start(l)
-	return append([]byte{lease.TagAccept}, l.Acceptance...), nil
-}
-
-type preemption struct {
-	leaseID   string
-	renter    string
-	noticeSec uint32
-}
-
-// commit re-checks an award against the bid it names and places it on
-// GPUs free now (placeAward), and if that succeeds, countersigns and
-// stores the lease, naming the GPUs committed, before anything runs.
-func (b *bidder) commit(aw *auction.Award, awardID string, raw []byte, inventory []auction.GPU) (*store.Lease, []preemption, string) {
-	now := b.now()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	sb, ok := b.bids[aw.Bid]
-	if !ok {
-		return nil, nil, "unknown or expired bid"
-	}
-	if sb.bid.RFQ != aw.RFQ || sb.rfq.Renter != aw.Renter || sb.rfq.Tier != aw.Tier || sb.bid.JobCID != aw.JobCID {
-		return nil, nil, "award does not match the bid"
-	}
-	if aw.MaxDurationSec == 0 || aw.MaxDurationSec > sb.rfq.MaxDurationSec {
-		return nil, nil, fmt.Sprintf("award asks %ds, the RFQ allowed %ds", aw.MaxDurationSec, sb.rfq.MaxDurationSec)
-	}
-	if aw.NoticeSec != sb.bid.NoticeSec {
-		return nil, nil, "award changes the promised preemption notice"
-	}
-	if aw.PriceMicro < sb.bid.PriceMicro {
-		return nil, nil, fmt.Sprintf("price %d below the bid %d", aw.PriceMicro, sb.bid.PriceMicro)
-	}
-	if sb.rfq.Resources.GPUs == 0 {
-		return b.commitCPU(aw, awardID, raw, sb, now) // cpu_commit.go
-	}
-	if len(aw.GPUs) == 0 {
-		return nil, nil, "award names no GPUs"
-	}
-	pl, reason := b.placeAward(aw, sb, inventory, now)
-	if reason != "" {
-		return nil, nil, reason
-	}
-	start, preempt := pl.start, pl.preempt
-	acc := &auction.LeaseAcceptance{
-		V: auction.MessagesVersion, Provider: b.p.ID().String(), Award: awardID, GPUs: pl.gpus,
-		AcceptedMs: now.UnixMilli(), StartsAtMs: start.UnixMilli(),
-	}
-	accRaw, err := auction.SealLeaseAcceptance(acc, b.p.key)
-	if err != nil {
-		return nil, nil, "internal: " + err.Error()
-	}
-	l := &store.Lease{
-		ID: awardID, Side: "provider", Award: raw, Acceptance: accRaw, JobCID: aw.JobCID,
-		Renter: aw.Renter, Provider: aw.Provider, GPUs: pl.gpus, PriceMicro: aw.PriceMicro, Model: sb.bid.Model,
-		Tier: string(aw.Tier), NoticeSec: aw.NoticeSec, ExpectedSec: sb.rfq.ExpectedDurationSec,
-		Runtime: sb.rfq.Runtime, State: lease.Awarded,
-		StartsAtMs: start.UnixMilli(), EndsAtMs: start.Add(time.Duration(aw.MaxDurationSec) * time.Second).UnixMilli(),
-	}
-	// Durable before the acceptance leaves this node: a lease both sides
-	// signed must survive a crash.
-	if err := b.p.leases.Put(l); err != nil {
-		return nil, nil, "internal: " + err.Error()
-	}
-	for _, g := range pl.gpus {
-		b.committed[g] = commitment{leaseID: awardID, tier: aw.Tier, renter: aw.Renter, noticeSec: aw.NoticeSec}
-		b.p.firm.take(g)
-	}
-	// Firm holds on the rest of the bid's GPUs stay until they end:
-	// another part of the renter's micro-pool may still come.
-	return l, preempt, ""
-}
-
-func (b *bidder) decline(awardID, reason string) ([]byte, error) {
-	d := &auction.Decline{V: auction.MessagesVersion, Provider: b.p.ID().String(), Award: awardID, Reason: reason, AtMs: b.now().UnixMilli()}
-	raw, err := auction.SealDecline(d, b.p.key)
-	if err != nil {
-		return nil, err
-	}
-	b.log.Info("award declined", "award", lease.Short(awardID), "reason", reason)
-	return append([]byte{lease.TagDecline}, raw...), nil
-}
-
-// sendPreempt notifies a bronze renter and schedules the takeback. The
-// notice promised in the bid counts from when the notice is issued, so if
-// it leaves later than planned the takeback moves later too (the new lease
-// waits for the GPUs) rather than shortening the promise.
-func (b *bidder) sendPreempt(p preemption, at time.Time) {
-	issued := b.now()
-	if earliest := issued.Add(time.Duration(p.noticeSec) * time.Second); at.Before(earliest) {
-		at = earliest
-	}
-	b.runner.preempt(p.leaseID, at)
-	notice := &auction.PreemptNotice{
-		V: auction.MessagesVersion, Provider: b.p.ID().String(), Lease: p.leaseID, NoticeSec: p.noticeSec,
-		IssuedAtMs: issued.UnixMilli(), EffectiveAtMs: at.UnixMilli(), Reason: "GPUs needed for higher-tier work",
-	}
-	raw, err := auction.SealPreemptNotice(notice, b.p.key)
-	if err != nil {
-		b.log.Warn("seal preempt notice", "err", err)
-		return
-	}
-	renter, err := peer.Decode(p.renter)
-	if err != nil {
-		return
-	}
-	// The notice is owed even if the award's stream is gone: retry a few
-	// times within the notice period, for as long as the node runs.
-	b.runner.background(func(rctx context.Context) {
-		for attempt := range 3 {
-			sctx, cancel := context.WithTimeout(rctx, lease.PreemptLimits.Timeout)
-			_, err := b.p.p2p.Request(sctx, renter, lease.PreemptProto, raw, lease.PreemptLimits)
-			cancel()
-			if err == nil {
-				return
-			}
-			b.log.Warn("preempt notice not delivered", "lease", lease.Short(p.leaseID), "attempt", attempt+1, "err", err)
-			select {
-			case <-rctx.Done():
-				return
-			case <-time.After(time.Second):
-			}
-		}
-	})
 }

@@ -11,16 +11,10 @@ import (
 	"github.com/idlegrid/idlegrid/auction"
 )
 
-// For returns the floor for a tier.
+// For returns the floor for a tier (0 for an unknown tier), by the rule
+// of auction.FloorPrice.For.
 func (f FloorUSD) For(t auction.Tier) float64 {
-	switch t {
-	case auction.TierGold:
-		return f.Gold
-	case auction.TierSilver:
-		return f.Silver
-	default:
-		return f.Bronze
-	}
+	return auction.TierValue(t, f.Gold, f.Silver, f.Bronze)
 }
 
 // USDToMicro converts USD to integer micro-USD, rounding to the nearest.

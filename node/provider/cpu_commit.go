@@ -17,16 +17,16 @@ func (b *bidder) commitCPU(aw *auction.Award, awardID string, raw []byte, sb sen
 		return nil, nil, "award names GPUs for CPU-only work"
 	}
 	res := sb.rfq.Resources
-	if !b.p.cpu.take(awardID, res) {
+	if !b.cpu.take(awardID, res) {
 		return nil, nil, "the CPU share is no longer free for this job's cores and RAM"
 	}
 	acc := &auction.LeaseAcceptance{
-		V: auction.MessagesVersion, Provider: b.p.ID().String(), Award: awardID,
+		V: auction.MessagesVersion, Provider: b.self, Award: awardID,
 		AcceptedMs: now.UnixMilli(), StartsAtMs: now.UnixMilli(),
 	}
-	accRaw, err := auction.SealLeaseAcceptance(acc, b.p.key)
+	accRaw, err := auction.SealLeaseAcceptance(acc, b.key)
 	if err != nil {
-		b.p.cpu.release(awardID)
+		b.cpu.release(awardID)
 		return nil, nil, "internal: " + err.Error()
 	}
 	l := &store.Lease{
@@ -38,10 +38,10 @@ func (b *bidder) commitCPU(aw *auction.Award, awardID string, raw []byte, sb sen
 		StartsAtMs: now.UnixMilli(), EndsAtMs: now.Add(time.Duration(aw.MaxDurationSec) * time.Second).UnixMilli(),
 	}
 	// Durable before the acceptance leaves this node, as for GPU leases.
-	if err := b.p.leases.Put(l); err != nil {
-		b.p.cpu.release(awardID)
+	if err := b.leases.Put(l); err != nil {
+		b.cpu.release(awardID)
 		return nil, nil, "internal: " + err.Error()
 	}
-	b.p.adv.signal() // the record shows the share leased
+	b.changed() // the record shows the share leased
 	return l, nil, ""
 }

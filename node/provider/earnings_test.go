@@ -21,8 +21,10 @@ func TestEarningsPricesCosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	slug := gpu.ModelSlug(devs[0].Name, devs[0].MemoryMiB)
-	r.p.cfg.Costs = costs.Config{FeePct: 10, GPUCapitalUSD: 1, DepreciationYears: 1,
-		Models: []costs.ModelCapital{{Model: slug, CapitalUSD: 8760, DepreciationYears: 1}}} // 1 USD per hour
+	if err := r.p.SetCosts(costs.Config{FeePct: 10, GPUCapitalUSD: 1, DepreciationYears: 1,
+		Models: []costs.ModelCapital{{Model: slug, CapitalUSD: 8760, DepreciationYears: 1}}}); err != nil { // 1 USD per hour
+		t.Fatal(err)
+	}
 	now := r.prov.Clock.Now()
 	if err := r.prov.Store.PutLease(&store.Lease{
 		ID: "L1", Side: lease.SideProvider, Provider: r.prov.ID.String(), State: lease.Completed,
@@ -40,17 +42,17 @@ func TestEarningsPricesCosts(t *testing.T) {
 			t.Errorf("%s = %v, want %v", what, got, want)
 		}
 	}
-	near("total", e.TotalUSD, 5)
-	near("fees", e.FeesUSD, 0.5)
-	near("depreciation", e.DepreciationUSD, 4) // 2 GPUs × 2 h × 1 USD
-	near("net", e.NetUSD, 5-0.5-4-e.EnergyUSD)
+	near("total", e.Total.RevenueUSD, 5)
+	near("fees", e.Total.FeesUSD, 0.5)
+	near("depreciation", e.Total.DepreciationUSD, 4) // 2 GPUs × 2 h × 1 USD
+	near("net", e.Total.NetUSD, 5-0.5-4-e.Total.EnergyUSD)
 	if len(e.GPUs) != 2 || e.GPUs[0].Model != slug {
 		t.Fatalf("gpus = %+v", e.GPUs)
 	}
 	for _, g := range e.GPUs {
 		near(g.UUID+" depreciation", g.DepreciationUSD, 2)
 		if g.UUID == devs[0].UUID {
-			near(g.UUID+" earned", g.EarnedUSD, 5)
+			near(g.UUID+" earned", g.RevenueUSD, 5)
 		}
 	}
 }

@@ -4,23 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"time"
-
-	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/executor"
-	"github.com/idlegrid/idlegrid/node/jobproto"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/store"
 )
-
-// How long a provider keeps trying to fetch a lease's spec or module from
-// a renter that does not answer before the lease fails.
-const fetchPatience = time.Minute
 
 // execute runs one lease from its start to its recorded end: awarded →
 // preparing (spec and artifacts fetched, workload created) → running →
@@ -28,7 +19,7 @@ const fetchPatience = time.Minute
 // after a restart with a workload handle skips straight to waiting on it.
 func (r *leaseRunner) execute(ctx context.Context, id string) {
 	defer r.forget(id)
-	l, err := r.p.db.GetLease(id)
+	l, err := r.db.GetLease(id)
 	if err != nil {
 		r.log.Warn("run lease", "lease", lease.Short(id), "err", err)
 		return
@@ -55,7 +46,7 @@ func (r *leaseRunner) execute(ctx context.Context, id string) {
 		return
 	}
 	wctx, stopWatch := context.WithCancel(ctx)
-	go r.payWatch(wctx, id)
+	go r.watchPay(wctx, id, func() { r.stop(id, errUnpaid, r.now().Add(r.cfg.StopGrace)) })
 	endService := r.runService(wctx, id, ex, h)
 	res, detached := r.wait(ctx, id, ex, h)
 	stopWatch()
@@ -78,7 +69,7 @@ func (r *leaseRunner) stoppedEarly(ctx context.Context, id, when string) {
 	case errors.Is(c, errCancelled):
 		r.finish(id, lease.Cancelled, "cancelled by the renter "+when, nil)
 	default:
-		if l, err := r.p.db.GetLease(id); err == nil {
+		if l, err := r.db.GetLease(id); err == nil {
 			r.releaseGPUs(l)
 		}
 	}
@@ -139,112 +130,9 @@ func (r *leaseRunner) startWorkload(ctx context.Context, id string, ex executor.
 	}
 	r.simulateLoad(l, true)
 	// The chain records the start; the lease's attestations begin there.
-	seq := r.p.attest.jobEvent(l, attest.JobStarted)
+	seq := r.jobEvent(l, attest.JobStarted)
 	_, err = r.book.Update(id, func(l *store.Lease) bool { l.ChainSeq = seq; return true })
 	return err
-}
-
-// workload returns the lease's job, fetching the spec from the renter the
-// first time and checking that it is the job the award named.
-func (r *leaseRunner) workload(ctx context.Context, l *store.Lease) (*auction.Workload, error) {
-	raw := l.Spec
-	if raw == nil {
-		renter, err := peer.Decode(l.Renter)
-		if err != nil {
-			return nil, err
-		}
-		var h *jobproto.Header
-		err = r.retry(ctx, "fetch the job spec", func(ctx context.Context) error {
-			hdr, fr, err := r.p.jobCall(ctx, renter, &jobproto.Request{Op: jobproto.OpSpec, Lease: l.ID})
-			if err != nil {
-				return err
-			}
-			_ = fr.Close()
-			h = hdr
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		raw = h.Spec
-	}
-	spec, err := auction.ParseJobSpec(raw)
-	if err != nil {
-		return nil, fmt.Errorf("job spec from the renter: %w", err)
-	}
-	c, err := spec.CID()
-	if err != nil {
-		return nil, fmt.Errorf("job spec from the renter: %w", err)
-	}
-	if c.String() != l.JobCID {
-		return nil, fmt.Errorf("the renter sent the spec of job %s, but the lease is for %s", c, l.JobCID)
-	}
-	w, err := spec.Workload()
-	if err != nil {
-		return nil, err
-	}
-	if l.Runtime != "" && w.Runtime != l.Runtime {
-		return nil, fmt.Errorf("spec runtime %q differs from the RFQ's %q", w.Runtime, l.Runtime)
-	}
-	if l.Spec == nil {
-		if _, err := r.setState(l.ID, lease.Preparing, func(s *store.Lease) { s.Spec, s.Runtime = raw, w.Runtime }); err != nil {
-			return nil, err
-		}
-	}
-	return w, nil
-}
-
-// fetchModule copies a WASM module from the renter into the artifact
-// store, verified against its CID, unless it is already there.
-func (r *leaseRunner) fetchModule(ctx context.Context, l *store.Lease, id string) error {
-	if r.ex.artifacts.Has(id) {
-		return nil
-	}
-	renter, err := peer.Decode(l.Renter)
-	if err != nil {
-		return err
-	}
-	return r.retry(ctx, "fetch module "+id, func(ctx context.Context) error {
-		_, fr, err := r.p.jobCall(ctx, renter, &jobproto.Request{Op: jobproto.OpArtifact, Lease: l.ID, CID: id})
-		if err != nil {
-			return err
-		}
-		defer fr.Close()
-		pr, pw := io.Pipe()
-		go func() { _, err := lease.CopyFrames(pw, fr); pw.CloseWithError(err) }()
-		got, err := r.ex.artifacts.Put(pr, lease.MaxModuleBytes)
-		_ = pr.CloseWithError(err)
-		if err != nil {
-			return err
-		}
-		if got != id {
-			return lease.Permanent(fmt.Errorf("the renter sent module %s for %s", got, id))
-		}
-		return nil
-	})
-}
-
-// retry runs fn until it succeeds, fails permanently (a refusal from the
-// peer, a permanent error) or fetchPatience runs out.
-func (r *leaseRunner) retry(ctx context.Context, what string, fn func(ctx context.Context) error) error {
-	deadline := r.now().Add(fetchPatience)
-	backoff := 200 * time.Millisecond
-	for {
-		err := fn(ctx)
-		if err == nil {
-			return nil
-		}
-		if lease.Final(err) || ctx.Err() != nil || r.now().After(deadline) {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		r.log.Debug("retrying", "what", what, "err", err)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
-	}
 }
 
 // execSpec turns a lease and its job into what the executor runs.
@@ -263,7 +151,7 @@ func (r *leaseRunner) execSpec(l *store.Lease, w *auction.Workload) executor.Spe
 	if w.Service != nil {
 		s.Ports = w.Service.Ports
 	}
-	if w.Egress && r.p.cfg.Offer.Egress {
+	if w.Egress && r.egress {
 		s.Limits.Network = executor.NetworkEgress
 	}
 	switch w.Runtime {
@@ -275,7 +163,7 @@ func (r *leaseRunner) execSpec(l *store.Lease, w *auction.Workload) executor.Spe
 			s.Args = w.Command[1:]
 		}
 		// Simulated GPUs have no devices to hand to a container.
-		if r.p.gpus != nil && r.p.gpus.Name() == "nvml" {
+		if r.gpus != nil && r.gpus.Name() == "nvml" {
 			s.Limits.GPUs = l.GPUs
 		}
 	default:
@@ -315,133 +203,6 @@ func (r *leaseRunner) wait(ctx context.Context, id string, ex executor.Executor,
 	return res, false
 }
 
-// harvest keeps a finished workload's log and outputs for the renter,
-// removes the workload and records the lease's outcome.
-func (r *leaseRunner) harvest(id string, ex executor.Executor, h executor.Handle, res executor.Result, stopCause error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var out executor.Output
-	var logBytes int64
-	var problems []string
-	if err := os.MkdirAll(r.ex.resultDir(id), 0o700); err != nil {
-		problems = append(problems, err.Error())
-	} else {
-		n, err := r.keepLog(ctx, id, ex, h)
-		logBytes = n
-		if err != nil {
-			problems = append(problems, "keep log: "+err.Error())
-		}
-		if out, err = r.keepOutput(ctx, id, ex, h); err != nil {
-			problems = append(problems, "keep outputs: "+err.Error())
-		}
-	}
-	if err := ex.Remove(ctx, h); err != nil {
-		r.log.Warn("remove workload", "lease", lease.Short(id), "err", err)
-	}
-	state, reason := outcome(res, stopCause)
-	if len(problems) > 0 {
-		r.log.Warn("results incomplete", "lease", lease.Short(id), "problems", problems)
-	}
-	code := res.ExitCode
-	r.finish(id, state, reason, func(l *store.Lease) {
-		l.Handle = ""
-		l.ExitCode = &code
-		if !res.StartedAt.IsZero() {
-			l.WorkStartedMs = res.StartedAt.UnixMilli()
-		}
-		if !res.FinishedAt.IsZero() {
-			l.WorkFinishedMs = res.FinishedAt.UnixMilli()
-		}
-		l.OutputCID, l.OutputSize, l.LogBytes = out.CID, out.Size, logBytes
-	})
-}
-
-func (r *leaseRunner) keepLog(ctx context.Context, id string, ex executor.Executor, h executor.Handle) (int64, error) {
-	rc, err := ex.Logs(ctx, h, false)
-	if err != nil {
-		return 0, err
-	}
-	defer rc.Close()
-	f, err := os.Create(r.ex.logPath(id))
-	if err != nil {
-		return 0, err
-	}
-	n, err := io.Copy(f, io.LimitReader(rc, int64(r.cfg.MaxLogMiB)<<20))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return n, err
-}
-
-func (r *leaseRunner) keepOutput(ctx context.Context, id string, ex executor.Executor, h executor.Handle) (executor.Output, error) {
-	out, err := ex.Outputs(ctx, h)
-	if err != nil {
-		return executor.Output{}, err
-	}
-	dst := r.ex.outputPath(id)
-	if err := os.Rename(out.Path, dst); err != nil {
-		// Another filesystem: copy.
-		if err := copyFile(out.Path, dst); err != nil {
-			return executor.Output{}, err
-		}
-	}
-	out.Path = dst
-	return out, nil
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	f, err := os.Create(dst)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, in); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// outcome maps a workload's result to the lease's final state and reason.
-func outcome(res executor.Result, stopCause error) (state, reason string) {
-	with := func(s string) string {
-		if res.Message != "" {
-			return s + ": " + res.Message
-		}
-		return s
-	}
-	switch res.Reason {
-	case executor.ReasonCompleted:
-		return lease.Completed, "exited 0"
-	case executor.ReasonFailed:
-		if res.ExitCode >= 0 {
-			return lease.Failed, with(fmt.Sprintf("exited %d", res.ExitCode))
-		}
-		return lease.Failed, with("failed")
-	case executor.ReasonTrap:
-		return lease.Failed, with("trapped")
-	case executor.ReasonOOM:
-		return lease.Failed, with("ran out of memory")
-	case executor.ReasonTimeout:
-		return lease.Expired, "ran past its maximum duration"
-	case executor.ReasonStopped:
-		switch {
-		case errors.Is(stopCause, errUnpaid):
-			return lease.Failed, "stopped: the renter's vouchers stopped coming"
-		case errors.Is(stopCause, errPreempted):
-			return lease.Preempted, "preempted for higher-tier work"
-		case errors.Is(stopCause, errCancelled):
-			return lease.Cancelled, "cancelled by the renter"
-		}
-		return lease.Failed, "stopped: the provider shut down while it ran"
-	}
-	return lease.Failed, with(res.Reason)
-}
-
 // loadSimulator is implemented by simulated GPU backends: a workload on a
 // simulated GPU has no real kernels, so the node tells the simulation that
 // a job loads it (utilization, power, energy and temperature follow).
@@ -457,7 +218,7 @@ const (
 )
 
 func (r *leaseRunner) simulateLoad(l *store.Lease, on bool) {
-	sim, ok := r.p.gpus.(loadSimulator)
+	sim, ok := r.gpus.(loadSimulator)
 	if !ok {
 		return
 	}

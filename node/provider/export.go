@@ -4,14 +4,15 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/store"
 )
 
-// LeaseEntries returns the chain entries that attest one of this
+// leaseEntries returns the chain entries that attest one of this
 // provider's leases: the fingerprint in force, then the entries from the
 // lease's start to its end.
-func (p *Provider) LeaseEntries(l *store.Lease) ([][]byte, error) {
+func (a *attestor) leaseEntries(l *store.Lease) ([][]byte, error) {
 	if l.ChainSeq == 0 {
 		return nil, fmt.Errorf("lease %s never started", lease.Short(l.ID))
 	}
@@ -20,12 +21,35 @@ func (p *Provider) LeaseEntries(l *store.Lease) ([][]byte, error) {
 		last = l.ChainLast
 	}
 	var raws [][]byte
-	if fp := p.attest.currentFingerprint(); fp != nil {
+	if fp := a.currentFingerprint(); fp != nil {
 		raws = append(raws, fp)
 	}
-	entries, err := p.db.ChainEntries(p.self.String(), l.ChainSeq, last)
+	entries, err := a.db.ChainEntries(a.self.String(), l.ChainSeq, last)
 	if err != nil {
 		return nil, err
 	}
 	return append(raws, entries...), nil
+}
+
+// currentFingerprint returns the raw fingerprint entry in force, which a
+// verifier of later telemetry needs.
+func (a *attestor) currentFingerprint() []byte {
+	h := a.chain.Head()
+	if h == nil || h.Fingerprint == "" {
+		return nil
+	}
+	from := uint64(0)
+	if h.Seq > 4096 {
+		from = h.Seq - 4096
+	}
+	raws, err := a.db.ChainEntries(a.chain.Provider(), from, h.Seq)
+	if err != nil {
+		return nil
+	}
+	for i := len(raws) - 1; i >= 0; i-- {
+		if attest.RecordID(raws[i]).String() == h.Fingerprint {
+			return raws[i]
+		}
+	}
+	return nil
 }

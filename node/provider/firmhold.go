@@ -154,7 +154,3 @@ func (f *firmHolds) expireLocked(now time.Time) {
 		}
 	}
 }
-
-// FirmHeld is the set of offered GPUs under firm hold now (for capacity
-// digests: auction.DigestInput.Held).
-func (p *Provider) FirmHeld() map[string]bool { return p.firm.heldNow() }

@@ -281,7 +281,7 @@ func TestPaidReceiptEarnsFirmHolds(t *testing.T) {
 	r := newRoomWith(t, 1, firmOffer(8))
 	start := r.prov.Clock.Now()
 	l := r.runningLease(t, start)
-	if _, err := r.p.runner.acceptVoucher(r.renter.ID, l, r.voucher(t, l, 1, start.Add(time.Minute))); err != nil {
+	if _, err := r.p.cashier.acceptVoucher(r.renter.ID, l, r.voucher(t, l, 1, start.Add(time.Minute))); err != nil {
 		t.Fatal(err)
 	}
 	if r.bidOn(t, first(r.rfq(t, 1, auction.TierSilver))) == nil || len(r.heldGPUs(t)) != 0 {
@@ -294,7 +294,7 @@ func TestPaidReceiptEarnsFirmHolds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.p.runner.issueReceipt(context.Background(), cur)
+	r.p.cashier.issueReceipt(context.Background(), cur)
 	bid := r.bidOn(t, first(r.rfq(t, 1, auction.TierSilver)))
 	if bid == nil || !slices.Equal(r.heldGPUs(t), bid.GPUs) {
 		t.Fatalf("after a paid receipt the bid %v holds %v, want its GPU", bid, r.heldGPUs(t))

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/node/gpu"
 )
 
@@ -24,8 +23,24 @@ type gpuHistory struct {
 	gpus map[string]*gpuSeries
 }
 
+// GPUPoint is one GPU's mean telemetry over a bucket of samples.
+type GPUPoint struct {
+	At         time.Time
+	UtilPct    float64
+	PowerW     float64
+	TempC      float64
+	MemUsedMiB uint64
+}
+
+// GPUSeries is one GPU's recent telemetry, oldest point first.
+type GPUSeries struct {
+	UUID   string
+	Name   string
+	Points []GPUPoint
+}
+
 type gpuSeries struct {
-	points []api.GPUPoint
+	points []GPUPoint
 	// open accumulates the current bucket.
 	at                     time.Time
 	n                      int
@@ -63,7 +78,7 @@ func (s *gpuSeries) flush() {
 		return
 	}
 	n := float64(s.n)
-	s.points = append(s.points, api.GPUPoint{
+	s.points = append(s.points, GPUPoint{
 		At: s.at.UTC(), UtilPct: s.util / n, PowerW: s.power / n, TempC: s.temp / n, MemUsedMiB: uint64(s.mem / n),
 	})
 	if len(s.points) > historyPoints {
@@ -72,28 +87,27 @@ func (s *gpuSeries) flush() {
 	s.n, s.util, s.power, s.temp, s.mem = 0, 0, 0, 0, 0
 }
 
-// GPUHistory is each GPU's telemetry over the last hour, oldest first,
-// with the bucket still filling as the last point.
-func (p *Provider) GPUHistory() []api.GPUSeries {
-	h := &p.history
-	h.mu.Lock()
-	defer h.mu.Unlock()
+// series is each GPU's telemetry over the last hour, oldest first, with
+// the bucket still filling as the last point, named from gpus' devices.
+func (h *gpuHistory) series(gpus gpu.Backend) []GPUSeries {
 	names := map[string]string{}
-	if devs, err := p.gpus.Devices(); err == nil {
+	if devs, err := gpus.Devices(); err == nil {
 		for _, d := range devs {
 			names[d.UUID] = d.Name
 		}
 	}
-	out := make([]api.GPUSeries, 0, len(h.gpus))
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]GPUSeries, 0, len(h.gpus))
 	for uuid, s := range h.gpus {
 		pts := slices.Clone(s.points)
 		if s.n > 0 {
 			n := float64(s.n)
-			pts = append(pts, api.GPUPoint{At: s.at.UTC(), UtilPct: s.util / n, PowerW: s.power / n, TempC: s.temp / n, MemUsedMiB: uint64(s.mem / n)})
+			pts = append(pts, GPUPoint{At: s.at.UTC(), UtilPct: s.util / n, PowerW: s.power / n, TempC: s.temp / n, MemUsedMiB: uint64(s.mem / n)})
 		}
-		out = append(out, api.GPUSeries{UUID: uuid, Name: names[uuid], Points: pts})
+		out = append(out, GPUSeries{UUID: uuid, Name: names[uuid], Points: pts})
 	}
-	slices.SortFunc(out, func(a, b api.GPUSeries) int {
+	slices.SortFunc(out, func(a, b GPUSeries) int {
 		if a.UUID < b.UUID {
 			return -1
 		}

@@ -6,9 +6,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/store"
 )
 
 // hostFacts describes the machine around the GPUs. Configured values win;
@@ -27,9 +27,8 @@ func hostFacts(c OfferConfig, home string) auction.Host {
 		h.RAMMiB = memTotalMiB()
 	}
 	if h.DiskGiB == 0 && home != "" {
-		var st syscall.Statfs_t
-		if err := syscall.Statfs(home, &st); err == nil {
-			h.DiskGiB = st.Bavail * uint64(st.Bsize) >> 30
+		if free, err := store.FreeBytes(home); err == nil {
+			h.DiskGiB = free >> 30
 		}
 	}
 	return h

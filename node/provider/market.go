@@ -1,11 +1,95 @@
 package provider
 
 import (
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node/lease"
 )
+
+// marketView is what the bidder knows of the market beyond this provider:
+// trust's digests of its shards (whether it is selected to bid, and how
+// busy the shard is) and the network's cleared prices (the scarcity cap).
+type marketView struct {
+	marketDeps
+	index indexCache
+}
+
+// marketDeps are where the market view reads from.
+type marketDeps struct {
+	self string
+	log  *slog.Logger
+	now  func() time.Time
+	// ttl is provider.record_ttl (a live digest's lifetime).
+	ttl time.Duration
+	// capacity builds this provider's capacity record as of now.
+	capacity func(seq uint64) (*auction.Capacity, error)
+	// firmHeld are the GPUs under firm hold now.
+	firmHeld func() map[string]bool
+	// shardView is this node's digests of one shard (trust's book); nil:
+	// no view, bid on every feasible RFQ.
+	shardView func(s auction.Shard) []*auction.Digest
+	// priceIndex is trust's price index; nil: no scarcity cap.
+	priceIndex func(since, until time.Time) ([]auction.PriceStat, error)
+}
+
+func newMarketView(d marketDeps) *marketView {
+	return &marketView{marketDeps: d, index: indexCache{source: d.priceIndex}}
+}
+
+// shards are the RFQ shards this provider serves (by its GPUs' families
+// and the CPU shard when it offers CPU-only work).
+func (m *marketView) shards() []auction.Shard {
+	rec, err := m.capacity(1)
+	if err != nil {
+		return nil
+	}
+	return auction.ProviderShards(rec)
+}
+
+// selected is the bounded-bidding rule: of the providers in the RFQ's
+// shard, only the cheapest few and a random sample bid, so an auction
+// costs the same whatever the shard's size. Every provider decides alone
+// from the digests it holds, with the same rule the renter uses to know
+// whom to expect. A provider decides on its own live state (its gossiped
+// digest may be a second old), and one the digests cannot show fit (it
+// would preempt bronze work, or it does not know its shard yet) bids:
+// an extra bid costs little, a missing one can leave a job unfilled.
+func (m *marketView) selected(rfq *auction.RFQ, rfqID, topic string) bool {
+	st, err := auction.ParseShardTopic(topic)
+	if err != nil || st.Kind != auction.ShardTopicRFQ || m.shardView == nil {
+		return true
+	}
+	mine, err := m.liveDigest()
+	if err != nil {
+		return true
+	}
+	if _, _, fits := auction.DigestFitsOn(rfq, mine, st.Shard); !fits {
+		return true
+	}
+	view := []*auction.Digest{mine}
+	for _, d := range m.shardView(st.Shard) {
+		if d.Peer != m.self {
+			view = append(view, d)
+		}
+	}
+	ok, sel := auction.ShouldBid(auction.BidSelectInput{RFQ: rfq, RFQID: rfqID, Shard: st.Shard, Digests: view}, m.self)
+	if !ok {
+		m.log.Debug("not selected to bid", "rfq", lease.Short(rfqID), "feasible", sel.Feasible, "p", sel.Probability)
+	}
+	return ok
+}
+
+// liveDigest is this provider's digest as of now (unsigned, not sent).
+func (m *marketView) liveDigest() (*auction.Digest, error) {
+	rec, err := m.capacity(1)
+	if err != nil {
+		return nil, err
+	}
+	return auction.NewDigest(auction.DigestInput{Capacity: rec, Held: m.firmHeld(), Seq: 1, Now: m.now(), TTL: m.ttl})
+}
 
 // priceIndexFor is how far back the price index looks for the scarcity
 // cap, and how long one reading of it is reused.
@@ -14,42 +98,44 @@ const (
 	priceIndexCache = 10 * time.Second
 )
 
-// marketSignal is what the bidder's scarcity pricing follows: the busy
-// share of the GPUs in the RFQ's shards, as the digests show it, capped
-// at the price index (the median cleared price for the family and tier).
-// It is never nil: with no view yet the market counts as slack, so a
-// provider never marks up on its own host's load alone.
-func (p *Provider) marketSignal(rfq *auction.RFQ) *auction.MarketSignal {
+// signal is what the bidder's scarcity pricing follows: the busy share of
+// the GPUs in the RFQ's shards, as the digests show it, capped at the
+// price index (the median cleared price for the family and tier). It is
+// never nil: with no view yet the market counts as slack, so a provider
+// never marks up on its own host's load alone.
+func (m *marketView) signal(rfq *auction.RFQ) *auction.MarketSignal {
 	sig := &auction.MarketSignal{}
-	if p.shardView == nil {
+	if m.shardView == nil {
 		return sig
 	}
 	var total, busy float64
 	families := map[string]bool{}
-	for _, s := range p.Shards() {
+	for _, s := range m.shards() {
 		if !auction.RFQOnShard(rfq, s) {
 			continue
 		}
 		families[s.Family()] = true
-		for _, d := range p.shardView(s) {
-			for _, m := range d.Models {
-				if auction.GPUFamily(m.Model) != s.Family() {
+		for _, d := range m.shardView(s) {
+			for _, dm := range d.Models {
+				if auction.GPUFamily(dm.Model) != s.Family() {
 					continue
 				}
-				total += float64(m.Total)
-				busy += float64(m.Total - m.Free - m.Held)
+				total += float64(dm.Total)
+				busy += float64(dm.Total - dm.Free - dm.Held)
 			}
 		}
 	}
 	if total > 0 {
 		sig.Utilization = busy / total
 	}
-	sig.IndexMicro = p.index.median(p, families, rfq.Tier)
+	sig.IndexMicro = m.index.median(m.now(), families, rfq.Tier)
 	return sig
 }
 
 // indexCache keeps one reading of the price index.
 type indexCache struct {
+	source func(since, until time.Time) ([]auction.PriceStat, error)
+
 	mu    sync.Mutex
 	at    time.Time
 	stats []auction.PriceStat
@@ -57,14 +143,13 @@ type indexCache struct {
 
 // median is the GPU-weighted median cleared price of the best-traded
 // model of families in tier (0 when none traded).
-func (c *indexCache) median(p *Provider, families map[string]bool, tier auction.Tier) uint64 {
-	if p.priceIndex == nil {
+func (c *indexCache) median(now time.Time, families map[string]bool, tier auction.Tier) uint64 {
+	if c.source == nil {
 		return 0
 	}
-	now := p.now()
 	c.mu.Lock()
 	if now.Sub(c.at) > priceIndexCache {
-		if stats, err := p.priceIndex(now.Add(-priceIndexFor), now); err == nil {
+		if stats, err := c.source(now.Add(-priceIndexFor), now); err == nil {
 			c.stats, c.at = stats, now
 		}
 	}

@@ -34,7 +34,7 @@ func (b *bidder) placeAward(aw *auction.Award, sb sentBid, inventory []auction.G
 		offered[g.UUID] = true
 	}
 	heldByOther := func(g string) bool {
-		h := b.p.firm.heldBy(g, now)
+		h := b.firm.heldBy(g, now)
 		return h != "" && h != aw.Bid
 	}
 	chosen := map[string]bool{}

@@ -1,16 +1,21 @@
 // Package provider is the GPU owner's side of the market: it keeps the
-// capacity record in the DHT (advertiser), answers RFQs with bids and
-// turns awards into countersigned leases (bidder), runs the leased work in
-// its executors (lease runner), keeps the signed telemetry chain
-// (attestor), serves the job protocol to its renters, and takes vouchers
-// and issues receipts (pay). The node routes RFQs, awards and job-protocol
+// capacity record in the DHT (advertiser) and its digest on the shards'
+// topics (digester), answers RFQs with bids and turns awards into
+// countersigned leases (bidder), runs the leased work in its executors
+// (lease runner), keeps the signed telemetry chain (attestor), serves the
+// job protocol to its renters (job server), and takes vouchers and issues
+// receipts (cashier). The node routes RFQs, awards and job-protocol
 // requests to it; it knows neither the renter nor trust.
+//
+// Provider is a facade: New builds each component from its own deps
+// struct of narrow callbacks and wires them; no component holds the room.
 package provider
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -75,109 +80,156 @@ type Deps struct {
 	Registerer prometheus.Registerer
 }
 
-// Provider is the running provider room.
+// Provider is the running provider room: the facade the node calls, over
+// the components New builds and wires.
 type Provider struct {
-	cfg    Config
-	log    *slog.Logger
-	now    func() time.Time
-	key    crypto.PrivKey
-	self   peer.ID
-	p2p    *p2p.Node
-	db     *store.DB
-	leases *lease.Book
-	gpus   gpu.Backend
+	cfg  Config
+	self peer.ID
+	log  *slog.Logger
+	gpus gpu.Backend
 
-	ex     *executors
-	attest *attestor
-	adv    *advertiser
-	cpu    *cpuPool // the CPU share leased to CPU-only work
-	firm   *firmHolds
-	bidder *bidder
-	runner *leaseRunner
-	digest *digester
-	// services are the running service leases; fwd tunnels to them.
-	services *serviceBook
+	ex       *executors
+	firm     *firmHolds
+	cpu      *cpuPool // the CPU share leased to CPU-only work
+	adv      *advertiser
+	digest   *digester
+	market   *marketView
+	disk     *diskGate
+	history  *gpuHistory
+	attest   *attestor
+	services *serviceBook // the running service leases; fwd tunnels to them
 	fwd      *forward.Server
+	cashier  *cashier
+	runner   *leaseRunner
+	bidder   *bidder
+	jobs     *jobServer
+	books    *bookkeeper
+	tasks    *tasks
 
-	// shardView is this node's digests of one shard (trust's book).
-	shardView func(s auction.Shard) []*auction.Digest
-	// priceIndex is trust's price index, for the scarcity cap.
-	priceIndex func(since, until time.Time) ([]auction.PriceStat, error)
-	index      indexCache
-	disk       diskGate
-	history    gpuHistory
-
+	closers   []func() error // what New opened, undone in reverse by Close
 	group     sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
-	live      liveConfig // what a reload replaced (reload.go)
 }
 
-// New builds the provider: executors (only the runtimes that can run here
-// are advertised), the attestation chain continued from the store, the
-// advertiser and the bidder with the commitments of stored leases.
+// New builds the provider's components and wires them: executors (only
+// the runtimes that can run here are advertised), the attestation chain
+// continued from the store, the advertiser and digester, the market view,
+// the cashier, the lease runner, the bidder with the commitments of stored
+// leases, and the job server. If a step fails, what was opened is closed.
 func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	if deps.Key == nil || deps.P2P == nil || deps.Store == nil || deps.Leases == nil || deps.GPU == nil {
 		return nil, errors.New("provider.New: key, p2p, store, lease book and GPU backend are required")
 	}
-	p := &Provider{
-		cfg: cfg, log: deps.Logger, now: deps.Clock, key: deps.Key, self: deps.P2P.ID(),
-		p2p: deps.P2P, db: deps.Store, leases: deps.Leases, gpus: deps.GPU, shardView: deps.ShardView, priceIndex: deps.PriceIndex,
+	log, now := deps.Logger, deps.Clock
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	if p.log == nil {
-		p.log = slog.New(slog.DiscardHandler)
+	if now == nil {
+		now = time.Now
 	}
-	if p.now == nil {
-		p.now = time.Now
-	}
-	var offered []string
-	if p.ex, offered, err = openExecutors(cfg, deps.WorkDir, deps.Artifacts, deps.Executors, p.self.String(), p.log.With("component", "executor")); err != nil {
-		return nil, fmt.Errorf("provider.New: %w", err)
-	}
+	key, network, db, book, gpus := deps.Key, deps.P2P, deps.Store, deps.Leases, deps.GPU
+	p := &Provider{cfg: cfg, self: network.ID(), log: log, gpus: gpus, history: &gpuHistory{}, tasks: &tasks{}}
 	defer func() {
 		if err != nil {
-			_ = p.ex.Close()
+			_ = p.Close()
 		}
 	}()
+	var offered []string
+	if p.ex, offered, err = openExecutors(cfg, deps.WorkDir, deps.Artifacts, deps.Executors, p.self.String(), log.With("component", "executor")); err != nil {
+		return nil, fmt.Errorf("provider.New: %w", err)
+	}
+	p.closers = append(p.closers, p.ex.Close)
 	// Advertise only the runtimes that can run here.
 	p.cfg.Offer.Runtimes = offered
-	if p.attest, err = openAttestor(p); err != nil {
+	offer := p.cfg.Offer
+
+	if p.attest, err = openAttestor(attestorDeps{
+		log: log.With("component", "attest"), now: now, key: key, self: p.self, p2p: network, db: db, book: book, gpus: gpus,
+		cfg: cfg.Attest, onSamples: p.history.add,
+	}); err != nil {
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
-	p.services = newServiceBook()
-	if p.fwd, err = forward.NewServer(forward.ServerConfig{}, forward.ServerDeps{Logger: p.log, Registerer: deps.Registerer, Resolve: p.ResolveTunnel}); err != nil {
+	p.firm = newFirmHolds(offer.FirmHold, offer.FirmHoldGPUs, now)
+	host := hostFacts(offer, cfg.Home)
+	p.cpu = newCPUPool(host, offer.CPUShare, offer.CPUFloorUSD)
+	digestDue := newWakeup()
+	if p.adv, err = newAdvertiser(offer, advertiserDeps{
+		log: log.With("component", "advertiser"), now: now, key: key, p2p: network, db: db, gpus: gpus, host: host, version: cfg.Version,
+		firmHeld: p.firm.heldNow, cpuOffer: p.cpu.offer, onChange: digestDue.notify,
+	}); err != nil {
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
-	p.firm = newFirmHolds(cfg.Offer.FirmHold, cfg.Offer.FirmHoldGPUs, p.now)
-	if p.adv, err = newAdvertiser(p, p.key, p.gpus); err != nil {
+	p.digest = newDigester(digesterDeps{
+		log: log.With("component", "digest"), now: now, key: key, p2p: network, republish: offer.Republish, ttl: offer.RecordTTL,
+		capacity: p.adv.build, published: p.adv.Current, firmHeld: p.firm.heldNow, due: digestDue,
+	})
+	bidLog := log.With("component", "bidder")
+	p.market = newMarketView(marketDeps{
+		self: p.self.String(), log: bidLog, now: now, ttl: offer.RecordTTL, capacity: p.adv.build, firmHeld: p.firm.heldNow,
+		shardView: deps.ShardView, priceIndex: deps.PriceIndex,
+	})
+	p.disk = newDiskGate(db.FreeSpace, log)
+	p.services = newServiceBook(db.GetLease)
+	if p.fwd, err = forward.NewServer(forward.ServerConfig{}, forward.ServerDeps{Logger: log, Registerer: deps.Registerer, Resolve: p.services.resolve}); err != nil {
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
-	p.cpu = newCPUPool(p.adv.host, cfg.Offer.CPUShare, cfg.Offer.CPUFloorUSD)
-	p.adv.cpuOffer = p.cpu.offer
-	p.digest = newDigester(p)
-	p.adv.onChange = p.digest.signal
-	p.bidder = newBidder(p, deps.AdmitAward)
-	p.runner = p.bidder.runner
-	if err := p.bidder.restore(); err != nil {
+	p.cashier = newCashier(cashierDeps{
+		log: log.With("component", "cashier"), now: now, key: key, p2p: network, db: db, book: book, terms: cfg.Attest,
+		notePaid: p.firm.notePaid, background: p.tasks.spawn,
+	})
+	// The runner and the bidder call each other: the bidder starts on the
+	// runner the leases it commits, and the runner hands their GPUs back
+	// to the bidder when they end. The bidder is built second.
+	var b *bidder
+	p.runner = newLeaseRunner(runnerDeps{
+		log: log.With("component", "leases"), now: now, db: db, book: book, p2p: network, ex: p.ex, cfg: cfg.Executor, gpus: gpus,
+		egress: offer.Egress, leaseGPU: p.adv.Lease, releaseGPU: p.adv.Release, gpuLease: p.adv.leaseOf,
+		jobEvent: p.attest.jobEvent, services: p.services, watchPay: p.cashier.payWatch, issueReceipt: p.cashier.issueLater,
+		ended: func(l *store.Lease) { b.leaseEnded(l) },
+	})
+	b = newBidder(bidderDeps{
+		log: bidLog, now: now, key: key, p2p: network, db: db, leases: book, gpus: gpus, policy: bidPolicy(offer), admit: deps.AdmitAward,
+		firm: p.firm, cpu: p.cpu, capacity: p.adv.build, changed: p.adv.signal, diskOpen: p.disk.open,
+		selected: p.market.selected, market: p.market.signal,
+		start: p.runner.start, preempt: p.runner.preempt, background: p.tasks.spawn,
+	})
+	p.bidder = b
+	if err := b.restore(); err != nil {
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
+	p.jobs = newJobServer(jobServerDeps{
+		db: db, book: book, ex: p.ex,
+		cancel: p.runner.cancelLease, acceptVoucher: p.cashier.acceptVoucher, serveAttest: p.attest.serveLease,
+	})
+	p.books = newBookkeeper(p.self.String(), now, db, gpus, cfg.Costs)
 	return p, nil
 }
 
-// Run advertises, runs leases and attests until ctx ends.
+// Run advertises, runs leases and attests until ctx ends, then waits for
+// the work it started.
 func (p *Provider) Run(ctx context.Context) error {
+	p.tasks.start(ctx)
 	p.group.Go(func() { p.adv.run(ctx) })
 	p.group.Go(func() { p.runner.run(ctx) })
 	p.group.Go(func() { p.attest.run(ctx) })
 	p.group.Go(func() { p.digest.run(ctx) })
 	<-ctx.Done()
 	p.group.Wait()
+	p.tasks.wait()
 	return nil
 }
 
-// Close closes the executors. Run must have returned. It is idempotent.
+// Close undoes New, the last opened first (the executors). Run must have
+// returned. It is idempotent.
 func (p *Provider) Close() error {
-	p.closeOnce.Do(func() { p.closeErr = p.ex.Close() })
+	p.closeOnce.Do(func() {
+		var errs []error
+		for i := len(p.closers) - 1; i >= 0; i-- {
+			errs = append(errs, p.closers[i]())
+		}
+		p.closeErr = errors.Join(errs...)
+	})
 	return p.closeErr
 }
 
@@ -197,17 +249,27 @@ func (p *Provider) HandleAward(ctx context.Context, from peer.ID, req []byte) ([
 	return p.bidder.handleAward(ctx, from, req)
 }
 
-// ServeJob serves a renter's job-protocol request about one of its leases.
-func (p *Provider) ServeJob(ctx context.Context, from peer.ID, req *jobproto.Request, send func([]byte) error) error {
-	return p.runner.serveJob(ctx, from, req, send)
-}
-
 // AuctionClosed releases what this provider's bids for a finished auction
 // still hold (the renter's signed award summary closes it).
 func (p *Provider) AuctionClosed(sum *auction.AwardSummary) { p.bidder.auctionClosed(sum) }
 
+// ServeJob serves a renter's job-protocol request about one of its leases.
+func (p *Provider) ServeJob(ctx context.Context, from peer.ID, req *jobproto.Request, send func([]byte) error) error {
+	return p.jobs.serve(ctx, from, req, send)
+}
+
+// HandleTunnel serves the forward protocol (route it with
+// forward.TunnelLimits).
+func (p *Provider) HandleTunnel(ctx context.Context, from peer.ID, header []byte, s io.ReadWriteCloser) error {
+	return p.fwd.Handle(ctx, from, header, s)
+}
+
 // Capacity is the last published capacity record (nil before the first).
 func (p *Provider) Capacity() *auction.Capacity { return p.adv.Current() }
+
+// Shards are the RFQ shards this provider serves (by its GPUs' families
+// and the CPU shard when it offers CPU-only work).
+func (p *Provider) Shards() []auction.Shard { return p.market.shards() }
 
 // GPUs is the provider's GPU backend.
 func (p *Provider) GPUs() gpu.Backend { return p.gpus }
@@ -223,7 +285,50 @@ func (p *Provider) ReleaseGPU(uuid string) error { return p.adv.Release(uuid) }
 // renter.
 func (p *Provider) KeptOutputPath(leaseID string) string { return p.ex.outputPath(leaseID) }
 
-// jobCall calls a renter's job protocol.
-func (p *Provider) jobCall(ctx context.Context, to peer.ID, req *jobproto.Request) (*jobproto.Header, *p2p.Frames, error) {
-	return lease.Call(ctx, p.p2p, to, req)
+// LeaseEntries returns the chain entries that attest one of this
+// provider's leases: the fingerprint in force, then the entries from the
+// lease's start to its end.
+func (p *Provider) LeaseEntries(l *store.Lease) ([][]byte, error) { return p.attest.leaseEntries(l) }
+
+// Reconfigure applies the live keys of next (see LiveOfferKeys) and
+// re-advertises; it returns the keys that changed, as "provider.KEY". A
+// calendar that does not parse changes nothing.
+func (p *Provider) Reconfigure(next OfferConfig) ([]string, error) {
+	changed, err := p.adv.reconfigure(next)
+	if err != nil {
+		return nil, fmt.Errorf("provider.Reconfigure: %w", err)
+	}
+	if len(changed) > 0 {
+		p.log.Info("provider reconfigured", "keys", changed)
+	}
+	return changed, nil
 }
+
+// SetCosts replaces the [costs] that Earnings prices with.
+func (p *Provider) SetCosts(c costs.Config) error {
+	if err := p.books.setCosts(c); err != nil {
+		return fmt.Errorf("provider.SetCosts: %w", err)
+	}
+	return nil
+}
+
+// Earnings prices the provider's range [since, now): renters' paid
+// vouchers (a lease's pay counts on the day it started) against the costs
+// of [costs], per day and per GPU, from its own signed telemetry; the fill
+// rate is GPU-hours that telemetry attributes to leases over the GPU-hours
+// it attests at all.
+func (p *Provider) Earnings(since time.Time) (Earnings, error) {
+	e, err := p.books.earnings(since)
+	if err != nil {
+		return Earnings{}, fmt.Errorf("provider.Earnings: %w", err)
+	}
+	return e, nil
+}
+
+// GPUHistory is each GPU's telemetry over the last hour, oldest first,
+// with the bucket still filling as the last point.
+func (p *Provider) GPUHistory() []GPUSeries { return p.history.series(p.gpus) }
+
+// DiskLow reports whether the store is short of space now, and so the
+// provider is not bidding, with the free space in bytes (status says so).
+func (p *Provider) DiskLow() (low bool, free uint64) { return p.disk.low() }

@@ -11,7 +11,9 @@ import (
 	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/node/executor"
 	"github.com/idlegrid/idlegrid/node/failpoint"
+	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/p2p"
 	"github.com/idlegrid/idlegrid/store"
 )
 
@@ -24,17 +26,9 @@ var (
 // leaseRunner runs the provider's leases: it waits for a lease's start
 // (after any preemption notice owed to a bronze lease on the same GPUs),
 // marks its GPUs leased in the capacity record, runs the work in its
-// executor (see provider_exec.go), and records how it ended.
+// executor (exec.go), and records how it ended.
 type leaseRunner struct {
-	p    *Provider
-	ex   *executors
-	book *lease.Book
-	cfg  ExecutorConfig
-	log  *slog.Logger
-	now  func() time.Time
-	// ended is called when a lease ends, whatever the outcome, after its
-	// GPUs are released.
-	ended func(l *store.Lease)
+	runnerDeps
 
 	mu      sync.Mutex
 	ctx     context.Context
@@ -43,16 +37,43 @@ type leaseRunner struct {
 	// of the notice promised in its bid.
 	graceUntil map[string]time.Time
 	wg         sync.WaitGroup
-	// receiptMu serialises receipt issuing (provider_pay.go).
-	receiptMu sync.Mutex
 }
 
-func newLeaseRunner(p *Provider, ex *executors, ended func(*store.Lease)) *leaseRunner {
-	return &leaseRunner{
-		p: p, ex: ex, book: p.leases, cfg: p.cfg.Executor,
-		log: p.log.With("component", "leases"), now: p.now, ended: ended,
-		cancels: map[string]context.CancelCauseFunc{}, graceUntil: map[string]time.Time{},
-	}
+// runnerDeps are the lease runner's collaborators.
+type runnerDeps struct {
+	log  *slog.Logger
+	now  func() time.Time
+	db   *store.DB
+	book *lease.Book
+	// p2p calls the renter's job protocol (spec and module fetches).
+	p2p  *p2p.Node
+	ex   *executors
+	cfg  ExecutorConfig
+	gpus gpu.Backend
+	// egress is provider.egress: work that asks may reach the network.
+	egress bool
+	// leaseGPU, releaseGPU and gpuLease mark GPUs in the capacity record
+	// (the advertiser).
+	leaseGPU   func(uuid, leaseID string) error
+	releaseGPU func(uuid string) error
+	gpuLease   func(uuid string) string
+	// jobEvent records a lease's start or end in the attestation chain
+	// and returns the entry's sequence number.
+	jobEvent func(l *store.Lease, kind attest.JobEventKind) uint64
+	// services are the running service leases (the tunnel's targets).
+	services *serviceBook
+	// watchPay stops a running lease through stop when its renter stops
+	// paying, until ctx ends; issueReceipt seals an ended lease's receipt
+	// in the background (the cashier).
+	watchPay     func(ctx context.Context, leaseID string, stop func())
+	issueReceipt func(l *store.Lease)
+	// ended is called when a lease ends, whatever the outcome, after its
+	// GPUs are released.
+	ended func(l *store.Lease)
+}
+
+func newLeaseRunner(d runnerDeps) *leaseRunner {
+	return &leaseRunner{runnerDeps: d, cancels: map[string]context.CancelCauseFunc{}, graceUntil: map[string]time.Time{}}
 }
 
 // run reconciles workloads with the stored leases, resumes the leases a
@@ -72,7 +93,7 @@ func (r *leaseRunner) run(ctx context.Context) {
 // workload is gone is recorded failed with the reason, and workloads no
 // lease tracks are removed, so nothing is left orphaned.
 func (r *leaseRunner) resume(ctx context.Context) {
-	leases, err := r.p.db.Leases()
+	leases, err := r.db.Leases()
 	if err != nil {
 		r.log.Warn("resume leases", "err", err)
 	}
@@ -90,7 +111,7 @@ func (r *leaseRunner) resume(ctx context.Context) {
 			// A crash between a lease's end (or a late voucher) and its
 			// receipt left it unreceipted; issueReceipt does nothing when
 			// the receipt already covers the last voucher.
-			r.background(func(ctx context.Context) { r.issueReceipt(ctx, l) })
+			r.issueReceipt(l)
 		}
 		if l.Side != lease.SideProvider || lease.State(l.State).Terminal() {
 			continue
@@ -112,16 +133,6 @@ func (r *leaseRunner) resume(ctx context.Context) {
 	}
 }
 
-// receiptRecheck is how long after a lease's last change a restart still
-// checks that its receipt covers the last voucher (a late voucher may
-// have arrived just before a crash); a lease with no receipt is always
-// checked.
-const receiptRecheck = 24 * time.Hour
-
-func receiptDue(l *store.Lease, now time.Time) bool {
-	return len(l.Receipt) == 0 || now.Sub(time.UnixMilli(l.UpdatedAtMs)) < receiptRecheck
-}
-
 // start schedules a countersigned lease.
 func (r *leaseRunner) start(l *store.Lease) {
 	r.mu.Lock()
@@ -137,17 +148,6 @@ func (r *leaseRunner) start(l *store.Lease) {
 	})
 }
 
-// background runs fn on the runner's context (the node's lifetime).
-func (r *leaseRunner) background(fn func(ctx context.Context)) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.ctx == nil {
-		return
-	}
-	ctx := r.ctx
-	r.wg.Go(func() { fn(ctx) })
-}
-
 // preempt tells a lease's workload to stop now (SIGTERM, for a workload
 // that checkpoints) and kills it at at, the end of the promised notice.
 func (r *leaseRunner) preempt(id string, at time.Time) {
@@ -158,6 +158,29 @@ func (r *leaseRunner) preempt(id string, at time.Time) {
 // configured grace.
 func (r *leaseRunner) cancel(id string) bool {
 	return r.stop(id, errCancelled, r.now().Add(r.cfg.StopGrace))
+}
+
+// cancelLease stops a lease's work with the configured grace and waits
+// (bounded) until its end is recorded.
+func (r *leaseRunner) cancelLease(ctx context.Context, l *store.Lease) (*store.Lease, error) {
+	if lease.State(l.State).Terminal() {
+		return l, nil
+	}
+	if !r.cancel(l.ID) {
+		// Not running in this process (the runner has not picked it up):
+		// nothing to stop.
+		r.finish(l.ID, lease.Cancelled, "cancelled by the renter before it started", nil)
+		return r.db.GetLease(l.ID)
+	}
+	wctx, cancel := context.WithTimeout(ctx, r.cfg.StopGrace+30*time.Second)
+	defer cancel()
+	for {
+		cur, err := r.book.Wait(wctx, l.ID, l.Version)
+		if err != nil || lease.State(cur.State).Terminal() || wctx.Err() != nil {
+			return cur, err
+		}
+		l = cur
+	}
 }
 
 func (r *leaseRunner) stop(id string, cause error, killAt time.Time) bool {
@@ -216,7 +239,7 @@ func (r *leaseRunner) leaseGPUs(ctx context.Context, l *store.Lease) error {
 	deadline := r.now().Add(30 * time.Second)
 	for _, uuid := range l.GPUs {
 		for {
-			err := r.p.LeaseGPU(uuid, l.ID)
+			err := r.leaseGPU(uuid, l.ID)
 			if err == nil {
 				break
 			}
@@ -237,8 +260,8 @@ func (r *leaseRunner) leaseGPUs(ctx context.Context, l *store.Lease) error {
 
 func (r *leaseRunner) releaseGPUs(l *store.Lease) {
 	for _, uuid := range l.GPUs {
-		if cur := r.p.adv.leaseOf(uuid); cur == l.ID {
-			_ = r.p.ReleaseGPU(uuid)
+		if cur := r.gpuLease(uuid); cur == l.ID {
+			_ = r.releaseGPU(uuid)
 		}
 	}
 }
@@ -270,7 +293,7 @@ func (r *leaseRunner) finish(id, state, reason string, more func(l *store.Lease)
 	if done && l.ChainSeq != 0 {
 		// The chain records the end before the GPUs are free again: a GPU
 		// must never appear to serve two leases at once.
-		last := r.p.attest.jobEvent(l, endEvent(state))
+		last := r.jobEvent(l, endEvent(state))
 		if cur, err := r.book.Update(id, func(l *store.Lease) bool { l.ChainLast = last; return true }); err == nil {
 			l = cur
 		}
@@ -280,7 +303,7 @@ func (r *leaseRunner) finish(id, state, reason string, more func(l *store.Lease)
 		return
 	}
 	failpoint.Hit(failpoint.ProviderLeaseEnded)
-	r.background(func(ctx context.Context) { r.issueReceipt(ctx, l) })
+	r.issueReceipt(l)
 	r.log.Info("lease ended", "lease", lease.Short(id), "state", state, "reason", reason)
 	if r.ended != nil {
 		r.ended(l)

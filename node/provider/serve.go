@@ -16,12 +16,35 @@ import (
 	"github.com/idlegrid/idlegrid/store"
 )
 
-// serveJob answers a renter following one of its leases on this provider:
-// status (long-polled), logs (followed), the output tar (from an offset,
-// so an interrupted download resumes) and cancellation. Only the lease's
-// renter is served.
-func (r *leaseRunner) serveJob(ctx context.Context, from peer.ID, req *jobproto.Request, send func([]byte) error) error {
-	l, err := r.p.db.GetLease(req.Lease)
+// jobServer serves the job protocol to the renters of this provider's
+// leases: status (long-polled), logs (followed), the output tar (from an
+// offset, so an interrupted download resumes), cancellation, the lease's
+// attestations, vouchers in and the receipt out. Only the lease's renter
+// is served.
+type jobServer struct {
+	jobServerDeps
+}
+
+// jobServerDeps are what the job server reads and whom it hands requests
+// that change a lease.
+type jobServerDeps struct {
+	db   *store.DB
+	book *lease.Book
+	ex   *executors
+	// cancel stops a lease's work and waits (bounded) for its recorded
+	// end (the lease runner).
+	cancel func(ctx context.Context, l *store.Lease) (*store.Lease, error)
+	// acceptVoucher records a renter's voucher (the cashier).
+	acceptVoucher func(from peer.ID, l *store.Lease, raw []byte) (*store.Lease, error)
+	// serveAttest streams the lease's attestations (the attestor).
+	serveAttest func(ctx context.Context, l *store.Lease, req *jobproto.Request, send func([]byte) error) error
+}
+
+func newJobServer(d jobServerDeps) *jobServer { return &jobServer{jobServerDeps: d} }
+
+// serve answers one request of a renter about one of its leases.
+func (s *jobServer) serve(ctx context.Context, from peer.ID, req *jobproto.Request, send func([]byte) error) error {
+	l, err := s.db.GetLease(req.Lease)
 	if err != nil || l.Side != lease.SideProvider {
 		return lease.Refuse(send, jobproto.CodeNotFound, "no lease %s on this provider", req.Lease)
 	}
@@ -32,24 +55,24 @@ func (r *leaseRunner) serveJob(ctx context.Context, from peer.ID, req *jobproto.
 	case jobproto.OpStatus:
 		wctx, cancel := context.WithTimeout(ctx, time.Duration(req.WaitMs)*time.Millisecond)
 		defer cancel()
-		if l, err = r.book.Wait(wctx, l.ID, req.After); err != nil {
+		if l, err = s.book.Wait(wctx, l.ID, req.After); err != nil {
 			return lease.Refuse(send, jobproto.CodeInternal, "read lease: %v", err)
 		}
 		return lease.SendHeader(send, &jobproto.Header{Status: leaseStatus(l)})
 	case jobproto.OpCancel:
-		l, err := r.cancelLease(ctx, l)
+		l, err := s.cancel(ctx, l)
 		if err != nil {
 			return lease.Refuse(send, jobproto.CodeInternal, "cancel: %v", err)
 		}
 		return lease.SendHeader(send, &jobproto.Header{Status: leaseStatus(l)})
 	case jobproto.OpLogs:
-		return r.serveLogs(ctx, l, req, send)
+		return s.serveLogs(ctx, l, req, send)
 	case jobproto.OpResult:
-		return r.serveResult(ctx, l, req, send)
+		return s.serveResult(ctx, l, req, send)
 	case jobproto.OpAttest:
-		return r.serveAttest(ctx, l, req, send)
+		return s.serveAttest(ctx, l, req, send)
 	case jobproto.OpVoucher:
-		l, err := r.acceptVoucher(from, l, req.Voucher)
+		l, err := s.acceptVoucher(from, l, req.Voucher)
 		if err != nil {
 			return lease.Refuse(send, jobproto.CodeInvalid, "voucher: %v", err)
 		}
@@ -72,50 +95,27 @@ func leaseStatus(l *store.Lease) *jobproto.Status {
 	}
 }
 
-// cancelLease stops a lease's work with the configured grace and waits
-// (bounded) until its end is recorded.
-func (r *leaseRunner) cancelLease(ctx context.Context, l *store.Lease) (*store.Lease, error) {
-	if lease.State(l.State).Terminal() {
-		return l, nil
-	}
-	if !r.cancel(l.ID) {
-		// Not running in this process (the runner has not picked it up):
-		// nothing to stop.
-		r.finish(l.ID, lease.Cancelled, "cancelled by the renter before it started", nil)
-		return r.p.db.GetLease(l.ID)
-	}
-	wctx, cancel := context.WithTimeout(ctx, r.cfg.StopGrace+30*time.Second)
-	defer cancel()
-	for {
-		cur, err := r.book.Wait(wctx, l.ID, l.Version)
-		if err != nil || lease.State(cur.State).Terminal() || wctx.Err() != nil {
-			return cur, err
-		}
-		l = cur
-	}
-}
-
 // serveLogs streams a lease's log from req.Offset: from the live workload
 // while it runs (following it if asked), from the kept file after.
-func (r *leaseRunner) serveLogs(ctx context.Context, l *store.Lease, req *jobproto.Request, send func([]byte) error) error {
+func (s *jobServer) serveLogs(ctx context.Context, l *store.Lease, req *jobproto.Request, send func([]byte) error) error {
 	for l.Handle == "" && !lease.State(l.State).Terminal() && req.Follow {
 		// Not started yet: wait for the workload (or the end).
 		var err error
-		if l, err = r.book.Wait(ctx, l.ID, l.Version); err != nil || ctx.Err() != nil {
+		if l, err = s.book.Wait(ctx, l.ID, l.Version); err != nil || ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}
 	var rc io.ReadCloser
 	switch {
 	case l.Handle != "" && !lease.State(l.State).Terminal():
-		ex, err := r.ex.get(l.Runtime)
+		ex, err := s.ex.get(l.Runtime)
 		if err != nil {
 			return lease.Refuse(send, jobproto.CodeInternal, "%v", err)
 		}
 		if rc, err = ex.Logs(ctx, executor.Handle(l.Handle), req.Follow); err != nil {
 			// The workload finished and is being removed: its log is being
 			// kept, and the lease's end recorded right after.
-			if l, err = r.waitEnd(ctx, l); err != nil {
+			if l, err = s.waitEnd(ctx, l); err != nil {
 				return lease.Refuse(send, jobproto.CodeInternal, "logs: %v", err)
 			}
 		}
@@ -125,7 +125,7 @@ func (r *leaseRunner) serveLogs(ctx context.Context, l *store.Lease, req *jobpro
 			// Nothing ran yet and the caller does not follow.
 			return lease.SendHeader(send, &jobproto.Header{})
 		}
-		f, err := os.Open(r.ex.logPath(l.ID))
+		f, err := os.Open(s.ex.logPath(l.ID))
 		if errors.Is(err, os.ErrNotExist) {
 			if l.LogBytes == 0 && l.WorkStartedMs == 0 {
 				return lease.SendHeader(send, &jobproto.Header{}) // never ran
@@ -152,10 +152,10 @@ func (r *leaseRunner) serveLogs(ctx context.Context, l *store.Lease, req *jobpro
 	}
 	// The live log went away under us (the workload ended and was
 	// removed): continue from the kept log where the live one stopped.
-	if l, err = r.waitEnd(ctx, l); err != nil {
+	if l, err = s.waitEnd(ctx, l); err != nil {
 		return err
 	}
-	f, err := os.Open(r.ex.logPath(l.ID))
+	f, err := os.Open(s.ex.logPath(l.ID))
 	if err != nil {
 		return nil // nothing kept: the stream ends with what was sent
 	}
@@ -168,14 +168,14 @@ func (r *leaseRunner) serveLogs(ctx context.Context, l *store.Lease, req *jobpro
 }
 
 // serveResult streams the output tar of a finished lease from req.Offset.
-func (r *leaseRunner) serveResult(ctx context.Context, l *store.Lease, req *jobproto.Request, send func([]byte) error) error {
+func (s *jobServer) serveResult(ctx context.Context, l *store.Lease, req *jobproto.Request, send func([]byte) error) error {
 	if !lease.State(l.State).Terminal() {
 		return lease.Refuse(send, jobproto.CodeNotReady, "lease %s is %s; its outputs exist once it ends", l.ID, l.State)
 	}
 	if l.OutputCID == "" {
 		return lease.Refuse(send, jobproto.CodeNotFound, "lease %s ended (%s) without outputs", l.ID, l.State)
 	}
-	f, err := os.Open(r.ex.outputPath(l.ID))
+	f, err := os.Open(s.ex.outputPath(l.ID))
 	if errors.Is(err, os.ErrNotExist) {
 		return lease.Refuse(send, jobproto.CodeGone, "the outputs of lease %s are no longer kept (executor.keep_results)", l.ID)
 	}
@@ -200,11 +200,11 @@ func (r *leaseRunner) serveResult(ctx context.Context, l *store.Lease, req *jobp
 
 // waitEnd waits (bounded) for a lease whose workload is going away to
 // record its end.
-func (r *leaseRunner) waitEnd(ctx context.Context, l *store.Lease) (*store.Lease, error) {
+func (s *jobServer) waitEnd(ctx context.Context, l *store.Lease) (*store.Lease, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for !lease.State(l.State).Terminal() {
-		cur, err := r.book.Wait(ctx, l.ID, l.Version)
+		cur, err := s.book.Wait(ctx, l.ID, l.Version)
 		if err != nil {
 			return nil, err
 		}

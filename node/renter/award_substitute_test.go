@@ -27,17 +27,17 @@ func TestAwardAcceptsSubstitutedGPUs(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			a, _, provs := newRenter(t, 2)
+			r, _, provs := newRenter(t, 2)
 			provs[0].accept = tc.accept
-			spec, rfq, rfqID := rfqFor(t, a, 2)
+			spec, rfq, rfqID := rfqFor(t, r, 2)
 			b1, id1 := bid(t, provs[0], rfq, rfqID, 2, 1.00)
 			b2, id2 := bid(t, provs[1], rfq, rfqID, 2, 1.50)
-			jobID := startAward(t, a, spec, rfq, rfqID, []*auction.Bid{b1, b2}, []string{id1, id2})
-			j := waitJobState(t, a, jobID, lease.JobRunning)
+			jobID := startAward(t, r, spec, rfq, rfqID, []*auction.Bid{b1, b2}, []string{id1, id2})
+			j := waitJobState(t, r, jobID, lease.JobRunning)
 			if len(j.Leases) != 1 {
 				t.Fatalf("job names %d leases, want 1", len(j.Leases))
 			}
-			l, err := a.db.GetLease(j.Leases[0])
+			l, err := r.db.GetLease(j.Leases[0])
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,28 +12,28 @@ import (
 )
 
 // startAward runs the award step of an auction whose window closed with
-// bids, in the background, and returns the job's ID. The award step goes
-// on to follow the leases; the test's end stops it.
-func startAward(t *testing.T, a *Renter, spec *auction.JobSpec, rfq *auction.RFQ, rfqID string, bids []*auction.Bid, ids []string) string {
+// bids, in the background, and returns the job's ID. The award step ends
+// with the countersigned leases (the job driver would follow them).
+func startAward(t *testing.T, r *Renter, spec *auction.JobSpec, rfq *auction.RFQ, rfqID string, bids []*auction.Bid, ids []string) string {
 	t.Helper()
 	jobID := "job-" + rfqID
-	if err := a.jobs.create(&store.Job{ID: jobID, State: lease.JobAuctioning, CreatedAtMs: a.now().UnixMilli()}); err != nil {
+	if err := r.jobs.create(&store.Job{ID: jobID, State: lease.JobAuctioning, CreatedAtMs: r.now().UnixMilli()}); err != nil {
 		t.Fatal(err)
 	}
 	pa := &pendingAuction{rfq: rfq, rfqID: rfqID, jobID: jobID, answered: map[string]bool{}, early: make(chan struct{})}
 	roomtest.Run(t, func(ctx context.Context) error {
-		a.award(ctx, pa, spec, bids, ids, 0)
+		r.auctioneer.award(ctx, pa, spec, bids, ids, 0)
 		return nil
 	})
 	return jobID
 }
 
-func waitJobState(t *testing.T, a *Renter, jobID string, states ...string) *store.Job {
+func waitJobState(t *testing.T, r *Renter, jobID string, states ...string) *store.Job {
 	t.Helper()
 	var j *store.Job
 	roomtest.Eventually(t, 10*time.Second, "job state "+states[0], func() bool {
 		var err error
-		if j, err = a.db.GetJob(jobID); err != nil {
+		if j, err = r.db.GetJob(jobID); err != nil {
 			return false
 		}
 		for _, s := range states {
@@ -50,18 +50,18 @@ func waitJobState(t *testing.T, a *Renter, jobID string, states ...string) *stor
 // award goes to the next-best bid, whose lease is stored and named by the
 // job, and the decline is in the job's history.
 func TestAwardPassesToNextBestOnDecline(t *testing.T) {
-	a, _, provs := newRenter(t, 2)
+	r, _, provs := newRenter(t, 2)
 	cheap, dear := provs[0], provs[1]
 	cheap.decline = "GPU is already leased"
-	spec, rfq, rfqID := rfqFor(t, a, 1)
+	spec, rfq, rfqID := rfqFor(t, r, 1)
 	b1, id1 := bid(t, cheap, rfq, rfqID, 1, 1.00)
 	b2, id2 := bid(t, dear, rfq, rfqID, 1, 1.50)
-	jobID := startAward(t, a, spec, rfq, rfqID, []*auction.Bid{b1, b2}, []string{id1, id2})
-	j := waitJobState(t, a, jobID, lease.JobRunning)
+	jobID := startAward(t, r, spec, rfq, rfqID, []*auction.Bid{b1, b2}, []string{id1, id2})
+	j := waitJobState(t, r, jobID, lease.JobRunning)
 	if len(j.Leases) != 1 {
 		t.Fatalf("job names %d leases, want 1", len(j.Leases))
 	}
-	l, err := a.db.GetLease(j.Leases[0])
+	l, err := r.db.GetLease(j.Leases[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,15 +82,15 @@ func TestAwardPassesToNextBestOnDecline(t *testing.T) {
 // TestAwardEveryWinnerDeclines: when every bidder declines, the job ends
 // unfilled saying so, after one award per bidder.
 func TestAwardEveryWinnerDeclines(t *testing.T) {
-	a, _, provs := newRenter(t, 2)
+	r, _, provs := newRenter(t, 2)
 	for _, p := range provs {
 		p.decline = "busy"
 	}
-	spec, rfq, rfqID := rfqFor(t, a, 1)
+	spec, rfq, rfqID := rfqFor(t, r, 1)
 	b1, id1 := bid(t, provs[0], rfq, rfqID, 1, 1.00)
 	b2, id2 := bid(t, provs[1], rfq, rfqID, 1, 1.20)
-	jobID := startAward(t, a, spec, rfq, rfqID, []*auction.Bid{b1, b2}, []string{id1, id2})
-	j := waitJobState(t, a, jobID, lease.JobUnfilled)
+	jobID := startAward(t, r, spec, rfq, rfqID, []*auction.Bid{b1, b2}, []string{id1, id2})
+	j := waitJobState(t, r, jobID, lease.JobUnfilled)
 	if j.Reason == "" {
 		t.Fatal("unfilled job with no reason")
 	}

@@ -16,18 +16,18 @@ import (
 // fails the lease as unreachable (the job is then re-auctioned), long
 // before the lease's end.
 func TestSilentProviderFailsTheLease(t *testing.T) {
-	a, me, provs := newRenter(t, 1)
-	a.cfg.ProviderTimeout = 30 * time.Second
+	r, me, provs := newRenter(t, 1)
+	r.follower.providerTimeout = 30 * time.Second
 	f := provs[0]
-	l := renterLease(t, a, f, 1, 1_000_000)
+	l := renterLease(t, r, f, 1, 1_000_000)
 	done := make(chan *store.Lease, 1)
 	roomtest.Run(t, func(ctx context.Context) error {
-		done <- a.followLease(ctx, l)
+		done <- r.follower.followLease(ctx, l)
 		return nil
 	})
 	// Running, as the provider says; then it goes silent.
 	roomtest.Eventually(t, 10*time.Second, "the lease mirrored running", func() bool {
-		cur, err := a.db.GetLease(l.ID)
+		cur, err := r.db.GetLease(l.ID)
 		return err == nil && cur.Version > 1
 	})
 	f.mu.Lock()

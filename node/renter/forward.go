@@ -5,16 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net"
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idlegrid/idlegrid/auction"
-	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/node/forward"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/store"
@@ -26,6 +28,37 @@ var ErrNotService = errors.New("not a service port")
 
 // ErrForwardExists: the job's port is already forwarded.
 var ErrForwardExists = errors.New("port already forwarded")
+
+// Forward is one running forward of a service job: the local address it
+// listens on, the container port it reaches, and its stats.
+type Forward struct {
+	Job    string
+	Port   uint16
+	Listen string // the bound local address
+	Stats  forward.Stats
+}
+
+// forwardDeps are what the forwards need of the room.
+type forwardDeps struct {
+	log *slog.Logger
+	now func() time.Time
+	db  *store.DB
+	// registerer gets the forwards' metrics; nil: none.
+	registerer prometheus.Registerer
+	// openTunnel opens a tunnel to a provider (p2p.Node.OpenTunnel).
+	openTunnel func(ctx context.Context, p peer.ID, hdr []byte) (io.ReadWriteCloser, error)
+	// watch streams a job's events until it ends (jobTracker.watch).
+	watch func(ctx context.Context, jobID string) (<-chan store.JobEvent, error)
+	// background starts work on the room's context (background.Go).
+	background func(fn func(ctx context.Context)) error
+}
+
+// forwards are the renter's service forwards: each listens locally and
+// tunnels to whichever provider runs the job now.
+type forwards struct {
+	forwardDeps
+	book forwardBook
+}
 
 // forwardBook holds the renter's forwards, by job and container port.
 type forwardBook struct {
@@ -83,51 +116,49 @@ func (b *forwardBook) list(job string) []*forward.Forwarder {
 	return out
 }
 
-// StartForward forwards listen (default 127.0.0.1:PORT) to port of a
+// start forwards listen (default 127.0.0.1:PORT) to port of a
 // service job's container, over the tunnel to whichever provider runs it
 // (followed across re-auctions). It stops when the job ends or
 // StopForward is called.
-func (a *Renter) StartForward(jobID, listen string, port uint16) (api.Forward, error) {
-	j, err := a.db.GetJob(jobID)
+func (fw *forwards) start(jobID, listen string, port uint16) (Forward, error) {
+	j, err := fw.db.GetJob(jobID)
 	if err != nil {
-		return api.Forward{}, fmt.Errorf("forward: %w", err)
+		return Forward{}, fmt.Errorf("forward: %w", err)
 	}
 	spec, err := auction.ParseJobSpec(j.Spec)
 	if err != nil {
-		return api.Forward{}, fmt.Errorf("forward: %w", err)
+		return Forward{}, fmt.Errorf("forward: %w", err)
 	}
 	w, err := spec.Workload()
 	if err != nil {
-		return api.Forward{}, fmt.Errorf("forward: %w", err)
+		return Forward{}, fmt.Errorf("forward: %w", err)
 	}
 	if w.Service == nil || !w.Service.HasPort(port) {
-		return api.Forward{}, fmt.Errorf("forward: %w: job %s exposes no port %d", ErrNotService, jobID, port)
+		return Forward{}, fmt.Errorf("forward: %w: job %s exposes no port %d", ErrNotService, jobID, port)
 	}
 	if lease.JobState(j.State).Terminal() {
-		return api.Forward{}, fmt.Errorf("forward: %w", ErrJobEnded)
+		return Forward{}, fmt.Errorf("forward: %w", ErrJobEnded)
 	}
 	if listen == "" {
 		listen = net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))
 	}
 	f, err := forward.NewForwarder(forward.ForwarderConfig{Listen: listen, Port: port}, forward.ForwarderDeps{
-		Logger: a.log, Registerer: a.registerer, Clock: a.now,
-		Dest: func(context.Context) (peer.ID, string, error) { return a.serviceLease(jobID) },
-		Open: func(ctx context.Context, p peer.ID, hdr []byte) (io.ReadWriteCloser, error) {
-			return a.p2p.OpenTunnel(ctx, p, forward.Proto, hdr, forward.TunnelLimits)
-		},
+		Logger: fw.log, Registerer: fw.registerer, Clock: fw.now,
+		Dest: func(context.Context) (peer.ID, string, error) { return fw.serviceLease(jobID) },
+		Open: fw.openTunnel,
 	})
 	if err != nil {
-		return api.Forward{}, err
+		return Forward{}, err
 	}
-	if !a.forwards.add(jobID, f) {
+	if !fw.book.add(jobID, f) {
 		_ = f.Close()
-		return api.Forward{}, fmt.Errorf("forward: %w: job %s port %d", ErrForwardExists, jobID, port)
+		return Forward{}, fmt.Errorf("forward: %w: job %s port %d", ErrForwardExists, jobID, port)
 	}
-	err = a.background(func(ctx context.Context) {
+	err = fw.background(func(ctx context.Context) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		// The forward ends with the job.
-		if events, err := a.jobs.watch(ctx, jobID); err == nil {
+		if events, err := fw.watch(ctx, jobID); err == nil {
 			go func() {
 				for range events {
 				}
@@ -135,52 +166,48 @@ func (a *Renter) StartForward(jobID, listen string, port uint16) (api.Forward, e
 			}()
 		}
 		if err := f.Run(ctx); err != nil {
-			a.log.Warn("forward stopped", "job", jobID, "port", port, "err", err)
+			fw.log.Warn("forward stopped", "job", jobID, "port", port, "err", err)
 		}
-		a.forwards.drop(jobID, f)
+		fw.book.drop(jobID, f)
 	})
 	if err != nil {
-		a.forwards.drop(jobID, f)
+		fw.book.drop(jobID, f)
 		_ = f.Close()
-		return api.Forward{}, err
+		return Forward{}, err
 	}
 	return forwardView(jobID, f), nil
 }
 
-// StopForward ends a job's forward of port.
-func (a *Renter) StopForward(jobID string, port uint16) error {
-	f := a.forwards.remove(jobID, port)
+// stop ends a job's forward of port.
+func (fw *forwards) stop(jobID string, port uint16) error {
+	f := fw.book.remove(jobID, port)
 	if f == nil {
 		return fmt.Errorf("forward: %w: job %s port %d is not forwarded", store.ErrNotFound, jobID, port)
 	}
 	return f.Close()
 }
 
-// Forwards lists a job's running forwards with their stats.
-func (a *Renter) Forwards(jobID string) []api.Forward {
-	var out []api.Forward
-	for _, f := range a.forwards.list(jobID) {
+// list lists a job's running forwards with their stats.
+func (fw *forwards) list(jobID string) []Forward {
+	var out []Forward
+	for _, f := range fw.book.list(jobID) {
 		out = append(out, forwardView(jobID, f))
 	}
 	return out
 }
 
-func forwardView(jobID string, f *forward.Forwarder) api.Forward {
-	s := f.Stats()
-	return api.Forward{Job: jobID, Port: f.Port(), Listen: f.Addr().String(), Stats: api.ForwardStats{
-		Requests: s.Requests, Conns: s.Conns, Failed: s.Failed, Open: s.Open, P50Ms: s.P50Ms, P95Ms: s.P95Ms,
-		RatePerSec: s.RatePerSec, BytesIn: s.BytesIn, BytesOut: s.BytesOut,
-	}}
+func forwardView(jobID string, f *forward.Forwarder) Forward {
+	return Forward{Job: jobID, Port: f.Port(), Listen: f.Addr().String(), Stats: f.Stats()}
 }
 
 // serviceLease is the running lease serving a job now, and its provider.
-func (a *Renter) serviceLease(jobID string) (peer.ID, string, error) {
-	j, err := a.db.GetJob(jobID)
+func (fw *forwards) serviceLease(jobID string) (peer.ID, string, error) {
+	j, err := fw.db.GetJob(jobID)
 	if err != nil {
 		return "", "", err
 	}
 	for _, id := range slices.Backward(j.Leases) {
-		l, err := a.db.GetLease(id)
+		l, err := fw.db.GetLease(id)
 		if err != nil || l.Side != lease.SideRenter || lease.State(l.State).Terminal() {
 			continue
 		}

@@ -1,7 +1,6 @@
 package renter
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -11,7 +10,7 @@ import (
 )
 
 // reasonUnhealthy starts the reason of a service lease the renter failed
-// because its health check kept failing; watchCompletion re-auctions it.
+// because its health check kept failing; the job driver re-auctions it.
 const reasonUnhealthy = "service unhealthy"
 
 // checkUnhealthy stops the payments of a service lease that stayed
@@ -22,12 +21,12 @@ func (py *payer) checkUnhealthy(grace time.Duration) {
 	if py.stopped != "" {
 		return
 	}
-	l, err := py.a.db.GetLease(py.l.ID)
+	l, err := py.d.db.GetLease(py.l.ID)
 	if err != nil || l.Health != lease.HealthUnhealthy || lease.State(l.State).Terminal() {
 		py.unhealthySince = time.Time{}
 		return
 	}
-	now := py.a.now()
+	now := py.d.now()
 	if py.unhealthySince.IsZero() {
 		py.unhealthySince = now
 		return
@@ -36,15 +35,15 @@ func (py *payer) checkUnhealthy(grace time.Duration) {
 		return
 	}
 	py.stop(fmt.Sprintf("the service failed its health check for %s", now.Sub(py.unhealthySince).Round(time.Second)))
-	if py.a.reauctionUnhealthy(l.RenterJobID()) {
-		py.a.failUnhealthy(l)
+	if reauctionUnhealthy(py.d.db, l.RenterJobID()) {
+		py.d.failUnhealthy(l)
 	}
 }
 
 // reauctionUnhealthy reports whether the job's spec asks for an
 // unhealthy service to be re-auctioned.
-func (a *Renter) reauctionUnhealthy(jobID string) bool {
-	j, err := a.db.GetJob(jobID)
+func reauctionUnhealthy(db *store.DB, jobID string) bool {
+	j, err := db.GetJob(jobID)
 	if err != nil {
 		return false
 	}
@@ -54,14 +53,4 @@ func (a *Renter) reauctionUnhealthy(jobID string) bool {
 	}
 	w, err := spec.Workload()
 	return err == nil && w.Service != nil && w.Service.ReauctionUnhealthy
-}
-
-// failUnhealthy records the lease failed as unhealthy and stops its work
-// on the provider; the job's completion watch re-auctions it.
-func (a *Renter) failUnhealthy(l *store.Lease) {
-	if _, _, err := a.leases.Finish(l.ID, lease.Failed, reasonUnhealthy+": its health check kept failing", nil); err != nil {
-		a.log.Warn("store lease", "lease", lease.Short(l.ID), "err", err)
-	}
-	a.jobs.event(l.RenterJobID(), "unhealthy", "lease %s: service unhealthy; re-auctioning the job", lease.Short(l.ID))
-	_ = a.background(func(ctx context.Context) { a.cancelLease(ctx, l, reasonUnhealthy) })
 }

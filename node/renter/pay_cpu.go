@@ -14,11 +14,11 @@ import (
 // it risks one interval, as with GPU work; CPU telemetry would make these
 // payments verified.
 func (py *payer) payByTime(ctx context.Context) {
-	a := py.a
-	t := time.NewTicker(max(a.cfg.Attest.VoucherInterval, 10*time.Millisecond))
+	d := py.d
+	t := time.NewTicker(max(d.terms.VoucherInterval, 10*time.Millisecond))
 	defer t.Stop()
 	for {
-		cur, err := a.db.GetLease(py.l.ID)
+		cur, err := d.db.GetLease(py.l.ID)
 		switch {
 		case err != nil:
 			return
@@ -28,7 +28,7 @@ func (py *payer) payByTime(ctx context.Context) {
 		case lease.State(cur.State).Terminal():
 			return
 		case cur.WorkStartedMs != 0:
-			py.pay(ctx, a.now(), "")
+			py.pay(ctx, d.now(), "")
 		}
 		select {
 		case <-ctx.Done():

@@ -11,18 +11,18 @@ import (
 )
 
 // renterLease stores the renter's copy of a running lease with provider f.
-func renterLease(t *testing.T, a *Renter, f *fakeProvider, gpus int, price uint64) *store.Lease {
+func renterLease(t *testing.T, r *Renter, f *fakeProvider, gpus int, price uint64) *store.Lease {
 	t.Helper()
-	start := a.now()
+	start := r.now()
 	l := &store.Lease{
 		ID: attest.RecordID([]byte("award " + f.ID.String())).String(), Side: lease.SideRenter,
-		Renter: a.self.String(), Provider: f.ID.String(), PriceMicro: price, State: lease.Running,
+		Renter: r.self.String(), Provider: f.ID.String(), PriceMicro: price, State: lease.Running,
 		StartsAtMs: start.UnixMilli(), EndsAtMs: start.Add(time.Hour).UnixMilli(),
 	}
 	for range gpus {
 		l.GPUs = append(l.GPUs, "GPU")
 	}
-	if err := a.leases.Put(l); err != nil {
+	if err := r.payments.leases.Put(l); err != nil {
 		t.Fatal(err)
 	}
 	return l
@@ -34,12 +34,12 @@ func renterLease(t *testing.T, a *Renter, f *fakeProvider, gpus int, price uint6
 // provider refuses is not sent again (the next cumulative voucher covers
 // its window); the lease records what was paid.
 func TestVoucherSchedule(t *testing.T) {
-	a, me, provs := newRenter(t, 1)
+	r, me, provs := newRenter(t, 1)
 	f := provs[0]
 	const price = 2_000_000 // $2 per GPU-hour
-	l := renterLease(t, a, f, 2, price)
+	l := renterLease(t, r, f, 2, price)
 	start := time.UnixMilli(l.StartsAtMs)
-	py := &payer{a: a, l: l, provider: f.ID, lastWindow: a.now()}
+	py := &payer{d: &r.payments.payerDeps, l: l, provider: f.ID, lastWindow: r.now()}
 	ctx := context.Background()
 
 	me.Clock.Advance(time.Minute)
@@ -81,14 +81,14 @@ func TestVoucherSchedule(t *testing.T) {
 			t.Fatalf("voucher %d: seq %d for %d µUSD, want seq %d for %d", i, vs[i].Seq, vs[i].AmountMicro, w.seq, w.amount)
 		}
 	}
-	cur, err := a.db.GetLease(l.ID)
+	cur, err := r.db.GetLease(l.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cur.PaidMicro != want[1].amount || cur.PaidUntilMs != start.Add(3*time.Minute).UnixMilli() {
 		t.Fatalf("lease paid %d until %d, want %d until %d", cur.PaidMicro, cur.PaidUntilMs, want[1].amount, start.Add(3*time.Minute).UnixMilli())
 	}
-	stored, err := a.db.Voucher(l.ID)
+	stored, err := r.db.Voucher(l.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,13 +100,13 @@ func TestVoucherSchedule(t *testing.T) {
 // TestWithheldLeaseIsNotPaid: the payment policy withholds a lease's
 // vouchers; nothing is signed or sent.
 func TestWithheldLeaseIsNotPaid(t *testing.T) {
-	a, me, provs := newRenter(t, 1)
-	a.withhold = func(string) bool { return true }
-	l := renterLease(t, a, provs[0], 1, 1_000_000)
-	py := &payer{a: a, l: l, provider: provs[0].ID, lastWindow: a.now()}
+	r, me, provs := newRenter(t, 1)
+	r.payments.withhold = func(string) bool { return true }
+	l := renterLease(t, r, provs[0], 1, 1_000_000)
+	py := &payer{d: &r.payments.payerDeps, l: l, provider: provs[0].ID, lastWindow: r.now()}
 	me.Clock.Advance(time.Minute)
 	py.pay(context.Background(), time.UnixMilli(l.StartsAtMs).Add(time.Minute), "")
-	if _, err := a.db.Voucher(l.ID); err == nil {
+	if _, err := r.db.Voucher(l.ID); err == nil {
 		t.Fatal("a withheld lease has a voucher")
 	}
 }

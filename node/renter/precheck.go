@@ -27,12 +27,12 @@ const viewTimeout = 3 * time.Second
 // precheck refuses, before any RFQ is posted, a job whose artifacts this
 // renter cannot serve or whose GPU model names no card. A lease would
 // otherwise be awarded and signed only to fail at the provider.
-func (a *Renter) precheck(ctx context.Context, spec *auction.JobSpec) error {
-	rfq, err := spec.RFQ(a.self, make([]byte, 16), a.now())
+func (s *submitter) precheck(ctx context.Context, spec *auction.JobSpec) error {
+	rfq, err := spec.RFQ(s.self, make([]byte, 16), s.now())
 	if err != nil {
 		return err
 	}
-	if rfq.Runtime == auction.RuntimeWasm && rfq.Module != "" && a.artifacts != nil && !a.artifacts.Has(rfq.Module) {
+	if rfq.Runtime == auction.RuntimeWasm && rfq.Module != "" && s.artifacts != nil && !s.artifacts.Has(rfq.Module) {
 		return fmt.Errorf("%w %s: add the file with `idlegrid artifact add FILE` (it prints the CID to use)", ErrMissingArtifact, rfq.Module)
 	}
 	var offered []string
@@ -43,7 +43,7 @@ func (a *Renter) precheck(ctx context.Context, spec *auction.JobSpec) error {
 		}
 		// Not a card we know of: maybe a provider offers it anyway.
 		if !viewRead {
-			offered, viewRead = a.offeredModels(ctx), true
+			offered, viewRead = s.offeredModels(ctx), true
 		}
 		if !auction.UnknownGPUModel(m, offered) {
 			continue
@@ -65,10 +65,10 @@ func (a *Renter) precheck(ctx context.Context, spec *auction.JobSpec) error {
 
 // offeredModels returns the GPU model slugs of the renter's market view
 // (empty when it cannot be read quickly).
-func (a *Renter) offeredModels(ctx context.Context) []string {
+func (s *submitter) offeredModels(ctx context.Context) []string {
 	ctx, cancel := context.WithTimeout(ctx, viewTimeout)
 	defer cancel()
-	offers, _ := a.offers(ctx)
+	offers, _ := s.offers(ctx)
 	var out []string
 	for _, o := range offers {
 		if o.Capacity == nil {
@@ -91,25 +91,4 @@ func families(models []string) []string {
 		}
 	}
 	return out
-}
-
-// explainNoBids says why an auction got no bid, from the market view
-// (auction.ExplainNoBids); the window alone when the view cannot be read.
-func (a *Renter) explainNoBids(ctx context.Context, rfq *auction.RFQ) string {
-	ctx, cancel := context.WithTimeout(ctx, viewTimeout)
-	defer cancel()
-	offers, err := a.offers(ctx)
-	if len(offers) == 0 && err != nil {
-		a.log.Debug("market view for an unfilled auction", "err", err)
-		return fmt.Sprintf("no provider bid within the %dms window (the market view could not be read: %v)", rfq.BidWindowMs, err)
-	}
-	rel := map[string]float64{}
-	caps := make([]*auction.Capacity, 0, len(offers))
-	for _, o := range offers {
-		if o.Capacity != nil {
-			caps = append(caps, o.Capacity)
-			rel[o.Capacity.Peer] = o.Reliability
-		}
-	}
-	return auction.ExplainNoBids(rfq, caps, func(p string) float64 { return rel[p] })
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -22,10 +23,28 @@ import (
 // ErrNoLease is returned when a job has no lease that fits the request.
 var ErrNoLease = errors.New("no such lease")
 
+// fetcherDeps are what the fetcher needs of the room.
+type fetcherDeps struct {
+	log  *slog.Logger
+	db   *store.DB
+	call jobCaller
+}
+
+// fetcher copies a job's logs and downloads its leases' output tars from
+// their providers into the local cache.
+type fetcher struct {
+	fetcherDeps
+	downloads *downloads
+}
+
+func newFetcher(deps fetcherDeps, dir string) *fetcher {
+	return &fetcher{fetcherDeps: deps, downloads: &downloads{dir: dir, per: map[string]*sync.Mutex{}}}
+}
+
 // pickLease returns the job's lease named id, or without an id the job's
 // latest lease that fits.
-func (a *Renter) pickLease(jobID, id string, fits func(*store.Lease) bool) (*store.Lease, error) {
-	j, err := a.db.GetJob(jobID)
+func (f *fetcher) pickLease(jobID, id string, fits func(*store.Lease) bool) (*store.Lease, error) {
+	j, err := f.db.GetJob(jobID)
 	if err != nil {
 		return nil, err
 	}
@@ -34,7 +53,7 @@ func (a *Renter) pickLease(jobID, id string, fits func(*store.Lease) bool) (*sto
 		if id != "" && lid != id && lease.Short(lid) != id {
 			continue
 		}
-		l, err := a.db.GetLease(lid)
+		l, err := f.db.GetLease(lid)
 		if err != nil {
 			return nil, err
 		}
@@ -52,10 +71,10 @@ func (a *Renter) pickLease(jobID, id string, fits func(*store.Lease) bool) (*sto
 	return nil, fmt.Errorf("job %s: %w yet (state %s)", jobID, ErrNoLease, j.State)
 }
 
-// Logs copies a job's log from its provider to w: the named lease's, or
+// logs copies a job's log from its provider to w: the named lease's, or
 // the latest lease's. With follow it streams until the work ends.
-func (a *Renter) Logs(ctx context.Context, jobID, leaseID string, follow bool, w io.Writer) error {
-	l, err := a.pickLease(jobID, leaseID, func(*store.Lease) bool { return true })
+func (f *fetcher) logs(ctx context.Context, jobID, leaseID string, follow bool, w io.Writer) error {
+	l, err := f.pickLease(jobID, leaseID, func(*store.Lease) bool { return true })
 	if err != nil {
 		return err
 	}
@@ -63,7 +82,7 @@ func (a *Renter) Logs(ctx context.Context, jobID, leaseID string, follow bool, w
 	if err != nil {
 		return err
 	}
-	_, fr, err := a.jobCall(ctx, p, &jobproto.Request{Op: jobproto.OpLogs, Lease: l.ID, Follow: follow})
+	_, fr, err := f.call(ctx, p, &jobproto.Request{Op: jobproto.OpLogs, Lease: l.ID, Follow: follow})
 	if err != nil {
 		return fmt.Errorf("logs of lease %s: %w", lease.Short(l.ID), err)
 	}
@@ -99,19 +118,19 @@ func (d *downloads) lock(id string) func() {
 // maxResultAttempts bounds the resumptions of one result download.
 const maxResultAttempts = 5
 
-// Result returns a finished lease's output tar in the local cache,
+// result returns a finished lease's output tar in the local cache,
 // downloading what is missing from its provider: the download resumes from
 // what an interrupted one left, and the whole file must hash to the CID the
 // provider recorded, or it is discarded.
-func (a *Renter) Result(ctx context.Context, jobID, leaseID string) (*store.Lease, string, error) {
-	l, err := a.pickLease(jobID, leaseID, func(l *store.Lease) bool { return l.OutputCID != "" })
+func (f *fetcher) result(ctx context.Context, jobID, leaseID string) (*store.Lease, string, error) {
+	l, err := f.pickLease(jobID, leaseID, func(l *store.Lease) bool { return l.OutputCID != "" })
 	if err != nil {
 		return nil, "", err
 	}
 	if l.OutputCID == "" {
 		return nil, "", fmt.Errorf("lease %s is %s and has no outputs (yet)", lease.Short(l.ID), l.State)
 	}
-	d := a.downloads
+	d := f.downloads
 	defer d.lock(l.ID)()
 	final := filepath.Join(d.dir, l.ID+".tar")
 	if err := executor.VerifyOutput(executor.Output{CID: l.OutputCID, Size: l.OutputSize, Path: final}); err == nil {
@@ -134,13 +153,13 @@ func (a *Renter) Result(ctx context.Context, jobID, leaseID string) (*store.Leas
 			case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
 			}
 		}
-		done, err := a.fetchResultPart(ctx, p, l, part)
+		done, err := f.fetchResultPart(ctx, p, l, part)
 		if err != nil {
 			if lease.Final(err) || ctx.Err() != nil {
 				return nil, "", err
 			}
 			lastErr = err
-			a.log.Info("result download interrupted; resuming", "lease", lease.Short(l.ID), "err", err)
+			f.log.Info("result download interrupted; resuming", "lease", lease.Short(l.ID), "err", err)
 			continue
 		}
 		if !done {
@@ -160,20 +179,20 @@ func (a *Renter) Result(ctx context.Context, jobID, leaseID string) (*store.Leas
 
 // fetchResultPart appends to part what the provider sends from part's
 // current size. done reports that part holds the whole output.
-func (a *Renter) fetchResultPart(ctx context.Context, p peer.ID, l *store.Lease, part string) (done bool, err error) {
-	f, err := os.OpenFile(part, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+func (f *fetcher) fetchResultPart(ctx context.Context, p peer.ID, l *store.Lease, part string) (done bool, err error) {
+	out, err := os.OpenFile(part, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return false, err
 	}
-	defer f.Close()
-	info, err := f.Stat()
+	defer out.Close()
+	info, err := out.Stat()
 	if err != nil {
 		return false, err
 	}
 	offset := info.Size()
 	if offset > l.OutputSize {
 		// Not a prefix of this output: start over.
-		if err := f.Truncate(0); err != nil {
+		if err := out.Truncate(0); err != nil {
 			return false, err
 		}
 		offset = 0
@@ -181,7 +200,7 @@ func (a *Renter) fetchResultPart(ctx context.Context, p peer.ID, l *store.Lease,
 	if offset == l.OutputSize {
 		return true, nil
 	}
-	h, fr, err := a.jobCall(ctx, p, &jobproto.Request{Op: jobproto.OpResult, Lease: l.ID, Offset: offset})
+	h, fr, err := f.call(ctx, p, &jobproto.Request{Op: jobproto.OpResult, Lease: l.ID, Offset: offset})
 	if err != nil {
 		return false, err
 	}
@@ -189,11 +208,11 @@ func (a *Renter) fetchResultPart(ctx context.Context, p peer.ID, l *store.Lease,
 	if h.CID != l.OutputCID || h.Size != l.OutputSize-offset {
 		return false, lease.Permanent(fmt.Errorf("the provider offers %s (%d bytes from %d), the lease recorded %s (%d bytes)", h.CID, h.Size, offset, l.OutputCID, l.OutputSize))
 	}
-	n, err := lease.CopyFrames(&countingWriter{w: f, n: &a.downloads.fetched}, fr)
+	n, err := lease.CopyFrames(&countingWriter{w: out, n: &f.downloads.fetched}, fr)
 	if err != nil {
 		return false, err
 	}
-	if err := f.Sync(); err != nil {
+	if err := out.Sync(); err != nil {
 		return false, err
 	}
 	return offset+n == l.OutputSize, nil

@@ -148,7 +148,7 @@ func newRenter(t *testing.T, n int) (*Renter, *roomtest.Peer, []*fakeProvider) {
 	if id, err := arts.PutBytes(testModuleBytes); err != nil || id != testModule {
 		t.Fatalf("test module: %s, %v; want %s", id, err, testModule)
 	}
-	a, err := New(Config{
+	r, err := New(Config{
 		ReliabilityPrior: 0.9,
 		Attest:           lease.Terms{Sample: time.Second, Window: time.Minute, VoucherInterval: time.Minute, VoucherGrace: 30 * time.Second, MaxSkew: time.Minute, EnergyTolerance: 0.15},
 		CancelWait:       time.Second,
@@ -166,11 +166,11 @@ func newRenter(t *testing.T, n int) (*Renter, *roomtest.Peer, []*fakeProvider) {
 		f.serve(t)
 		provs = append(provs, f)
 	}
-	return a, me, provs
+	return r, me, provs
 }
 
 // rfq builds the renter's RFQ for a job of gpus GPUs.
-func rfqFor(t *testing.T, a *Renter, gpus int) (*auction.JobSpec, *auction.RFQ, string) {
+func rfqFor(t *testing.T, r *Renter, gpus int) (*auction.JobSpec, *auction.RFQ, string) {
 	t.Helper()
 	spec, err := auction.ParseJobSpec(fmt.Appendf(nil, "module: %s\ngpus: %d\nmax_price: 10\nduration: 10m\n", testModule, gpus))
 	if err != nil {
@@ -178,11 +178,11 @@ func rfqFor(t *testing.T, a *Renter, gpus int) (*auction.JobSpec, *auction.RFQ, 
 	}
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce)
-	rfq, err := spec.RFQ(a.self, nonce, a.now())
+	rfq, err := spec.RFQ(r.self, nonce, r.now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := auction.SealRFQ(rfq, a.key)
+	raw, err := auction.SealRFQ(rfq, r.auctioneer.key)
 	if err != nil {
 		t.Fatal(err)
 	}

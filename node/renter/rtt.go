@@ -32,14 +32,16 @@ const (
 // rttProber runs the pings and remembers whom it measured when.
 type rttProber struct {
 	measure func(ctx context.Context, p peer.ID, samples int) (time.Duration, error)
-	sem     chan struct{}
+	// background starts a ping on the room's context (background.Go).
+	background func(fn func(ctx context.Context)) error
+	sem        chan struct{}
 
 	mu   sync.Mutex
 	last map[peer.ID]time.Time
 }
 
-func newRTTProber(measure func(context.Context, peer.ID, int) (time.Duration, error)) *rttProber {
-	return &rttProber{measure: measure, sem: make(chan struct{}, rttParallel), last: map[peer.ID]time.Time{}}
+func newRTTProber(measure func(context.Context, peer.ID, int) (time.Duration, error), background func(func(context.Context)) error) *rttProber {
+	return &rttProber{measure: measure, background: background, sem: make(chan struct{}, rttParallel), last: map[peer.ID]time.Time{}}
 }
 
 // due reports whether p should be measured now, and if so marks it.
@@ -78,23 +80,23 @@ func (r *rttProber) probe(ctx context.Context, p peer.ID) {
 }
 
 // measureBidder starts measuring a bidder of pa, unless it was measured
-// recently; the auction can wait for it (waitRTT).
-func (a *Renter) measureBidder(pa *pendingAuction, p peer.ID) {
-	if !a.rtt.due(p, time.Now()) {
+// recently; the auction can wait for it (waitPings).
+func (r *rttProber) measureBidder(pa *pendingAuction, p peer.ID) {
+	if !r.due(p, time.Now()) {
 		return
 	}
 	pa.pings.Add(1)
-	if err := a.background(func(ctx context.Context) {
+	if err := r.background(func(ctx context.Context) {
 		defer pa.pings.Done()
-		a.rtt.probe(ctx, p)
+		r.probe(ctx, p)
 	}); err != nil {
 		pa.pings.Done()
 	}
 }
 
-// waitRTT waits, at most rttWait, for the auction's pings when its RFQ
+// waitPings waits, at most rttWait, for the auction's pings when its RFQ
 // makes RTT matter: a bound to enforce or near regions to prefer.
-func (a *Renter) waitRTT(pa *pendingAuction) {
+func (pa *pendingAuction) waitPings() {
 	if !rttMatters(pa.rfq) {
 		return
 	}

@@ -12,7 +12,7 @@ import (
 // A provider is measured at most once per rttFresh, and a flood of fresh
 // bidders cannot grow the prober's memory past rttRemembered.
 func TestRTTProberMeasuresEachProviderOncePerPeriod(t *testing.T) {
-	r := newRTTProber(func(context.Context, peer.ID, int) (time.Duration, error) { return 0, nil })
+	r := newRTTProber(func(context.Context, peer.ID, int) (time.Duration, error) { return 0, nil }, nil)
 	now := time.Unix(1_800_000_000, 0)
 	p := peer.ID("provider")
 	if !r.due(p, now) {

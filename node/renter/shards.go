@@ -17,16 +17,16 @@ const shardWait = 10 * time.Second
 // shardsFor picks the RFQ shards of a job: those of the GPU models it
 // names, and those in the market view that fit it, cheapest first. A job
 // that names no model waits (bounded) for the view to know a shard.
-func (a *Renter) shardsFor(ctx context.Context, rfq *auction.RFQ) []auction.Shard {
-	if a.shards == nil {
+func (au *auctioneer) shardsFor(ctx context.Context, rfq *auction.RFQ) []auction.Shard {
+	if au.shards == nil {
 		return auction.RFQShards(rfq, nil)
 	}
-	deadline := a.now().Add(shardWait)
+	deadline := au.now().Add(shardWait)
 	for {
-		if s := a.shards(rfq); len(s) > 0 {
+		if s := au.shards(rfq); len(s) > 0 {
 			return s
 		}
-		if !a.now().Before(deadline) {
+		if !au.now().Before(deadline) {
 			return auction.RFQShards(rfq, nil)
 		}
 		select {
@@ -48,7 +48,7 @@ func wantPerShard(want, shards int) uint32 {
 // publish sends a sealed RFQ to each shard's topic, waiting (bounded) for
 // a subscriber of each so a fresh renter does not publish into the void.
 // It succeeds when at least one shard took it.
-func (a *Renter) publish(ctx context.Context, raw []byte, shards []auction.Shard) error {
+func (au *auctioneer) publish(ctx context.Context, raw []byte, shards []auction.Shard) error {
 	if len(shards) == 0 {
 		return errors.New("no shard serves the GPUs this job asks for")
 	}
@@ -56,7 +56,7 @@ func (a *Renter) publish(ctx context.Context, raw []byte, shards []auction.Shard
 	sent := 0
 	for _, s := range shards {
 		pctx, cancel := context.WithTimeout(ctx, shardWait)
-		err := a.p2p.Publish(pctx, s.RFQTopic(), raw, 1)
+		err := au.p2p.Publish(pctx, s.RFQTopic(), raw, 1)
 		cancel()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("shard %s: %w", s, err))

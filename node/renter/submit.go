@@ -6,11 +6,16 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/peer"
 	mh "github.com/multiformats/go-multihash"
 
 	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/auction/query"
+	"github.com/idlegrid/idlegrid/node/executor"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/store"
 )
@@ -30,17 +35,32 @@ type SubmitOptions struct {
 	IdempotencyKey string
 }
 
-// Submit validates a YAML job spec, records a new job and starts its
-// auction. Nothing is published for a spec that fails validation.
-func (a *Renter) Submit(specYAML []byte) (*store.Job, error) {
-	return a.SubmitWith(specYAML, SubmitOptions{})
+// submitterDeps are what the submitter needs of the room.
+type submitterDeps struct {
+	now       func() time.Time
+	self      peer.ID
+	db        *store.DB
+	jobs      *jobTracker
+	artifacts *executor.DirArtifacts
+	// offers is the market view (Deps.Offers), for precheck's advice.
+	offers func(ctx context.Context) ([]query.Offer, error)
+	// start runs a new job's auction in the background (jobDriver.start).
+	start func(jobID string, spec *auction.JobSpec) error
 }
 
-// SubmitWith is Submit with options. Each submission is its own job with
+// submitter validates job specs, refuses those that could never be
+// filled, records each new job and has it started; idempotency keys make
+// a retried submit return the job it made.
+type submitter struct {
+	submitterDeps
+	mu sync.Mutex // one submit at a time (idempotency keys)
+}
+
+// submit is Renter.SubmitWith. Each submission is its own job with
 // its own ID, even of a spec submitted before: the spec's CID (which RFQs
 // and leases carry, and by which providers fetch the spec) is kept on the
 // job as SpecCID.
-func (a *Renter) SubmitWith(specYAML []byte, opts SubmitOptions) (*store.Job, error) {
+func (s *submitter) submit(specYAML []byte, opts SubmitOptions) (*store.Job, error) {
 	if len(opts.IdempotencyKey) > MaxIdempotencyKey {
 		// Shown to the user as it is: the key is theirs to shorten.
 		return nil, fmt.Errorf("idempotency key of %d bytes, at most %d", len(opts.IdempotencyKey), MaxIdempotencyKey)
@@ -52,7 +72,7 @@ func (a *Renter) SubmitWith(specYAML []byte, opts SubmitOptions) (*store.Job, er
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	if err := a.precheck(context.Background(), spec); err != nil {
+	if err := s.precheck(context.Background(), spec); err != nil {
 		return nil, err
 	}
 	specCID, err := spec.CID()
@@ -61,10 +81,10 @@ func (a *Renter) SubmitWith(specYAML []byte, opts SubmitOptions) (*store.Job, er
 	}
 	// One submit at a time, so two retries with one key cannot both miss
 	// the other's job.
-	a.submitMu.Lock()
-	defer a.submitMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if opts.IdempotencyKey != "" {
-		prev, err := a.jobByKey(opts.IdempotencyKey)
+		prev, err := s.jobByKey(opts.IdempotencyKey)
 		if err != nil {
 			return nil, fmt.Errorf("renter.Submit: %w", err)
 		}
@@ -75,7 +95,7 @@ func (a *Renter) SubmitWith(specYAML []byte, opts SubmitOptions) (*store.Job, er
 			return prev, nil
 		}
 	}
-	now := a.now()
+	now := s.now()
 	id, err := newJobID(specCID, now.UnixMilli())
 	if err != nil {
 		return nil, fmt.Errorf("renter.Submit: %w", err)
@@ -84,21 +104,19 @@ func (a *Renter) SubmitWith(specYAML []byte, opts SubmitOptions) (*store.Job, er
 		ID: id, Name: spec.Name, SpecCID: specCID.String(), IdempotencyKey: opts.IdempotencyKey,
 		Spec: specYAML, State: lease.JobAuctioning, CreatedAtMs: now.UnixMilli(), UpdatedAtMs: now.UnixMilli(),
 	}
-	if err := a.jobs.create(job); err != nil {
+	if err := s.jobs.create(job); err != nil {
 		return nil, err
 	}
-	if err := a.background(func(ctx context.Context) {
-		a.runJob(ctx, id, func(ctx context.Context) { a.auction(ctx, id, spec, 0) })
-	}); err != nil {
+	if err := s.start(id, spec); err != nil {
 		return nil, err
 	}
-	return a.db.GetJob(id)
+	return s.db.GetJob(id)
 }
 
 // jobByKey returns the job that holds an idempotency key, or nil. Keys
 // are rare and jobs few per node, so a scan does.
-func (a *Renter) jobByKey(key string) (*store.Job, error) {
-	jobs, err := a.db.Jobs()
+func (s *submitter) jobByKey(key string) (*store.Job, error) {
+	jobs, err := s.db.Jobs()
 	if err != nil {
 		return nil, err
 	}

@@ -18,14 +18,12 @@ import (
 // start auctions.
 func runningRenter(t *testing.T) *Renter {
 	t.Helper()
-	a, _, _ := newRenter(t, 0)
-	roomtest.Run(t, a.Run)
+	r, _, _ := newRenter(t, 0)
+	roomtest.Run(t, r.Run)
 	roomtest.Eventually(t, 10*time.Second, "the renter to run", func() bool {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		return a.ctx != nil
+		return r.bg.running()
 	})
-	return a
+	return r
 }
 
 func submitSpec(name string) []byte {
@@ -33,7 +31,7 @@ func submitSpec(name string) []byte {
 }
 
 func TestEachSubmitIsANewJob(t *testing.T) {
-	a := runningRenter(t)
+	r := runningRenter(t)
 	spec := submitSpec("twice")
 	parsed, err := auction.ParseJobSpec(spec)
 	if err != nil {
@@ -43,11 +41,11 @@ func TestEachSubmitIsANewJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := a.Submit(spec)
+	first, err := r.Submit(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := a.Submit(spec)
+	second, err := r.Submit(spec)
 	if err != nil {
 		t.Fatalf("the same spec again: %v", err)
 	}
@@ -62,7 +60,7 @@ func TestEachSubmitIsANewJob(t *testing.T) {
 			t.Errorf("job ID is the spec CID %s", j.ID)
 		}
 	}
-	jobs, err := a.db.Jobs()
+	jobs, err := r.db.Jobs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,30 +70,30 @@ func TestEachSubmitIsANewJob(t *testing.T) {
 }
 
 func TestIdempotencyKeyReturnsTheFirstJob(t *testing.T) {
-	a := runningRenter(t)
+	r := runningRenter(t)
 	opts := SubmitOptions{IdempotencyKey: "retry-1"}
-	first, err := a.SubmitWith(submitSpec("keyed"), opts)
+	first, err := r.SubmitWith(submitSpec("keyed"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := a.SubmitWith(submitSpec("keyed"), opts)
+	again, err := r.SubmitWith(submitSpec("keyed"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if again.ID != first.ID {
 		t.Fatalf("retry with key %q made job %s, want %s", opts.IdempotencyKey, again.ID, first.ID)
 	}
-	if _, err := a.SubmitWith(submitSpec("other"), opts); !errors.Is(err, ErrIdempotencyConflict) {
+	if _, err := r.SubmitWith(submitSpec("other"), opts); !errors.Is(err, ErrIdempotencyConflict) {
 		t.Fatalf("the key with another spec: %v, want ErrIdempotencyConflict", err)
 	}
-	other, err := a.SubmitWith(submitSpec("keyed"), SubmitOptions{IdempotencyKey: "retry-2"})
+	other, err := r.SubmitWith(submitSpec("keyed"), SubmitOptions{IdempotencyKey: "retry-2"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if other.ID == first.ID {
 		t.Fatal("another key returned the first job")
 	}
-	jobs, err := a.db.Jobs()
+	jobs, err := r.db.Jobs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,22 +105,22 @@ func TestIdempotencyKeyReturnsTheFirstJob(t *testing.T) {
 // A provider fetches a lease's spec by lease; the renter must answer with
 // the lease's own job even when another job has the same spec.
 func TestLeaseJobIsTheSubmission(t *testing.T) {
-	a := runningRenter(t)
-	first, err := a.Submit(submitSpec("same"))
+	r := runningRenter(t)
+	first, err := r.Submit(submitSpec("same"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := a.Submit(submitSpec("same"))
+	second, err := r.Submit(submitSpec("same"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	prov := "12D3KooWDpJ7As7BWAwRMfu1VU2WCqNjvq387JEYKDBj4kx6nXTN"
 	l := &store.Lease{ID: "lease-2", Side: lease.SideRenter, JobCID: second.SpecCID, JobID: second.ID, Provider: prov, State: lease.Awarded}
-	if err := a.db.PutLease(l); err != nil {
+	if err := r.db.PutLease(l); err != nil {
 		t.Fatal(err)
 	}
 	old := &store.Lease{ID: "lease-old", Side: lease.SideRenter, JobCID: first.SpecCID, Provider: prov, State: lease.Awarded}
-	if err := a.db.PutLease(old); err != nil {
+	if err := r.db.PutLease(old); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -133,7 +131,7 @@ func TestLeaseJobIsTheSubmission(t *testing.T) {
 		// spec CID.
 		{"lease-old", first.SpecCID},
 	} {
-		got, ok := a.leaseJob(tc.lease, mustPeer(t, prov))
+		got, ok := r.server.leaseJob(tc.lease, mustPeer(t, prov))
 		if !ok || got != tc.want {
 			t.Errorf("leaseJob(%s) = %q, %v; want %q", tc.lease, got, ok, tc.want)
 		}

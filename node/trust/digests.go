@@ -3,10 +3,12 @@ package trust
 import (
 	"bytes"
 	"context"
+	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/auction/query"
 	"github.com/idlegrid/idlegrid/p2p"
@@ -15,67 +17,194 @@ import (
 // The market view is the book of providers' signed capacity digests:
 // gossiped on each shard's digest topic when a provider's capacity
 // changes, and synced from a few peers when this node joins (sync.go).
-// `market search`, the renter's expected bidders and a provider's bid
-// decision read it; the DHT stays for one provider's full record.
+// `market search`, the renter's shards and expected bidders and a
+// provider's bid decision read it, each only as far as the evidence of a
+// digest's provider goes (evidence.go); the DHT keeps each provider's full
+// record, which backs its digests.
+
+// New-peer budgets. A source (the peer that gossiped or served a digest,
+// and that peer's network) may put at most so many providers this node
+// has not checked into its book; a token is given back when the
+// provider's record backs its digest, so a source of real providers never
+// runs dry and one of fresh keys does. At most maxHeldDigests digests wait
+// for their check at once.
+const (
+	newPeersPerSource   = 64
+	newPeersSourceRate  = 0.2
+	newPeersPerNetwork  = 128
+	newPeersNetworkRate = 0.4
+	newPeersKeys        = 4096
+	maxHeldDigests      = 2048
+)
+
+// newPeerBudget is the sources' and their networks' budgets.
+type newPeerBudget struct{ source, network *budgets }
+
+func newNewPeerBudget() *newPeerBudget {
+	return &newPeerBudget{
+		source:  newBudgets(newPeersSourceRate, newPeersPerSource, newPeersKeys),
+		network: newBudgets(newPeersNetworkRate, newPeersPerNetwork, newPeersKeys),
+	}
+}
+
+// take spends a token of src and of its network; it returns the keys to
+// give back later.
+func (b *newPeerBudget) take(now time.Time, src peer.ID, subnet string) ([]string, bool) {
+	sk, nk := "peer:"+string(src), "net:"+subnet
+	if !b.source.take(now, sk) {
+		return nil, false
+	}
+	if !b.network.take(now, nk) {
+		b.source.give(now, sk)
+		return nil, false
+	}
+	return []string{sk, nk}, true
+}
+
+// has reports whether src and its network each have a token left.
+func (b *newPeerBudget) has(now time.Time, src peer.ID, subnet string) bool {
+	return b.source.has(now, "peer:"+string(src)) && b.network.has(now, "net:"+subnet)
+}
+
+// give gives back the tokens of keys.
+func (b *newPeerBudget) give(now time.Time, keys ...string) {
+	for _, k := range keys {
+		if strings.HasPrefix(k, "net:") {
+			b.network.give(now, k)
+		} else {
+			b.source.give(now, k)
+		}
+	}
+}
+
+// admission is what became of a digest offered to the book.
+type admission int
+
+const (
+	admitBacked   admission = iota // kept; its provider is backed
+	admitHeld                      // kept, held until its record is checked
+	admitStale                     // older than the one held, or dropped
+	admitUnbacked                  // its provider's record did not back it lately
+	admitRefused                   // a new provider over its source's budget
+)
 
 // ValidateDigest admits a digest on its shard's digest topic: signed by
 // its gossip author, current, and about a provider that serves the shard.
+// A digest of a backed provider is accepted and passed on; one of a
+// provider this node has not checked yet is kept, withheld (no honest
+// relay passes on what it has not checked) and its record is fetched, as
+// is one whose record did not back it lately; a new provider over its
+// forwarder's budget is ignored (charged).
 func (t *Trust) ValidateDigest(topic string) p2p.Validator {
 	st, err := auction.ParseShardTopic(topic)
-	return func(_ context.Context, _, signer peer.ID, data []byte) p2p.Verdict {
+	return func(_ context.Context, from, signer peer.ID, data []byte) p2p.Verdict {
 		if err != nil || st.Kind != auction.ShardTopicDigest {
 			return p2p.Reject
 		}
-		d, author, err := t.digests.Open(data)
+		d, author, err := auction.OpenDigest(data)
+		if attest.FromOtherVersion(err) {
+			return p2p.Skip
+		}
 		if err != nil || author != signer || !d.OnShard(st.Shard) {
 			return p2p.Reject
 		}
 		if err := d.CheckTime(t.now()); err != nil {
 			return p2p.Ignore // stale or early: a clock problem, not forgery
 		}
-		if old, oldRaw, ok := t.digests.Get(d.Peer); ok && !d.Supersedes(old) {
-			if bytes.Equal(oldRaw, data) {
-				return p2p.Accept // the one we hold (synced before it was gossiped to us)
+		switch t.admit(d, data, from) {
+		case admitBacked:
+			return p2p.Accept
+		case admitHeld, admitUnbacked:
+			return p2p.Withhold
+		default:
+			return p2p.Ignore
+		}
+	}
+}
+
+// admit offers a verified, current digest that src gossiped or served to
+// the book.
+func (t *Trust) admit(d *auction.Digest, raw []byte, src peer.ID) admission {
+	now := t.now()
+	if d.Peer == t.self.String() {
+		if _, err := t.digests.Add(raw, now); err != nil {
+			return admitStale
+		}
+		return admitBacked
+	}
+	if old, oldRaw, ok := t.digests.Get(d.Peer); ok {
+		if !d.Supersedes(old) && !bytes.Equal(oldRaw, raw) {
+			return admitStale // an older digest
+		}
+		if _, err := t.digests.Add(raw, now); err != nil {
+			return admitStale
+		}
+		ev := t.ev.of(d.Peer)
+		switch {
+		case ev.Backed(now):
+			if d.CapSeq > ev.capSeq && now.Sub(ev.checkedAt) >= recheckEvery {
+				t.queueCheck(d.Peer)
 			}
-			return p2p.Ignore // an older digest
+			return admitBacked
+		case !ev.checking:
+			t.queueCheck(d.Peer) // held with a full queue, or its record lapsed
 		}
-		return p2p.Accept
+		return admitHeld
 	}
+	ev := t.ev.of(d.Peer)
+	switch {
+	case now.Before(ev.unbackedUntil):
+		return admitUnbacked
+	case ev.Backed(now): // its last digest expired; the record still backs it
+		if _, err := t.digests.Add(raw, now); err != nil {
+			return admitStale
+		}
+		return admitBacked
+	case t.ev.heldCount() >= maxHeldDigests:
+		return admitRefused
+	}
+	keys, ok := t.newPeers.take(now, src, t.p2p.Subnet(src))
+	if !ok {
+		return admitRefused
+	}
+	if _, err := t.digests.Add(raw, now); err != nil {
+		t.newPeers.give(now, keys...)
+		return admitStale
+	}
+	t.ev.update(d.Peer, now, func(ev *peerEvidence) {
+		ev.held, ev.sources, ev.blame, ev.tries = true, keys, src, 0
+	})
+	t.queueCheck(d.Peer)
+	return admitHeld
 }
 
-// OnDigest adds a validated digest to the book.
-func (t *Trust) OnDigest(raw []byte) {
-	t.addDigest(raw)
-}
-
-// addDigest adds a verified digest to the book and notes what it teaches:
-// a shard not seen before, a provider new to its shards.
-func (t *Trust) addDigest(raw []byte) bool {
-	d, _, err := t.digests.Open(raw)
-	if err != nil {
-		return false
-	}
-	_, _, known := t.digests.Get(d.Peer)
-	added, err := t.digests.Add(raw, t.now())
-	if err != nil {
-		t.log.Debug("digest not kept", "err", err)
-		return false
-	}
-	if !known {
-		t.shardsMu.Lock()
-		for _, s := range d.Shards() {
-			t.grewAt[s] = t.now()
+// learnt notes what a newly backed provider teaches: its shards' views
+// grew, and a shard not seen before may be one a renter should follow.
+func (t *Trust) learnt(d *auction.Digest) {
+	now := t.now()
+	t.shardsMu.Lock()
+	var fresh []auction.Shard
+	for _, s := range d.Shards() {
+		t.grewAt[s] = now
+		if !t.shards[s] {
+			t.shards[s] = true
+			fresh = append(fresh, s)
 		}
-		t.shardsMu.Unlock()
 	}
-	t.noteShards(raw)
-	return added
+	t.shardsMu.Unlock()
+	if t.onShard != nil {
+		for _, s := range fresh {
+			t.onShard(s)
+		}
+	}
 }
 
 // settleFor is how long after a shard's view last gained a provider the
 // renter still treats it as incomplete: while a node is still learning
 // its shards it must not close a bid window early on the providers it
-// happens to know (a cheaper one may be missing from its view).
+// happens to know (a cheaper one may be missing from its view). Only
+// backed providers count: held digests of fresh keys do not keep a view
+// unsettled.
 const settleFor = 10 * time.Second
 
 // settled reports whether the view of shard s stopped growing.
@@ -86,67 +215,90 @@ func (t *Trust) settled(s auction.Shard) bool {
 	return ok && t.now().Sub(at) >= settleFor
 }
 
-// noteShards tells the node of shards it had not seen a digest of, so a
-// renter can follow their digest topics.
-func (t *Trust) noteShards(raw []byte) {
-	if t.onShard == nil {
-		return
-	}
-	d, _, err := t.digests.Open(raw)
-	if err != nil {
-		return
-	}
-	for _, s := range d.Shards() {
-		t.shardsMu.Lock()
-		fresh := !t.shards[s]
-		t.shards[s] = true
-		t.shardsMu.Unlock()
-		if fresh {
-			t.onShard(s)
+// Digests is the bid-selection view of one shard ("" for all): the
+// proven providers' digests (and this node's own). A provider's bidder
+// decides over it with its own digest added, and the scarcity signal
+// reads it.
+func (t *Trust) Digests(s auction.Shard) []*auction.Digest {
+	now := t.now()
+	all := t.digests.Digests(s, now)
+	out := all[:0]
+	for _, d := range all {
+		if d.Peer == t.self.String() {
+			out = append(out, d)
+			continue
+		}
+		if ev := t.evidence(d.Peer, false); ev.Proven(now) && !ev.Silent(now) {
+			out = append(out, d)
 		}
 	}
+	return out
 }
 
-// Digests is the book's current view of one shard ("" for all).
-func (t *Trust) Digests(s auction.Shard) []*auction.Digest { return t.digests.Digests(s, t.now()) }
-
-// ShardsFor lists the shards an RFQ should be published on, cheapest
-// matching shard first.
-func (t *Trust) ShardsFor(r *auction.RFQ) []auction.Shard { return t.digests.ShardsFor(r, t.now()) }
+// ShardsFor lists the shards an RFQ should be published on
+// (auction.ChooseShards over the backed providers' digests).
+func (t *Trust) ShardsFor(r *auction.RFQ) []auction.Shard {
+	now := t.now()
+	var offers []auction.ShardOffer
+	for _, d := range t.digests.Digests("", now) {
+		if ev := t.evidence(d.Peer, false); ev.Backed(now) {
+			offers = append(offers, auction.ShardOffer{Digest: d, Proven: ev.Proven(now) && !ev.Silent(now)})
+		}
+	}
+	heard := func(s auction.Shard) bool { return len(t.p2p.ListTopicPeers(s.RFQTopic())) > 0 }
+	return auction.ChooseShards(r, offers, heard)
+}
 
 // ExpectedBidders are the providers that, by the shared selection rule,
-// will bid on an RFQ published on shards: the renter closes the bid window
-// once all of them answered. It is nil while a shard's view is still
-// growing (settled), so the window runs its full length.
+// will bid on an RFQ published on shards: the proven providers the rule
+// selects, and the backed newcomers whose own view selects them; silent
+// ones are left out. The renter closes the bid window once all of them
+// answered; each that does not answers for a miss (expect.go). It is nil
+// while a shard's view is still growing (settled), so the window runs its
+// full length.
 func (t *Trust) ExpectedBidders(r *auction.RFQ, rfqID string, shards []auction.Shard) map[string]bool {
+	now := t.now()
 	out := map[string]bool{}
 	for _, s := range shards {
 		if !t.settled(s) {
 			return nil // not known yet: the window runs its full length
 		}
-		sel := auction.SelectBidders(auction.BidSelectInput{RFQ: r, RFQID: rfqID, Shard: s, Digests: t.Digests(s)})
-		for _, p := range sel.Always {
-			out[p] = true
+		in := auction.BidSelectInput{RFQ: r, RFQID: rfqID, Shard: s}
+		for _, d := range t.digests.Digests(s, now) {
+			ev := t.evidence(d.Peer, false)
+			switch {
+			case d.Peer == t.self.String() || !ev.Backed(now) || ev.Silent(now):
+			case ev.Proven(now):
+				in.Digests = append(in.Digests, d)
+			default:
+				in.Newcomers = append(in.Newcomers, d)
+			}
 		}
-		for _, p := range sel.Sampled {
-			out[p] = true
+		sel := auction.SelectBidders(in)
+		for _, ps := range [][]string{sel.Always, sel.Sampled, sel.Newcomers} {
+			for _, p := range ps {
+				out[p] = true
+			}
 		}
 	}
-	delete(out, t.self.String())
+	window := time.Duration(r.BidWindowMs) * time.Millisecond
+	t.expect.expect(rfqID, out, now.Add(window+expectGrace))
 	return out
 }
 
-// digestOffers is the market view as search offers; ok is false while the
-// book is empty (before the first digest arrives or a sync completes).
-func (t *Trust) digestOffers() (offers []query.Offer, ok bool) {
-	caps := t.digests.Capacities(t.now())
-	if len(caps) == 0 {
-		return nil, false
+// digestOffers is the market view as search offers: the backed
+// providers, and how many digests are held unchecked; ok is false while
+// no provider is backed yet (before the first digest is checked).
+func (t *Trust) digestOffers() (offers []query.Offer, held int, ok bool) {
+	now := t.now()
+	for _, d := range t.digests.Digests("", now) {
+		if !t.backed(d, now) {
+			held++
+			continue
+		}
+		offers = append(offers, query.Offer{Capacity: d.Capacity(), Reliability: t.cfg.ReliabilityPrior})
 	}
-	for _, c := range caps {
-		offers = append(offers, query.Offer{Capacity: c, Reliability: t.cfg.ReliabilityPrior})
-	}
-	return offers, true
+	return offers, held, len(offers) > 0
 }
 
 // pruneDigests drops expired digests now and then.
@@ -159,6 +311,7 @@ func (t *Trust) pruneDigests(ctx context.Context) {
 			return
 		case <-tick.C:
 			t.digests.Prune(t.now())
+			t.recheckRecords()
 		}
 	}
 }

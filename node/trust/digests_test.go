@@ -2,6 +2,8 @@ package trust
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,12 +25,58 @@ func newTrust(t *testing.T, p *roomtest.Peer) *Trust {
 	return tr
 }
 
-// sealedDigest is a provider's signed digest of one free A10.
-func sealedDigest(t *testing.T, key crypto.PrivKey, now time.Time, seq uint64) []byte {
+// records is a fake DHT of capacity records for trust's record checks.
+type records struct {
+	mu sync.Mutex
+	by map[peer.ID]*auction.Capacity
+}
+
+// fakeRecords makes tr fetch records from a fake DHT the test fills.
+func fakeRecords(tr *Trust) *records {
+	r := &records{by: map[peer.ID]*auction.Capacity{}}
+	tr.fetchRecord = func(_ context.Context, p peer.ID) (*auction.Capacity, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if c, ok := r.by[p]; ok {
+			return c, nil
+		}
+		return nil, fmt.Errorf("%w for %s", ErrNotFound, p)
+	}
+	return r
+}
+
+func (r *records) put(c *auction.Capacity) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id, _ := peer.Decode(c.Peer)
+	r.by[id] = c
+}
+
+// drainChecks runs the queued record checks; a retried check is run again
+// at once (no waiting for its timer).
+func drainChecks(t *testing.T, tr *Trust) {
 	t.Helper()
+	for {
+		select {
+		case p := <-tr.checks:
+			tr.checkRecord(context.Background(), p)
+			tr.ev.update(p, tr.now(), func(ev *peerEvidence) {
+				if ev.tries > 0 && !ev.checking {
+					ev.checking = true
+					tr.checks <- p
+				}
+			})
+		default:
+			return
+		}
+	}
+}
+
+// testCapacity is a provider's record of one free A10.
+func testCapacity(key crypto.PrivKey, now time.Time) *auction.Capacity {
 	pid, _ := peer.IDFromPrivateKey(key)
 	id := pid.String()
-	c := &auction.Capacity{
+	return &auction.Capacity{
 		V: auction.CapacityVersion, Peer: id, Seq: 1, IssuedAtMs: now.UnixMilli(), ExpiresAtMs: now.Add(time.Hour).UnixMilli(),
 		Region: auction.Region{Country: "de"}, Runtimes: []string{"wasm"}, Reachability: auction.ReachPublic,
 		Host:   auction.Host{CPUCores: 8, RAMMiB: 32768, DiskGiB: 100},
@@ -36,6 +84,16 @@ func sealedDigest(t *testing.T, key crypto.PrivKey, now time.Time, seq uint64) [
 		GPUs:    []auction.GPU{{UUID: "GPU-" + id[len(id)-6:], Model: "a10", Name: "NVIDIA A10", VRAMMiB: 23028, ComputeCap: "8.6", Free: true}},
 		Version: "test",
 	}
+}
+
+// sealedDigest is a provider's signed digest of one free A10.
+func sealedDigest(t *testing.T, key crypto.PrivKey, now time.Time, seq uint64) []byte {
+	t.Helper()
+	return sealDigestOf(t, key, testCapacity(key, now), now, seq)
+}
+
+func sealDigestOf(t *testing.T, key crypto.PrivKey, c *auction.Capacity, now time.Time, seq uint64) []byte {
+	t.Helper()
 	d, err := auction.NewDigest(auction.DigestInput{Capacity: c, Seq: seq, Now: now, TTL: 30 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -47,63 +105,262 @@ func sealedDigest(t *testing.T, key crypto.PrivKey, now time.Time, seq uint64) [
 	return raw
 }
 
+// offer hands a digest to tr as if src gossiped it on its first shard.
+func offer(t *testing.T, tr *Trust, src peer.ID, raw []byte) p2p.Verdict {
+	t.Helper()
+	d, signer, err := auction.OpenDigest(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.ValidateDigest(d.Shards()[0].DigestTopic())(context.Background(), src, signer, raw)
+}
+
+// provider is a fresh provider key and its record in the fake DHT.
+func provider(t *testing.T, recs *records, now time.Time) (crypto.PrivKey, peer.ID) {
+	t.Helper()
+	sk, _, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := peer.IDFromPrivateKey(sk)
+	if recs != nil {
+		recs.put(testCapacity(sk, now))
+	}
+	return sk, id
+}
+
 // TestDigestValidatorAndBook: a current digest signed by its gossip author
-// on its shard's topic is accepted and kept; one on another shard, one
-// re-published by someone else, and an older one are not.
+// on its shard's topic is held (withheld, not passed on) until its record
+// backs it, then accepted; one on another shard, one re-published by
+// someone else, and an older one are not.
 func TestDigestValidatorAndBook(t *testing.T) {
 	peers := roomtest.Peers(t, 2)
 	tr := newTrust(t, peers[0])
+	recs := fakeRecords(tr)
 	prov := peers[1]
 	now := prov.Clock.Now()
+	recs.put(testCapacity(prov.Key, now))
 	raw := sealedDigest(t, prov.Key, now, 2)
 	a10 := auction.GPUShard("a10").DigestTopic()
 	ctx := context.Background()
-	if v := tr.ValidateDigest(a10)(ctx, prov.ID, prov.ID, raw); v != p2p.Accept {
-		t.Fatalf("honest digest: %v", v)
-	}
 	if v := tr.ValidateDigest(auction.GPUShard("h100").DigestTopic())(ctx, prov.ID, prov.ID, raw); v != p2p.Reject {
 		t.Fatalf("digest on a shard its provider does not serve: %v, want reject", v)
 	}
 	if v := tr.ValidateDigest(a10)(ctx, peers[0].ID, peers[0].ID, raw); v != p2p.Reject {
 		t.Fatalf("digest re-published by another peer: %v, want reject", v)
 	}
-	tr.OnDigest(raw)
-	if got := len(tr.Digests(auction.GPUShard("a10"))); got != 1 {
-		t.Fatalf("book holds %d digests of the shard, want 1", got)
+	if v := tr.ValidateDigest(a10)(ctx, prov.ID, prov.ID, raw); v != p2p.Withhold {
+		t.Fatalf("an unchecked provider's digest: %v, want withhold", v)
+	}
+	if _, _, ok := tr.digestOffers(); ok {
+		t.Fatal("a held digest shows in the market view")
+	}
+	drainChecks(t, tr)
+	if v := tr.ValidateDigest(a10)(ctx, prov.ID, prov.ID, raw); v != p2p.Accept {
+		t.Fatalf("a backed provider's digest: %v, want accept", v)
+	}
+	offers, held, ok := tr.digestOffers()
+	if !ok || held != 0 || len(offers) != 1 || offers[0].Capacity.FreeGPUs() != 1 {
+		t.Fatalf("market view from digests: %d offers, %d held, ok %v", len(offers), held, ok)
 	}
 	if v := tr.ValidateDigest(a10)(ctx, prov.ID, prov.ID, sealedDigest(t, prov.Key, now, 1)); v != p2p.Ignore {
 		t.Fatalf("older digest: %v, want ignore", v)
 	}
-	offers, ok := tr.digestOffers()
-	if !ok || len(offers) != 1 || offers[0].Capacity.FreeGPUs() != 1 {
-		t.Fatalf("market view from digests: %d offers, ok %v", len(offers), ok)
+	// Backed is not proven: the bid-selection view waits for a bid.
+	if got := len(tr.Digests(auction.GPUShard("a10"))); got != 0 {
+		t.Fatalf("bid-selection view holds %d digests of a provider never seen to bid", got)
+	}
+	tr.NoteBid("rfq", prov.ID.String())
+	if got := len(tr.Digests(auction.GPUShard("a10"))); got != 1 {
+		t.Fatalf("bid-selection view holds %d digests after a bid, want 1", got)
 	}
 }
 
-// TestDigestSyncPagesThroughABook: a node joining syncs a peer's whole
-// book over several pages, and each digest is verified on the way in.
-func TestDigestSyncPagesThroughABook(t *testing.T) {
-	peers := roomtest.Peers(t, 2)
-	server, client := newTrust(t, peers[0]), newTrust(t, peers[1])
-	peers[0].P2P.HandleRequests(DigestsProto, "test.digests", DigestsLimits, server.ServeDigests)
+// TestUnbackedDigestsAreDroppedAndCharged: fresh keys whose records are
+// not in the DHT, passed on by one peer, are held only up to that peer's
+// budget, never shown, dropped once checked, and charged to the peer,
+// which ends banned; a digest whose provider's record lists other GPUs is
+// dropped too.
+func TestUnbackedDigestsAreDroppedAndCharged(t *testing.T) {
+	peers := roomtest.Peers(t, 3)
+	tr := newTrust(t, peers[0])
+	recs := fakeRecords(tr)
+	forwarder := peers[1].ID
 	now := peers[0].Clock.Now()
-	const n = syncPage + 40 // two pages
+	held, ignored := 0, 0
+	for range 200 {
+		sk, _ := provider(t, nil, now)
+		switch v := offer(t, tr, forwarder, sealedDigest(t, sk, now, 1)); v {
+		case p2p.Withhold:
+			held++
+		case p2p.Ignore:
+			ignored++
+		default:
+			t.Fatalf("a stranger's digest: %v", v)
+		}
+	}
+	if held != newPeersPerSource || ignored != 200-newPeersPerSource {
+		t.Fatalf("one forwarder's 200 fresh providers: %d held, %d ignored; want its budget %d held", held, ignored, newPeersPerSource)
+	}
+	if res, err := tr.Search(context.Background(), "", "", 0, false); err == nil && len(res.Offers) > 0 {
+		t.Fatalf("held digests in search: %d offers", len(res.Offers))
+	}
+	drainChecks(t, tr)
+	if n := tr.digests.Len(); n != 0 {
+		t.Fatalf("%d unbacked digests left in the book", n)
+	}
+	if !peers[0].P2P.Blocked(forwarder) {
+		t.Fatalf("the forwarder of %d unbacked digests is not banned (%.0f points)", held, peers[0].P2P.Guard().Points(forwarder))
+	}
+
+	// A real provider whose digest claims a family its record lacks.
+	sk, id := provider(t, recs, now)
+	c := testCapacity(sk, now)
+	c.GPUs = append(c.GPUs, auction.GPU{UUID: "GPU-fake", Model: "zz-fake-8gb", VRAMMiB: 8192, ComputeCap: "9.0", Free: true})
+	if v := offer(t, tr, id, sealDigestOf(t, sk, c, now, 1)); v != p2p.Withhold {
+		t.Fatalf("a digest with a made-up family: %v", v)
+	}
+	drainChecks(t, tr)
+	if _, _, ok := tr.digests.Get(id.String()); ok {
+		t.Fatal("a digest claiming GPUs its record lacks was kept")
+	}
+	if v := offer(t, tr, id, sealDigestOf(t, sk, c, now, 2)); v != p2p.Withhold {
+		t.Fatalf("the same provider again within the unbacked time: %v, want withhold (dropped)", v)
+	}
+	if tr.digests.Len() != 0 {
+		t.Fatal("a provider known unbacked was taken again")
+	}
+}
+
+// TestBudgetGivenBackWhenBacked: a source of real providers is never cut
+// off: each provider its record backs gives the source's token back.
+func TestBudgetGivenBackWhenBacked(t *testing.T) {
+	peers := roomtest.Peers(t, 2)
+	tr := newTrust(t, peers[0])
+	recs := fakeRecords(tr)
+	now := peers[0].Clock.Now()
+	for i := range 3 * newPeersPerSource {
+		sk, _ := provider(t, recs, now)
+		if v := offer(t, tr, peers[1].ID, sealedDigest(t, sk, now, 1)); v != p2p.Withhold {
+			t.Fatalf("real provider %d: %v", i, v)
+		}
+		if i%16 == 15 {
+			drainChecks(t, tr)
+		}
+	}
+	drainChecks(t, tr)
+	if offers, held, _ := tr.digestOffers(); len(offers) != 3*newPeersPerSource || held != 0 {
+		t.Fatalf("%d providers backed, %d held; want %d backed", len(offers), held, 3*newPeersPerSource)
+	}
+	if pts := peers[0].P2P.Guard().Points(peers[1].ID); pts != 0 {
+		t.Fatalf("a source of real providers was charged %.1f points", pts)
+	}
+}
+
+// TestExpectedBiddersAndSilence: the renter expects the proven providers
+// the rule selects and the backed newcomers that select themselves; one
+// that misses SilentAfter auctions drops out of the expected set.
+func TestExpectedBiddersAndSilence(t *testing.T) {
+	peers := roomtest.Peers(t, 1)
+	tr := newTrust(t, peers[0])
+	recs := fakeRecords(tr)
+	clock := peers[0].Clock
+	now := clock.Now()
+	var ids []string
+	for range 3 {
+		sk, id := provider(t, recs, now)
+		offer(t, tr, id, sealedDigest(t, sk, now, 1))
+		ids = append(ids, id.String())
+	}
+	drainChecks(t, tr)
+	clock.Advance(settleFor)
+	r := &auction.RFQ{
+		Resources: auction.Resources{GPUs: 1}, Runtime: "wasm", Tier: auction.TierBronze, MaxPriceMicro: 5_000_000,
+		ExpectedDurationSec: 60, MaxDurationSec: 60, WantBids: 16, BidWindowMs: 1000,
+	}
+	shards := []auction.Shard{auction.GPUShard("a10")}
+	window := time.Duration(r.BidWindowMs)*time.Millisecond + expectGrace
+	for i := range auction.SilentAfter {
+		rfq := fmt.Sprint("rfq-", i)
+		got := tr.ExpectedBidders(r, rfq, shards)
+		if len(got) != 3 {
+			t.Fatalf("auction %d: expected %v, want all three (backed newcomers, then proven)", i, got)
+		}
+		tr.NoteBid(rfq, ids[0])
+		tr.NoteBid(rfq, ids[1])
+		clock.Advance(window)
+		tr.settleExpectations()
+	}
+	got := tr.ExpectedBidders(r, "rfq-last", shards)
+	if got[ids[2]] || !got[ids[0]] || !got[ids[1]] {
+		t.Fatalf("after %d missed auctions: expected %v; want the two that bid", auction.SilentAfter, got)
+	}
+	if ev := tr.ev.of(ids[2]); !ev.Silent(clock.Now()) {
+		t.Fatalf("the provider that never bid is not silent: %+v", ev.ProviderEvidence)
+	}
+	// Silence is forgiven after SilentFor.
+	clock.Advance(auction.SilentFor)
+	if got := tr.ExpectedBidders(r, "rfq-later", shards); !got[ids[2]] {
+		t.Fatalf("silence not forgiven after %s: %v", auction.SilentFor, got)
+	}
+}
+
+// TestShardsForIgnoresUnbackedFamilies: digests held unchecked, however
+// cheap, route no RFQ; backed ones do.
+func TestShardsForIgnoresUnbackedFamilies(t *testing.T) {
+	peers := roomtest.Peers(t, 2)
+	tr := newTrust(t, peers[0])
+	recs := fakeRecords(tr)
+	now := peers[0].Clock.Now()
+	for i := range 10 {
+		sk, _ := provider(t, nil, now)
+		c := testCapacity(sk, now)
+		c.GPUs[0].Model = fmt.Sprintf("zz-fake%d-8gb", i)
+		c.Floor.Bronze = 1_000
+		offer(t, tr, peers[1].ID, sealDigestOf(t, sk, c, now, 1))
+	}
+	r := &auction.RFQ{
+		Resources: auction.Resources{GPUs: 1}, Runtime: "wasm", Tier: auction.TierBronze, MaxPriceMicro: 5_000_000,
+		ExpectedDurationSec: 60, MaxDurationSec: 60, WantBids: 16,
+	}
+	if got := tr.ShardsFor(r); len(got) != 0 {
+		t.Fatalf("held fake families route the RFQ: %v", got)
+	}
+	sk, id := provider(t, recs, now)
+	offer(t, tr, id, sealedDigest(t, sk, now, 1))
+	drainChecks(t, tr)
+	if got := tr.ShardsFor(r); len(got) != 1 || got[0] != auction.GPUShard("a10") {
+		t.Fatalf("shards %v, want the backed provider's a10", got)
+	}
+}
+
+// TestSearchIsBounded: a search returns at most MaxSearchOffers offers,
+// and says how many more matched.
+func TestSearchIsBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seals over a thousand digests")
+	}
+	peers := roomtest.Peers(t, 1)
+	tr := newTrust(t, peers[0])
+	now := peers[0].Clock.Now()
+	n := MaxSearchOffers + 20
 	for range n {
-		sk, _, err := crypto.GenerateEd25519Key(nil)
-		if err != nil {
+		sk, _ := provider(t, nil, now)
+		raw := sealedDigest(t, sk, now, 1)
+		if _, err := tr.digests.Add(raw, now); err != nil {
 			t.Fatal(err)
 		}
-		server.OnDigest(sealedDigest(t, sk, now, 1))
+		d, _, _ := auction.OpenDigest(raw)
+		tr.ev.update(d.Peer, now, func(ev *peerEvidence) { ev.RecordUntil = now.Add(time.Hour) })
 	}
-	added, err := client.syncFrom(context.Background(), peers[0].ID)
+	res, err := tr.Search(context.Background(), "", "", 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if added != n || len(client.Digests("")) != n {
-		t.Fatalf("synced %d (book %d), want %d", added, len(client.Digests("")), n)
+	if len(res.Offers) != MaxSearchOffers || len(res.Problems) != 1 {
+		t.Fatalf("%d offers, problems %v; want %d and a note of the rest", len(res.Offers), res.Problems, MaxSearchOffers)
 	}
-	// Syncing again adds nothing.
-	if added, err := client.syncFrom(context.Background(), peers[0].ID); err != nil || added != 0 {
-		t.Fatalf("second sync added %d, %v", added, err)
+	if res, err = tr.Search(context.Background(), "", "", 5, false); err != nil || len(res.Offers) != 5 {
+		t.Fatalf("limit 5: %d offers, %v", len(res.Offers), err)
 	}
 }

@@ -49,10 +49,22 @@ func openAttestMessage(data []byte) (attestKind, any, string, int64) {
 	return attestUnknown, nil, "", 0
 }
 
+// attestFromOtherVersion reports whether data is one of the topic's record
+// kinds written by another protocol release (attest.FromOtherVersion).
+func attestFromOtherVersion(data []byte) bool {
+	_, _, errSum := auction.OpenAwardSummary(data)
+	_, errEntry := attest.OpenEntry(data)
+	_, _, errReceipt := attest.OpenReceipt(data)
+	return attest.FromOtherVersion(errSum) || attest.FromOtherVersion(errEntry) || attest.FromOtherVersion(errReceipt)
+}
+
 // ValidateAttest admits award summaries (the price index), chain entries
 // (providers' heartbeats) and receipts, each signed by its gossip author.
 func (t *Trust) ValidateAttest(_ context.Context, _, signer peer.ID, data []byte) p2p.Verdict {
 	kind, _, author, atMs := openAttestMessage(data)
+	if kind == attestUnknown && attestFromOtherVersion(data) {
+		return p2p.Skip
+	}
 	if kind == attestUnknown || author != signer.String() {
 		return p2p.Reject
 	}
@@ -66,6 +78,9 @@ func (t *Trust) ValidateAttest(_ context.Context, _, signer peer.ID, data []byte
 // itself; a false proof is rejected, which costs its sender gossip score.
 func (t *Trust) ValidateFraud(_ context.Context, _, _ peer.ID, data []byte) p2p.Verdict {
 	if _, err := attest.VerifyFraudProof(data); err != nil {
+		if attest.FromOtherVersion(err) {
+			return p2p.Skip // evidence this release cannot check
+		}
 		t.log.Warn("false fraud proof rejected", "err", err)
 		return p2p.Reject
 	}
@@ -89,6 +104,9 @@ func (t *Trust) OnAttest(ctx context.Context, raw []byte) {
 		}
 		if err := t.db.PutReceiptTTL(attest.RecordID(raw).String(), raw, gossipedReceiptRetention); err != nil {
 			t.log.Warn("store receipt", "err", err)
+		}
+		if rc, v, err := attest.OpenReceipt(raw); err == nil {
+			t.noteReceipt(rc.Provider, v.Renter)
 		}
 		t.rep.Invalidate()
 	}

@@ -46,9 +46,10 @@ type market struct {
 	log *slog.Logger
 	now func() time.Time
 
-	// fromDigests is the digest book's view; while it is empty the market
-	// is walked in the DHT instead.
-	fromDigests func() ([]query.Offer, bool)
+	// fromDigests is the digest book's view of backed providers, and how
+	// many digests it holds unchecked; while no provider is backed the
+	// market is walked in the DHT instead.
+	fromDigests func() ([]query.Offer, int, bool)
 
 	mu    sync.Mutex
 	cache map[peer.ID]cachedRecord
@@ -80,13 +81,21 @@ func (m *market) record(ctx context.Context, p peer.ID) (*auction.Capacity, erro
 	if ok && !c.rec.Expired(now) && now.Sub(c.fetched) < m.cfg.Refresh {
 		return c.rec, nil
 	}
+	rec, err := m.lookup(ctx, p)
+	if err != nil && ok && !c.rec.Expired(now) {
+		// A transient lookup failure should not hide a valid offer.
+		m.log.Debug("refresh failed; serving cached record", "peer", p, "err", err)
+		return c.rec, nil
+	}
+	return rec, err
+}
+
+// lookup fetches p's record from the DHT, never from the cache (a record
+// check needs the record as it is now), and caches it.
+func (m *market) lookup(ctx context.Context, p peer.ID) (*auction.Capacity, error) {
+	now := m.now()
 	raw, err := m.fetch(ctx, auction.CapacityKey(p))
 	if err != nil {
-		if ok && !c.rec.Expired(now) {
-			// A transient lookup failure should not hide a valid offer.
-			m.log.Debug("refresh failed; serving cached record", "peer", p, "err", err)
-			return c.rec, nil
-		}
 		return nil, fmt.Errorf("%w for %s: %v", ErrNotFound, p, err)
 	}
 	rec, signer, err := auction.OpenCapacity(raw)
@@ -140,8 +149,11 @@ func (m *market) fetch(ctx context.Context, key string) ([]byte, error) {
 // lookup ends, so one slow peer cannot leave the fetches no time at all.
 func (m *market) offers(ctx context.Context) (offers []query.Offer, seen int, problems []string, complete bool, err error) {
 	if m.fromDigests != nil {
-		if offers, ok := m.fromDigests(); ok {
-			return offers, len(offers), nil, true, nil
+		if offers, held, ok := m.fromDigests(); ok {
+			if held > 0 {
+				problems = append(problems, fmt.Sprintf("%d providers not shown yet: their capacity records are being checked", held))
+			}
+			return offers, len(offers), problems, true, nil
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.SearchTimeout)
@@ -188,6 +200,12 @@ func (m *market) offers(ctx context.Context) (offers []query.Offer, seen int, pr
 	return offers, len(results), problems, complete, nil
 }
 
+// MaxSearchOffers bounds the offers one search returns, whatever its
+// limit: an offer lists every GPU, and an unbounded answer over a large
+// market outgrew what the API client reads (16 MiB), which the client
+// reported as a truncated response ("unexpected EOF").
+const MaxSearchOffers = 1000
+
 // SearchResult is the outcome of a market search.
 type SearchResult struct {
 	Offers    []query.Offer
@@ -205,7 +223,14 @@ func (m *market) search(ctx context.Context, q *query.Query, sortKey query.SortK
 	if !complete {
 		problems = append(problems, ErrIncomplete.Error())
 	}
-	res := SearchResult{Offers: query.Search(q, offers, sortKey, limit), Providers: seen, Problems: problems}
+	matched := query.Search(q, offers, sortKey, 0)
+	if limit <= 0 || limit > MaxSearchOffers {
+		if len(matched) > MaxSearchOffers {
+			problems = append(problems, fmt.Sprintf("showing the first %d of %d matching providers: narrow the query or pass a limit", MaxSearchOffers, len(matched)))
+		}
+		limit = MaxSearchOffers
+	}
+	res := SearchResult{Offers: matched[:min(len(matched), limit)], Providers: seen, Problems: problems}
 	if explain {
 		res.Explain = query.Explain(q, offers)
 	}

@@ -1,41 +1,62 @@
 package trust
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/p2p"
 )
+
+// Peer is what the node knows of one peer: its connection, if it has one,
+// what it was charged for, and whether it is refused.
+type Peer struct {
+	ID peer.ID
+	// Conn describes the peer's open connection; nil when it has none.
+	Conn *p2p.PeerInfo
+	// Idlegrid is true when the peer speaks our DHT or gossip protocol.
+	Idlegrid bool
+
+	// Connected: the peer has an open connection now.
+	Connected bool
+	// GossipScore is gossipsub's score of the peer, abuse included;
+	// Graylisted means the node ignores its gossip.
+	GossipScore float64
+	Graylisted  bool
+	// AbusePoints are what the peer has been charged for abuse, decaying;
+	// LastAbuse is the reason of the latest charge.
+	AbusePoints float64
+	LastAbuse   p2p.AbuseReason
+	// Banned: refused until BannedUntil, for BanReason (kept across
+	// restarts). Blocked: refused for good (a proven fraud). A zero
+	// BannedUntil is none.
+	Banned      bool
+	BannedUntil time.Time
+	BanReason   string
+	Blocked     bool
+}
 
 // Peers is the operator's view of peers (GET /v1/peers, `idlegrid
 // peers`): every connected peer with its gossip score and abuse points,
 // and every peer charged or banned, connected or not, sorted by ID. Bans
 // come from the store, so a peer banned before a restart is listed; the
 // store keeps at most store.MaxBans of them.
-func (t *Trust) Peers() []api.Peer {
-	byID := map[peer.ID]*api.Peer{}
-	get := func(p peer.ID) *api.Peer {
+func (t *Trust) Peers() []Peer {
+	byID := map[peer.ID]*Peer{}
+	get := func(p peer.ID) *Peer {
 		if e, ok := byID[p]; ok {
 			return e
 		}
-		e := &api.Peer{ID: p.String(), Addrs: []string{}}
+		e := &Peer{ID: p}
 		byID[p] = e
 		return e
 	}
 	for _, pi := range t.p2p.Peers() {
 		e := get(pi.ID)
-		e.Addrs = addrStrings(pi.Addrs)
-		e.Direction = pi.Direction.String()
-		e.LatencyMs = float64(pi.Latency) / float64(time.Millisecond)
-		e.Agent = pi.Agent
-		e.Bootstrap = pi.Bootstrap
+		e.Conn = &pi
 		e.Idlegrid = slices.Contains(pi.Protocols, string(p2p.DHTProtocol)) || slices.Contains(pi.Protocols, string(p2p.GossipProtocol))
-		e.Protocols = pi.Protocols
 		e.Connected = true
 	}
 	for _, pa := range t.p2p.PeerAbuse() {
@@ -44,12 +65,11 @@ func (t *Trust) Peers() []api.Peer {
 		e.GossipScore = pa.GossipScore
 		e.Graylisted = pa.Graylisted
 		e.AbusePoints = pa.AbusePoints
-		e.LastAbuse = string(pa.LastAbuse)
+		e.LastAbuse = pa.LastAbuse
 		e.Blocked = pa.Blocked
 		if pa.Banned {
 			e.Banned = true
-			until := pa.BannedUntil.UTC()
-			e.BannedUntil = &until
+			e.BannedUntil = pa.BannedUntil.UTC()
 		}
 	}
 	bans, err := t.db.LoadBans()
@@ -62,23 +82,14 @@ func (t *Trust) Peers() []api.Peer {
 		}
 		e := get(b.Peer)
 		e.Banned, e.BanReason = true, b.Reason
-		if e.BannedUntil == nil {
-			until := b.Until.UTC()
-			e.BannedUntil = &until
+		if e.BannedUntil.IsZero() {
+			e.BannedUntil = b.Until.UTC()
 		}
 	}
-	out := make([]api.Peer, 0, len(byID))
+	out := make([]Peer, 0, len(byID))
 	for _, e := range byID {
 		out = append(out, *e)
 	}
-	slices.SortFunc(out, func(a, b api.Peer) int { return strings.Compare(a.ID, b.ID) })
-	return out
-}
-
-func addrStrings[T fmt.Stringer](xs []T) []string {
-	out := make([]string, len(xs))
-	for i, x := range xs {
-		out[i] = x.String()
-	}
+	slices.SortFunc(out, func(a, b Peer) int { return strings.Compare(string(a.ID), string(b.ID)) })
 	return out
 }

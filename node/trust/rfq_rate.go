@@ -1,74 +1,59 @@
 package trust
 
 import (
-	"container/list"
-	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
+	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// The RFQ rate each renter ID gets at every node's validator: a renter
-// that posts faster has the excess ignored (not forwarded, no penalty), so
-// one key cannot make every provider quote for it without bound. renters
-// bounds the memory: the least recently seen renter is forgotten first
-// (it starts again with a full burst, as a fresh key would).
+// The RFQ rates every node's validator applies. Each renter key has its
+// own rate, higher for a renter holding receipts from providers this node
+// has evidence of (renowned): one key cannot make every provider quote
+// for it without bound. Keys are free, though, so a fresh renter's RFQs
+// also spend the budget of the peer that forwarded them and of that
+// peer's network (/24): a flood of RFQs from a new key per message is
+// bounded where it enters, and renters with a history pass untouched.
 const (
-	rfqRatePerSec = 5
-	rfqRateBurst  = 50
-	rfqRateRenter = 10_000
+	rfqRenownedPerSec  = 5
+	rfqRenownedBurst   = 50
+	rfqFreshPerSec     = 2
+	rfqFreshBurst      = 20
+	rfqForwarderPerSec = 5
+	rfqForwarderBurst  = 50
+	rfqNetworkPerSec   = 10
+	rfqNetworkBurst    = 100
+	// rfqRateKeys bounds each kind's buckets; the least recently seen key
+	// is forgotten first.
+	rfqRateKeys = 10_000
 )
 
-// renterRate is a token bucket per renter ID, in a bounded LRU. It takes
-// the time as a value, so tests drive it without a clock.
-type renterRate struct {
-	limit   rate.Limit
-	burst   int
-	renters int
-
-	mu    sync.Mutex
-	order *list.List // of *renterBucket, most recently seen first
-	by    map[string]*list.Element
+// rfqLimits are the RFQ rate buckets of one node.
+type rfqLimits struct {
+	renowned, fresh, forwarder, network *budgets
 }
 
-type renterBucket struct {
-	renter string
-	lim    *rate.Limiter
-}
-
-func newRenterRate(perSec float64, burst, renters int) *renterRate {
-	return &renterRate{
-		limit: rate.Limit(perSec), burst: burst, renters: max(renters, 1),
-		order: list.New(), by: map[string]*list.Element{},
+func newRFQLimits() *rfqLimits {
+	return &rfqLimits{
+		renowned:  newBudgets(rfqRenownedPerSec, rfqRenownedBurst, rfqRateKeys),
+		fresh:     newBudgets(rfqFreshPerSec, rfqFreshBurst, rfqRateKeys),
+		forwarder: newBudgets(rfqForwarderPerSec, rfqForwarderBurst, rfqRateKeys),
+		network:   newBudgets(rfqNetworkPerSec, rfqNetworkBurst, rfqRateKeys),
 	}
 }
 
-// allow takes one token of renter's bucket at now. A nil renterRate
-// allows everything (a node built without one, in unit tests).
-func (r *renterRate) allow(renter string, now time.Time) bool {
-	if r == nil {
-		return true
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e, ok := r.by[renter]
-	if ok {
-		r.order.MoveToFront(e)
-	} else {
-		if r.order.Len() >= r.renters {
-			oldest := r.order.Back()
-			delete(r.by, oldest.Value.(*renterBucket).renter)
-			r.order.Remove(oldest)
-		}
-		e = r.order.PushFront(&renterBucket{renter: renter, lim: rate.NewLimiter(r.limit, r.burst)})
-		r.by[renter] = e
-	}
-	return e.Value.(*renterBucket).lim.AllowN(now, 1)
+// entry takes a fresh renter's RFQ from the budgets of the peer that
+// forwarded it and of that peer's network at now. Over them the RFQ is
+// withheld, uncharged: an honest relay forwards other peers' RFQs and
+// cannot know what the whole network sent through it.
+func (l *rfqLimits) entry(from peer.ID, subnet string, now time.Time) bool {
+	return l.forwarder.take(now, string(from)) && l.network.take(now, subnet)
 }
 
-// tracked is how many renters have a bucket.
-func (r *renterRate) tracked() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.order.Len()
+// renter takes one RFQ from renter's own bucket at now. Over it the RFQ is
+// ignored: whoever forwards one renter's excess makes us work for nothing.
+func (l *rfqLimits) renter(renter string, renowned bool, now time.Time) bool {
+	if renowned {
+		return l.renowned.take(now, renter)
+	}
+	return l.fresh.take(now, renter)
 }

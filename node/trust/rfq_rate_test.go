@@ -13,69 +13,152 @@ import (
 	"github.com/idlegrid/idlegrid/p2p"
 )
 
-// TestRenterRateBurstThenRate: a renter gets its burst at once, then one
-// RFQ per 1/rate; another renter's bucket is its own.
-func TestRenterRateBurstThenRate(t *testing.T) {
-	r := newRenterRate(rfqRatePerSec, rfqRateBurst, rfqRateRenter)
+// TestBudgetsBurstThenRate: a key gets its burst at once, then one token
+// per 1/rate; another key's bucket is its own; a token given back can be
+// taken again, never beyond the burst.
+func TestBudgetsBurstThenRate(t *testing.T) {
+	b := newBudgets(rfqRenownedPerSec, rfqRenownedBurst, 16)
 	t0 := time.Unix(1_800_000_000, 0)
-	for i := range rfqRateBurst {
-		if !r.allow("a", t0) {
-			t.Fatalf("RFQ %d of the burst refused", i+1)
+	for i := range rfqRenownedBurst {
+		if !b.take(t0, "a") {
+			t.Fatalf("token %d of the burst refused", i+1)
 		}
 	}
-	if r.allow("a", t0) {
-		t.Fatalf("RFQ %d at once allowed, burst is %d", rfqRateBurst+1, rfqRateBurst)
+	if b.take(t0, "a") {
+		t.Fatalf("token %d at once allowed, burst is %d", rfqRenownedBurst+1, rfqRenownedBurst)
 	}
-	if !r.allow("b", t0) {
-		t.Fatal("another renter limited by the first one's RFQs")
+	if !b.take(t0, "b") {
+		t.Fatal("another key limited by the first one's tokens")
 	}
-	step := time.Second / rfqRatePerSec
-	if r.allow("a", t0.Add(step/2)) {
+	step := time.Second / rfqRenownedPerSec
+	if b.take(t0.Add(step/2), "a") {
 		t.Fatal("allowed before a token refilled")
 	}
-	if !r.allow("a", t0.Add(step)) {
-		t.Fatalf("refused %s later, at %d RFQs/s", step, rfqRatePerSec)
+	if !b.take(t0.Add(step), "a") {
+		t.Fatalf("refused %s later, at %d/s", step, rfqRenownedPerSec)
+	}
+	b.give(t0.Add(step), "a")
+	if !b.take(t0.Add(step), "a") {
+		t.Fatal("a token given back could not be taken")
+	}
+	for range 100 {
+		b.give(t0.Add(step), "c")
+	}
+	n := 0
+	for b.take(t0.Add(step), "c") {
+		n++
+	}
+	if n != rfqRenownedBurst {
+		t.Fatalf("%d tokens after giving back 100, want the burst %d", n, rfqRenownedBurst)
+	}
+	// Taking from several keys takes from all or none.
+	if b.take(t0.Add(step), "fresh", "c") || !b.take(t0.Add(step), "fresh") {
+		t.Fatal("a refused multi-key take spent a token")
 	}
 }
 
-// TestRenterRateIsBounded: at most renters buckets are kept; the least
-// recently seen is forgotten first (and starts over with a full burst).
-func TestRenterRateIsBounded(t *testing.T) {
-	r := newRenterRate(1, 1, 3)
+// TestBudgetsAreBounded: at most keys buckets are kept; the least
+// recently used is forgotten first (and starts over with a full burst).
+func TestBudgetsAreBounded(t *testing.T) {
+	b := newBudgets(1, 1, 3)
 	t0 := time.Unix(1_800_000_000, 0)
 	for i := range 3 {
-		r.allow(fmt.Sprint(i), t0) // each uses its one token
+		b.take(t0, fmt.Sprint(i)) // each uses its one token
 	}
-	r.allow("0", t0) // 0 is now the most recent; 1 the least
-	r.allow("new", t0)
-	if n := r.tracked(); n != 3 {
-		t.Fatalf("%d renters tracked, bound 3", n)
+	b.take(t0, "0") // 0 is now the most recent; 1 the least
+	b.take(t0, "new")
+	if n := b.tracked(); n != 3 {
+		t.Fatalf("%d keys tracked, bound 3", n)
 	}
-	if r.allow("0", t0) {
-		t.Fatal("renter 0 was forgotten although seen recently")
+	if b.take(t0, "0") {
+		t.Fatal("key 0 was forgotten although seen recently")
 	}
-	if !r.allow("1", t0) {
-		t.Fatal("renter 1, the least recently seen, was not forgotten")
+	if !b.take(t0, "1") {
+		t.Fatal("key 1, the least recently seen, was not forgotten")
+	}
+}
+
+// TestRFQLimits: a fresh renter key gets less than a renowned one, and
+// fresh renters' RFQs also spend the forwarder's and its network's
+// budgets.
+func TestRFQLimits(t *testing.T) {
+	l := newRFQLimits()
+	t0 := time.Unix(1_800_000_000, 0)
+	count := func(n int, ok func() bool) int {
+		got := 0
+		for range n {
+			if ok() {
+				got++
+			}
+		}
+		return got
+	}
+	if got := count(100, func() bool { return l.renter("fresh", false, t0) }); got != rfqFreshBurst {
+		t.Fatalf("one fresh key: %d RFQs, want its burst %d", got, rfqFreshBurst)
+	}
+	if got := count(100, func() bool { return l.renter("old", true, t0) }); got != rfqRenownedBurst {
+		t.Fatalf("one renowned key: %d RFQs, want %d", got, rfqRenownedBurst)
+	}
+	if got := count(300, func() bool { return l.entry("flooder", "net-b", t0) }); got != rfqForwarderBurst {
+		t.Fatalf("fresh-key churn through one forwarder: %d RFQs, want its burst %d", got, rfqForwarderBurst)
+	}
+	// More forwarders in that network share its budget.
+	k := 0
+	if got := count(300, func() bool { k++; return l.entry(peer.ID(fmt.Sprint("flooder-", k%10)), "net-b", t0) }); got != rfqNetworkBurst-rfqForwarderBurst {
+		t.Fatalf("ten forwarders in one network: %d RFQs, want the network's remaining %d", got, rfqNetworkBurst-rfqForwarderBurst)
+	}
+}
+
+// TestRFQGateWithholdsFreshKeyChurn: RFQs from a new key each, forwarded
+// by one peer, are withheld past the forwarder's budget (uncharged, and
+// before their records' signatures are checked); a renter with receipts
+// passes through the same forwarder.
+func TestRFQGateWithholdsFreshKeyChurn(t *testing.T) {
+	now := time.Now()
+	oldKey, _, _ := crypto.GenerateEd25519Key(nil)
+	old, _ := peer.IDFromPrivateKey(oldKey)
+	g := NewRFQGate(RFQGateDeps{Now: func() time.Time { return now }, Renowned: func(r string) bool { return r == old.String() }})
+	flooder := peer.ID("flooder")
+	accepted, withheld := 0, 0
+	for i := range rfqForwarderBurst + 20 {
+		sk, _, _ := crypto.GenerateEd25519Key(nil)
+		id, _ := peer.IDFromPrivateKey(sk)
+		switch _, v := g.Check(p2p.TopicRFQ, flooder, id, sealTestRFQ(t, sk, now.Add(time.Duration(i)*time.Millisecond))); v {
+		case p2p.Accept:
+			accepted++
+		case p2p.Withhold:
+			withheld++
+		default:
+			t.Fatalf("RFQ %d: %v", i, v)
+		}
+	}
+	if accepted != rfqForwarderBurst || withheld != 20 {
+		t.Fatalf("%d accepted, %d withheld; want the forwarder's burst %d accepted", accepted, withheld, rfqForwarderBurst)
+	}
+	if _, v := g.Check(p2p.TopicRFQ, flooder, old, sealTestRFQ(t, oldKey, now)); v != p2p.Accept {
+		t.Fatalf("a renowned renter through the spent forwarder: %v", v)
 	}
 }
 
 // TestRFQValidatorRateLimitsPerRenter: past its burst a renter's fresh,
-// valid RFQs are ignored at the validator (no penalty); another renter's
-// pass.
+// valid RFQs are ignored at the validator; another renter's pass.
 func TestRFQValidatorRateLimitsPerRenter(t *testing.T) {
-	// A rate far below the test's duration: only the burst counts.
-	n := &RFQGate{seen: auction.NewSeenCache(16), rate: newRenterRate(1e-3, 2, 16), now: time.Now}
+	now := time.Now()
+	n := NewRFQGate(RFQGateDeps{Now: func() time.Time { return now }}) // no refill during the test
+	n.seen = auction.NewSeenCache(64)
 	ctx := context.Background()
 	sk, _, _ := crypto.GenerateEd25519Key(nil)
 	other, _, _ := crypto.GenerateEd25519Key(nil)
 	renter, _ := peer.IDFromPrivateKey(sk)
 	honest, _ := peer.IDFromPrivateKey(other)
-	now := time.Now()
-	want := []p2p.Verdict{p2p.Accept, p2p.Accept, p2p.Ignore, p2p.Ignore}
-	for i, w := range want {
+	for i := range rfqFreshBurst + 2 {
+		want := p2p.Accept
+		if i >= rfqFreshBurst {
+			want = p2p.Ignore
+		}
 		raw := sealTestRFQ(t, sk, now.Add(time.Duration(i)*time.Millisecond))
-		if got := n.validate(ctx, renter, renter, raw); got != w {
-			t.Fatalf("RFQ %d: verdict %v, want %v", i+1, got, w)
+		if got := n.validate(ctx, renter, renter, raw); got != want {
+			t.Fatalf("RFQ %d: verdict %v, want %v", i+1, got, want)
 		}
 	}
 	if got := n.validate(ctx, honest, honest, sealTestRFQ(t, other, now)); got != p2p.Accept {

@@ -52,7 +52,7 @@ func TestRFQValidatorTimeliness(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			n := NewRFQGate(time.Now)
+			n := NewRFQGate(RFQGateDeps{})
 			n.seen = auction.NewSeenCache(16)
 			data := sealTestRFQ(t, sk, tc.issued)
 			if got := n.validate(context.Background(), renter, renter, data); got != tc.want {

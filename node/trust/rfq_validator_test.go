@@ -34,7 +34,7 @@ func sealTestRFQ(t *testing.T, sk crypto.PrivKey, now time.Time) []byte {
 // whose gossip signer is not the RFQ's renter, garbage and long-expired
 // RFQs never reach the bidder.
 func TestRFQValidator(t *testing.T) {
-	n := NewRFQGate(time.Now)
+	n := NewRFQGate(RFQGateDeps{})
 	n.seen = auction.NewSeenCache(16)
 	sk, _, _ := crypto.GenerateEd25519Key(nil)
 	other, _, _ := crypto.GenerateEd25519Key(nil)

@@ -15,46 +15,79 @@ import (
 // topic, before anything else sees it: decoded within its size limit,
 // signed by its gossip signer, dated as an honest relay could forward it
 // (rfq_timeliness.go), not seen before on this topic (one RFQ may be
-// published on several shards; each copy is checked once), and within its
-// renter's RFQ rate (rfq_rate.go).
+// published on several shards; each copy is checked once), and within the
+// RFQ rates of its renter, the forwarding peer and its network
+// (rfq_rate.go).
 type RFQGate struct {
-	seen *auction.SeenCache
-	rate *renterRate
-	now  func() time.Time
+	seen     *auction.SeenCache
+	limits   *rfqLimits
+	now      func() time.Time
+	subnet   func(peer.ID) string
+	renowned func(renter string) bool
 }
 
-// NewRFQGate returns a gate remembering 100,000 RFQs and 10,000 renters.
-func NewRFQGate(now func() time.Time) *RFQGate {
-	if now == nil {
-		now = time.Now
+// RFQGateDeps are the gate's collaborators.
+type RFQGateDeps struct {
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+	// Subnet names the network a forwarding peer connects from (its /24);
+	// nil: every peer is its own network.
+	Subnet func(peer.ID) string
+	// Renowned reports whether a renter holds receipts from providers this
+	// node has evidence of; nil: no renter does.
+	Renowned func(renter string) bool
+}
+
+// NewRFQGate returns a gate remembering 100,000 RFQs and 10,000 keys of
+// each rate.
+func NewRFQGate(deps RFQGateDeps) *RFQGate {
+	g := &RFQGate{seen: auction.NewSeenCache(100_000), limits: newRFQLimits(), now: deps.Now, subnet: deps.Subnet, renowned: deps.Renowned}
+	if g.now == nil {
+		g.now = time.Now
 	}
-	return &RFQGate{seen: auction.NewSeenCache(100_000), rate: newRenterRate(rfqRatePerSec, rfqRateBurst, rfqRateRenter), now: now}
+	if g.subnet == nil {
+		g.subnet = func(p peer.ID) string { return "peer:" + p.String() }
+	}
+	if g.renowned == nil {
+		g.renowned = func(string) bool { return false }
+	}
+	return g
 }
 
-// Check is the gate's verdict on an RFQ published on topic, and the RFQ
-// when it passes.
-func (g *RFQGate) Check(topic string, signer peer.ID, data []byte) (*auction.RFQ, p2p.Verdict) {
+// Check is the gate's verdict on an RFQ published on topic that from
+// forwarded, and the RFQ when it passes. The gossip signer is the renter
+// (the router checked its signature; a record signed by another is
+// rejected), so a fresh renter's RFQ over its forwarder's budget is
+// withheld before its record's signature costs a check.
+func (g *RFQGate) Check(topic string, from, signer peer.ID, data []byte) (*auction.RFQ, p2p.Verdict) {
+	now := g.now()
+	renowned := g.renowned(signer.String())
+	if !renowned && !g.limits.entry(from, g.subnet(from), now) {
+		return nil, p2p.Withhold
+	}
 	rfq, author, err := auction.OpenRFQ(data)
+	if attest.FromOtherVersion(err) {
+		return nil, p2p.Skip
+	}
 	if err != nil || author != signer {
 		return nil, p2p.Reject
 	}
-	now := g.now()
 	if v := rfqTimeliness(rfq, now); v != p2p.Accept {
 		return nil, v
 	}
 	if g.seen.Seen(topic+" "+attest.RecordID(data).String(), rfq.ExpiresAtMs, now) {
 		return nil, p2p.Ignore // a replay
 	}
-	if !g.rate.allow(rfq.Renter, now) {
-		return nil, p2p.Ignore // over the renter's RFQ rate
+	if !g.limits.renter(rfq.Renter, renowned, now) {
+		return nil, p2p.Ignore // over its renter's rate
 	}
 	return rfq, p2p.Accept
 }
 
 // Validator is the gate as the validator of one topic.
 func (g *RFQGate) Validator(topic string) p2p.Validator {
-	return func(_ context.Context, _, signer peer.ID, data []byte) p2p.Verdict {
-		_, v := g.Check(topic, signer, data)
+	return func(_ context.Context, from, signer peer.ID, data []byte) p2p.Verdict {
+		_, v := g.Check(topic, from, signer, data)
 		return v
 	}
 }

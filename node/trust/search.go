@@ -3,18 +3,12 @@ package trust
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/auction/query"
 )
-
-// summaryRetention is how long award summaries are kept for the price
-// index.
-const summaryRetention = 7 * 24 * time.Hour
 
 // Offers is the market view: the verified offers of every provider found.
 // When the search deadline cut the DHT lookups short it returns the
@@ -51,36 +45,4 @@ func (t *Trust) ProviderRecord(ctx context.Context, id peer.ID) (*auction.Capaci
 		return nil, fmt.Errorf("provider record: %w", err)
 	}
 	return t.market.record(ctx, id)
-}
-
-// PriceIndex computes cleared prices per model and tier from the signed
-// award summaries this node has received, over [since, until).
-func (t *Trust) PriceIndex(since, until time.Time) ([]auction.PriceStat, error) {
-	raws, err := t.db.Summaries()
-	if err != nil {
-		return nil, err
-	}
-	var sums []auction.AwardSummary
-	for _, raw := range raws {
-		// Only signed summaries count; stored ones were verified on
-		// arrival and are verified again, since the store is not a trust
-		// boundary.
-		if s, _, err := auction.OpenAwardSummary(raw); err == nil {
-			sums = append(sums, *s)
-		}
-	}
-	return auction.PriceStats(sums, since, until), nil
-}
-
-// storeSummary keeps a validated award summary for the price index.
-func (t *Trust) storeSummary(raw []byte) *auction.AwardSummary {
-	sum, _, err := auction.OpenAwardSummary(raw)
-	if err != nil {
-		return nil
-	}
-	expires := time.UnixMilli(sum.AtMs).Add(summaryRetention)
-	if err := t.db.PutSummary(attest.RecordID(raw).String(), raw, expires); err != nil {
-		t.log.Warn("store award summary", "err", err)
-	}
-	return sum
 }

@@ -2,12 +2,15 @@
 // reputation book folded from its own evidence (lease outcomes, receipts,
 // heartbeat uptime, fraud proofs), the handling of attest and fraud gossip
 // (equivocation caught, offenders blocked), the market view and search over
-// providers' signed capacity records, the price index from signed award
-// summaries, and attestation export. It knows neither the provider nor the
-// renter; the node hands their needs to it through callbacks.
+// providers' signed capacity digests and records, the price index from
+// award summaries, the RFQ gate, and attestation export. Keys are free, so
+// a claim counts only as far as evidence this node checked backs it
+// (evidence.go). It knows neither the provider nor the renter; the node
+// hands their needs to it through callbacks.
 package trust
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"sync"
@@ -76,13 +79,25 @@ type Trust struct {
 	syncShards   func() []auction.Shard
 	shardsMu     sync.Mutex
 	shards       map[auction.Shard]bool
-	grewAt       map[auction.Shard]time.Time // when a shard's view last gained a provider
+	grewAt       map[auction.Shard]time.Time // when a shard's view last gained a backed provider
 	leaseEntries func(l *store.Lease) ([][]byte, error)
 
 	rep     *ReputationBook
 	market  *market
 	digests *auction.DigestBook
 	sync    *digestSync
+
+	// ev is the evidence behind each provider's digest (evidence.go);
+	// checks queues record checks (records.go); newPeers are the sources'
+	// budgets of unchecked providers; expect follows this renter's
+	// auctions' expected bidders (expect.go); renown is the renters with
+	// receipts (renown.go).
+	ev          *evidenceBook
+	checks      chan string
+	newPeers    *newPeerBudget
+	expect      *expectations
+	renown      *renown
+	fetchRecord func(ctx context.Context, p peer.ID) (*auction.Capacity, error)
 }
 
 // New builds the trust room.
@@ -105,8 +120,47 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 	t.digests = auction.NewDigestBook(auction.MaxBookDigests)
 	t.market = newMarket(t)
 	t.market.fromDigests = t.digestOffers
-	t.sync = newDigestSync(t)
+	t.sync = newDigestSync()
+	t.ev, t.checks, t.newPeers, t.expect = newEvidenceBook(), make(chan string, recordCheckQueue), newNewPeerBudget(), newExpectations()
+	t.renown = newRenown()
+	t.fetchRecord = t.market.lookup
 	return t, nil
+}
+
+// Run keeps the market view until ctx ends: digest sync, record checks,
+// pruning, the auctions' expectations and the renters' renown.
+func (t *Trust) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Go(func() { t.runSync(ctx) })
+	wg.Go(func() { t.runRecordChecks(ctx) })
+	wg.Go(func() { t.pruneDigests(ctx) })
+	wg.Go(func() { t.everySecond(ctx) })
+	wg.Wait()
+	return nil
+}
+
+// everySecond settles the auctions past their deadline and refreshes the
+// renters' renown now and then.
+func (t *Trust) everySecond(ctx context.Context) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for n := 0; ; n++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		t.settleExpectations()
+		if n%renownEvery == 0 {
+			t.refreshRenown()
+		}
+	}
+}
+
+// RFQGate is the RFQ edge check with this node's view of renters (a renter
+// with receipts gets the higher rate) and of forwarding peers' networks.
+func (t *Trust) RFQGate() *RFQGate {
+	return NewRFQGate(RFQGateDeps{Now: t.now, Subnet: t.p2p.Subnet, Renowned: t.Renowned})
 }
 
 // ID is this node's peer ID.

@@ -187,6 +187,14 @@ func TestDashboardInABrowser(t *testing.T) {
 	if role := eval[string](t, ctx, `document.getElementById("role").textContent`); role != "renter" {
 		t.Errorf("overview role %q", role)
 	}
+	// A renter's navigation: Jobs, no Provider; the provider page says
+	// where it lives.
+	checkNav(t, ctx, "Overview Market Jobs Trust")
+	must(t, ctx, "the renter's provider page", chromedp.Navigate(base+"/ui/provider"), chromedp.WaitVisible(chromedp.CSS("#notice")))
+	if title, txt := eval[string](t, ctx, `document.title`), bodyText(t, ctx); !strings.Contains(txt, "This node is a renter") || strings.Contains(title, "Bad Request") {
+		t.Errorf("/ui/provider on a renter: %q\n%s", title, txt)
+	}
+	must(t, ctx, "overview", chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible(chromedp.CSS("#role")))
 	shot("overview")
 
 	// A page on another origin posts to the dashboard with the browser's
@@ -223,7 +231,6 @@ func TestDashboardInABrowser(t *testing.T) {
 	if n := eval[int](t, ctx, `document.querySelectorAll("#offers tr.offer").length`); n != providers {
 		t.Errorf("search found %d offers, want %d", n, providers)
 	}
-	shot("market")
 	must(t, ctx, "bad query", chromedp.SetValue(chromedp.CSS("#q"), "colour=blue"), chromedp.Submit(chromedp.CSS("#q")),
 		chromedp.WaitVisible(chromedp.CSS("#q-err")))
 
@@ -264,14 +271,40 @@ func TestDashboardInABrowser(t *testing.T) {
 	}
 	shot("job")
 
+	// The price index charts the award: a row named by model and tier on
+	// a USD axis.
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		must(t, ctx, "market with prices", chromedp.Navigate(base+"/ui/market"), chromedp.WaitVisible(chromedp.CSS("h1")))
+		if eval[int](t, ctx, `document.querySelectorAll("figure.prices .row-label").length`) >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no price row 60 s after the award:\n%s", bodyText(t, ctx))
+		}
+		must(t, ctx, "wait", chromedp.Sleep(500*time.Millisecond))
+	}
+	checkAxes(t, ctx, "figure.prices", "$", "USD per GPU-hour")
+	if label := eval[string](t, ctx, `document.querySelector("figure.prices .row-label").textContent`); !strings.Contains(label, "silver") {
+		t.Errorf("price row %q names no model and tier", label)
+	}
+	shot("market")
+
 	// The winning provider's own dashboard, in the same browser: its
 	// GPUs and the lease it served. Signing in there leaves the renter's
 	// session alone (cookies are named per port).
 	winner := winningProvider(t, d, base, token)
 	provBase, provToken := apiOf(t, winner)
 	must(t, ctx, "provider sign-in", chromedp.Navigate(provBase+"/ui/login"), chromedp.SendKeys(chromedp.CSS("#token"), provToken),
-		chromedp.Submit(chromedp.CSS("#token")), chromedp.WaitVisible(chromedp.CSS(`nav[aria-label="Main"]`)),
-		chromedp.Navigate(provBase+"/ui/provider"), chromedp.WaitVisible(chromedp.CSS("#gpus")))
+		chromedp.Submit(chromedp.CSS("#token")), chromedp.WaitVisible(chromedp.CSS(`nav[aria-label="Main"]`)))
+	// A provider's navigation: Provider, no Jobs; the jobs page says where
+	// jobs live.
+	checkNav(t, ctx, "Overview Market Provider Trust")
+	must(t, ctx, "the provider's jobs page", chromedp.Navigate(provBase+"/ui/jobs"), chromedp.WaitVisible(chromedp.CSS("#notice")))
+	if title, txt := eval[string](t, ctx, `document.title`), bodyText(t, ctx); !strings.Contains(txt, "This node is a provider") || strings.Contains(title, "Bad Request") {
+		t.Errorf("/ui/jobs on a provider: %q\n%s", title, txt)
+	}
+	must(t, ctx, "provider page", chromedp.Navigate(provBase+"/ui/provider"), chromedp.WaitVisible(chromedp.CSS("#gpus")))
 	if n := eval[int](t, ctx, `document.querySelectorAll("#gpus tbody tr").length`); n < 1 {
 		t.Errorf("provider page lists %d GPUs", n)
 	}
@@ -288,8 +321,14 @@ func TestDashboardInABrowser(t *testing.T) {
 		}
 		must(t, ctx, "provider page reload", chromedp.Sleep(time.Second), chromedp.Navigate(provBase+"/ui/provider"), chromedp.WaitVisible(chromedp.CSS("#gpus")))
 	}
-	if n := eval[int](t, ctx, `document.querySelectorAll("figure.gpu polyline").length`); n < 4 {
-		t.Errorf("the GPU chart draws %d lines, want utilization, power, temperature and memory", n)
+	if n := eval[int](t, ctx, `document.querySelectorAll("figure.gpu").length`); n != 4 {
+		t.Errorf("%d GPU charts, want utilization, power, temperature and memory", n)
+	}
+	// Absolute scales with their units, time on the x axis, GPUs named.
+	checkAxes(t, ctx, "figure.gpu:nth-of-type(1)", "%", "time (UTC)")
+	checkAxes(t, ctx, "figure.gpu:nth-of-type(2)", " W", "time (UTC)")
+	if legend := eval[string](t, ctx, `document.querySelector("figure.gpu .legend").textContent`); !strings.Contains(legend, "GPU 0 · ") {
+		t.Errorf("GPU legend %q", legend)
 	}
 	shot("provider")
 	must(t, ctx, "renter after the provider sign-in", chromedp.Navigate(base+"/ui/jobs"))
@@ -297,25 +336,53 @@ func TestDashboardInABrowser(t *testing.T) {
 		t.Errorf("signing in to the provider signed the renter out: at %s", loc)
 	}
 
-	// Phone width: no page scrolls sideways.
+	// Phone width: no page scrolls sideways, and every table fits its
+	// box (the columns that matter stay, the rest hide).
 	must(t, ctx, "phone viewport", chromedp.EmulateViewport(375, 740, chromedp.EmulateMobile))
-	for _, p := range []string{"", "market", "jobs", "provider", "trust"} {
-		must(t, ctx, "phone "+p, chromedp.Navigate(base+"/ui/"+p), chromedp.WaitVisible(chromedp.CSS("h1")))
+	for _, p := range []struct{ base, path, shot string }{
+		{base, "", "phone-overview"}, {base, "market", "phone-market"}, {base, "jobs", "phone-jobs"},
+		{base, "trust", "phone-trust"}, {provBase, "provider", "phone-provider"},
+	} {
+		must(t, ctx, "phone "+p.shot, chromedp.Navigate(p.base+"/ui/"+p.path), chromedp.WaitVisible(chromedp.CSS("h1")))
 		sw := eval[int](t, ctx, `document.documentElement.scrollWidth`)
 		vw := eval[int](t, ctx, `window.innerWidth`)
 		if sw > vw {
-			t.Errorf("/ui/%s at phone width: %d px wide in a %d px viewport", p, sw, vw)
+			t.Errorf("/ui/%s at phone width: %d px wide in a %d px viewport", p.path, sw, vw)
 		}
-		shot("phone-" + pageName(p))
+		if over := eval[[]string](t, ctx, `Array.from(document.querySelectorAll(".scroll")).filter(d => d.scrollWidth > d.clientWidth + 1).map(d => d.querySelector("table").id || d.innerText.slice(0, 40))`); len(over) > 0 {
+			t.Errorf("/ui/%s at phone width: tables wider than the screen: %q", p.path, over)
+		}
+		shot(p.shot)
 	}
 	t.Logf("screenshots in %s", shots)
 }
 
-func pageName(p string) string {
-	if p == "" {
-		return "overview"
+// checkNav checks the navigation's links, in order.
+func checkNav(t *testing.T, ctx context.Context, want string) {
+	t.Helper()
+	if got := eval[string](t, ctx, `Array.from(document.querySelectorAll("nav a")).map(a => a.textContent).join(" ")`); got != want {
+		t.Errorf("navigation %q, want %q", got, want)
 	}
-	return p
+}
+
+// checkAxes checks a chart's axes: three or more value ticks carrying
+// unit, labelled x ticks, and the x axis' title.
+func checkAxes(t *testing.T, ctx context.Context, figure, unit, xTitle string) {
+	t.Helper()
+	ticks := eval[[]string](t, ctx, fmt.Sprintf(`Array.from(document.querySelectorAll(%q)).map(e => e.textContent)`,
+		figure+" .y-axis text:not(.axis-title), "+figure+" .x-axis text:not(.axis-title)"))
+	withUnit := 0
+	for _, tk := range ticks {
+		if strings.Contains(tk, unit) {
+			withUnit++
+		}
+	}
+	if len(ticks) < 5 || withUnit < 3 {
+		t.Errorf("%s: axis ticks %q, want at least 3 in %q and labelled x ticks", figure, ticks, unit)
+	}
+	if got := eval[string](t, ctx, fmt.Sprintf(`(document.querySelector(%q) || {}).textContent || ""`, figure+" .x-axis .axis-title")); got != xTitle {
+		t.Errorf("%s: x axis titled %q, want %q", figure, got, xTitle)
+	}
 }
 
 // winningProvider is the devnet member that holds the lease of the

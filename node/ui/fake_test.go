@@ -16,7 +16,10 @@ import (
 // fakeBackend serves fixed data with a row in every table, and records
 // what the dashboard asked it to do.
 type fakeBackend struct {
-	dir string
+	dir  string
+	role string
+	// empty: no earnings, spend, prices or telemetry, as on a new node.
+	empty bool
 
 	gpuHistory []api.GPUSeries
 
@@ -34,12 +37,12 @@ const (
 )
 
 func (f *fakeBackend) Identity() api.Identity {
-	return api.Identity{PeerID: "12D3KooWSelf", Role: "renter", Version: "v0.test", Addrs: []string{"/ip4/127.0.0.1/tcp/4001"}}
+	return api.Identity{PeerID: "12D3KooWSelf", Role: f.role, Version: "v0.test", Addrs: []string{"/ip4/127.0.0.1/tcp/4001"}}
 }
 
 func (f *fakeBackend) Status() api.Status {
 	return api.Status{
-		Role: "renter", PeerID: "12D3KooWSelf", Version: "v0.test", Ready: true, StartedAt: t0, UptimeSeconds: 3725,
+		Role: f.role, PeerID: "12D3KooWSelf", Version: "v0.test", Ready: true, StartedAt: t0, UptimeSeconds: 3725,
 		ListenAddrs: []string{"/ip4/127.0.0.1/tcp/4001"}, RoutingTable: 3, ConnectedPeers: 1,
 		TopicPeers: map[string]int{"idlegrid/rfq/1": 2, "idlegrid/receipts/1": 1},
 	}
@@ -130,6 +133,9 @@ func (f *fakeBackend) leases() []api.Lease {
 func (f *fakeBackend) Leases() ([]api.Lease, error) { return f.leases(), nil }
 
 func (f *fakeBackend) Prices(window time.Duration) (api.Prices, error) {
+	if f.empty {
+		return api.Prices{Window: window.String()}, nil
+	}
 	return api.Prices{Window: window.String(), Since: t0.Add(-window), Stats: []api.PriceStat{
 		{Model: "h100-sxm-80gb", Tier: "silver", Awards: 3, GPUs: 3, MedianUSD: 2.5, P10USD: 2.3, P90USD: 2.9},
 		{Model: "rtx-4090", Tier: "bronze", Awards: 2, GPUs: 2, MedianUSD: 0.5, P10USD: 0.44, P90USD: 0.6},
@@ -171,6 +177,9 @@ func (f *fakeBackend) Reputation(string) (api.Reputation, error) {
 }
 
 func (f *fakeBackend) Earnings(since time.Time) (api.Earnings, error) {
+	if f.empty {
+		return api.Earnings{Since: since, Days: []api.EarningsDay{{Day: "2026-11-30"}}}, nil
+	}
 	return api.Earnings{Since: since, TotalUSD: 7.5, FillRate: 0.4, Days: []api.EarningsDay{
 		{Day: "2026-11-29", Leases: 1, EarnedUSD: 2.5, LeasedGPUHours: 1, OfferedGPUHours: 4, FillRate: 0.25},
 		{Day: "2026-11-30", Leases: 2, EarnedUSD: 5, LeasedGPUHours: 2, OfferedGPUHours: 4, FillRate: 0.5},
@@ -178,6 +187,9 @@ func (f *fakeBackend) Earnings(since time.Time) (api.Earnings, error) {
 }
 
 func (f *fakeBackend) Spend(since time.Time) (api.Spend, error) {
+	if f.empty {
+		return api.Spend{Since: since, Days: []api.SpendDay{{Day: "2026-11-30"}}}, nil
+	}
 	return api.Spend{Since: since, TotalUSD: 3.25, Days: []api.SpendDay{{Day: "2026-11-30", Leases: 2, SpentUSD: 3.25, GPUHours: 1.3}}}, nil
 }
 

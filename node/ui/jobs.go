@@ -14,6 +14,8 @@ import (
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/node/words"
 )
 
 // jobForm is the submit form's fields, kept to refill the form when a
@@ -29,6 +31,23 @@ func (u *UI) getJobs(w http.ResponseWriter, r *http.Request, s *session) error {
 	return u.showJobs(w, r, s, http.StatusOK, defaultForm, "")
 }
 
+// renterOnly answers a jobs page on a node that is not a renter: it says
+// where jobs live instead of showing an error.
+func (u *UI) renterOnly(next handler) handler {
+	return func(w http.ResponseWriter, r *http.Request, s *session) error {
+		switch role := u.role(); role {
+		case "renter":
+			return next(w, r, s)
+		case "provider":
+			u.notHere(w, s, "Jobs", "This node is a provider: jobs are posted and followed on a renter node. "+
+				"The leases this provider serves, and what they earned, are on its Provider page.")
+		default:
+			u.notHere(w, s, "Jobs", "This node is a "+role+": it neither rents nor offers GPUs. Jobs are posted and followed on a renter node.")
+		}
+		return nil
+	}
+}
+
 func (u *UI) showJobs(w http.ResponseWriter, r *http.Request, s *session, status int, f jobForm, submitErr string) error {
 	jobs, err := u.b.Jobs()
 	if err != nil {
@@ -41,11 +60,14 @@ func (u *UI) showJobs(w http.ResponseWriter, r *http.Request, s *session, status
 	}
 	cols := make([]column, 0, len(sp.Days))
 	for _, d := range sp.Days {
-		cols = append(cols, column{Label: d.Day, Val: d.SpentUSD, Text: fmt.Sprintf("%s: $%.2f on %d leases, %.1f GPU-hours", d.Day, d.SpentUSD, d.Leases, d.GPUHours)})
+		day := dayLabel(d.Day)
+		cols = append(cols, column{Label: day, Val: d.SpentUSD, Text: fmt.Sprintf("%s: %s on %s, %s", day, usdAmount(d.SpentUSD), words.Plural(d.Leases, "lease"), gpuHours(d.GPUHours))})
 	}
+	chart := newBarChart("Spent per day (USD)", "USD", "day", fmt.Sprintf("No spending in the last %d days: what this renter's signed vouchers pay providers appears here.", n),
+		cols, nil, 0)
 	u.render(w, status, "jobs", s, map[string]any{
 		"Title": "Jobs", "Jobs": jobs, "Form": f, "SubmitErr": submitErr,
-		"Spend": sp, "SpendChart": newChart("Spent per day", "USD", cols), "Days": n,
+		"Spend": sp, "SpendChart": chart, "Days": n,
 	})
 	return nil
 }
@@ -119,7 +141,7 @@ func (u *UI) getJob(w http.ResponseWriter, r *http.Request, s *session) error {
 	if err != nil {
 		return fmt.Errorf("job: %w", err)
 	}
-	u.render(w, http.StatusOK, "job", s, map[string]any{"Title": "Job " + shortID(job.ID), "Job": job})
+	u.render(w, http.StatusOK, "job", s, map[string]any{"Title": "Job " + lease.Short(job.ID), "Job": job})
 	return nil
 }
 
@@ -177,32 +199,12 @@ func (u *UI) getJobLog(w http.ResponseWriter, r *http.Request, _ *session) error
 	follow, _ := strconv.ParseBool(r.URL.Query().Get("follow"))
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	fw := &flushWriter{w: w}
-	if f, ok := w.(http.Flusher); ok {
-		fw.f = f
-	}
+	fw := api.NewFlushWriter(w)
 	err := u.b.JobLogs(r.Context(), r.PathValue("id"), r.URL.Query().Get("lease"), follow, fw)
-	if err != nil && !fw.wrote {
+	if err != nil && !fw.Wrote() {
 		return fmt.Errorf("job log: %w", err)
 	}
 	return nil
-}
-
-// flushWriter flushes each write, so a followed log reaches the page as
-// it is written.
-type flushWriter struct {
-	w     http.ResponseWriter
-	f     http.Flusher
-	wrote bool
-}
-
-func (fw *flushWriter) Write(p []byte) (int, error) {
-	fw.wrote = true
-	n, err := fw.w.Write(p)
-	if fw.f != nil {
-		fw.f.Flush()
-	}
-	return n, err
 }
 
 func (u *UI) getJobResult(w http.ResponseWriter, r *http.Request, _ *session) error {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/node/words"
 )
 
 // topic is one row of the overview's topic table.
@@ -43,6 +44,9 @@ func compareStrings(a, b string) int {
 // marketWindows are the windows of the price index's chart.
 var marketWindows = []string{"1h", "24h", "168h"}
 
+// windowNames are what the window menu shows for each.
+var windowNames = map[string]string{"1h": "last hour", "24h": "last 24 hours", "168h": "last 7 days"}
+
 func (u *UI) getMarket(w http.ResponseWriter, r *http.Request, s *session) error {
 	q := r.URL.Query()
 	query, sortBy := q.Get("q"), q.Get("sort")
@@ -50,7 +54,7 @@ func (u *UI) getMarket(w http.ResponseWriter, r *http.Request, s *session) error
 	if !slices.Contains(marketWindows, window) {
 		window = "24h"
 	}
-	data := map[string]any{"Title": "Market", "Q": query, "Sort": sortBy, "Window": window, "Windows": marketWindows}
+	data := map[string]any{"Title": "Market", "Q": query, "Sort": sortBy, "Window": window, "Windows": marketWindows, "WindowNames": windowNames}
 	res, err := u.b.Search(r.Context(), query, sortBy, 200, query != "")
 	var apiErr *api.Error
 	switch {
@@ -69,21 +73,9 @@ func (u *UI) getMarket(w http.ResponseWriter, r *http.Request, s *session) error
 		return fmt.Errorf("prices: %w", err)
 	}
 	data["Prices"] = prices
-	data["PriceChart"] = priceChart(prices)
+	data["PriceChart"] = priceChart(prices, windowNames[window][len("last "):])
 	u.render(w, http.StatusOK, "market", s, data)
 	return nil
-}
-
-// priceChart draws each model and tier's p10..p90 range with its median.
-func priceChart(p api.Prices) chart {
-	cols := make([]column, 0, len(p.Stats))
-	for _, st := range p.Stats {
-		cols = append(cols, column{
-			Label: st.Model + " " + st.Tier, Low: st.P10USD, Mark: st.MedianUSD, Val: st.P90USD,
-			Text: fmt.Sprintf("%s %s: median $%.2f, p10 $%.2f, p90 $%.2f (%d awards)", st.Model, st.Tier, st.MedianUSD, st.P10USD, st.P90USD, st.Awards),
-		})
-	}
-	return newChart("Price per GPU-hour, p10 to p90, median marked, last "+p.Window, "USD", cols)
 }
 
 // days reads ?days= for the earnings and spend views: 7 unless 1..90.
@@ -96,6 +88,11 @@ func days(r *http.Request) int {
 }
 
 func (u *UI) getProvider(w http.ResponseWriter, r *http.Request, s *session) error {
+	if role := u.role(); role != "provider" {
+		u.notHere(w, s, "Provider", "This node is a "+role+": it offers no GPUs, so it has no provider page. "+
+			"A provider's own dashboard shows its capacity, its GPUs' telemetry and its earnings.")
+		return nil
+	}
 	n := days(r)
 	data := map[string]any{"Title": "Provider", "Days": n}
 	offer, err := u.b.Capacity()
@@ -116,19 +113,25 @@ func (u *UI) getProvider(w http.ResponseWriter, r *http.Request, s *session) err
 	data["Earnings"] = earn
 	ecols := make([]column, 0, len(earn.Days))
 	fcols := make([]column, 0, len(earn.Days))
+	offered := 0.0
 	for _, d := range earn.Days {
-		ecols = append(ecols, column{Label: d.Day, Val: d.EarnedUSD, Text: fmt.Sprintf("%s: $%.2f from %d leases", d.Day, d.EarnedUSD, d.Leases)})
-		fcols = append(fcols, column{Label: d.Day, Val: d.FillRate * 100, Text: fmt.Sprintf("%s: %.0f%% filled (%.1f of %.1f GPU-hours)", d.Day, d.FillRate*100, d.LeasedGPUHours, d.OfferedGPUHours)})
-	}
-	if hist, err := u.b.GPUHistory(); err == nil {
-		charts := make([]lineChart, 0, len(hist))
-		for _, h := range hist {
-			charts = append(charts, newLineChart(h))
+		day := dayLabel(d.Day)
+		ecols = append(ecols, column{Label: day, Val: d.EarnedUSD, Text: fmt.Sprintf("%s: %s from %s", day, usdAmount(d.EarnedUSD), words.Plural(d.Leases, "lease"))})
+		offered += d.OfferedGPUHours
+		if d.OfferedGPUHours > 0 {
+			fcols = append(fcols, column{Label: day, Val: d.FillRate * 100,
+				Text: fmt.Sprintf("%s: %.0f%% filled (%s of %s leased)", day, d.FillRate*100, gpuHours(d.LeasedGPUHours), gpuHours(d.OfferedGPUHours))})
 		}
-		data["GPUCharts"] = charts
 	}
-	data["EarnChart"] = newChart("Earned per day", "USD", ecols)
-	data["FillChart"] = newChart("Fill rate per day", "%", fcols)
+	data["Offered"] = offered
+	if hist, err := u.b.GPUHistory(); err == nil {
+		data["GPUCharts"] = gpuCharts(hist)
+	}
+	period := fmt.Sprintf("the last %d days", n)
+	data["EarnChart"] = newBarChart("Earned per day (USD)", "USD", "day", "Nothing earned in "+period+
+		": earnings appear here as renters pay for leases.", ecols, nil, 0)
+	data["FillChart"] = newBarChart("Fill rate per day: GPU-hours leased of those offered (%)", "%", "day", "No GPU-hours offered in "+period+
+		": the fill rate appears once the provider has advertised its GPUs.", fcols, pctLabel, 100)
 	leases, err := u.b.Leases()
 	if err != nil {
 		return fmt.Errorf("leases: %w", err)
@@ -136,6 +139,15 @@ func (u *UI) getProvider(w http.ResponseWriter, r *http.Request, s *session) err
 	data["Leases"] = filterLeases(leases, "provider")
 	u.render(w, http.StatusOK, "provider", s, data)
 	return nil
+}
+
+// gpuHours writes GPU time as a person reads it: "2.5 GPU-hours", or in
+// minutes below a tenth of an hour ("3.0 GPU-minutes", never "0.0 of 0.0").
+func gpuHours(h float64) string {
+	if h > 0 && h < 0.1 {
+		return fmt.Sprintf("%.1f GPU-minutes", h*60)
+	}
+	return fmt.Sprintf("%.1f GPU-hours", h)
 }
 
 func filterLeases(ls []api.Lease, side string) []api.Lease {

@@ -15,23 +15,28 @@ import (
 )
 
 func TestEveryPageRenders(t *testing.T) {
-	h := newHarness(t)
-	c, _ := h.login(t)
+	renter, provider := newHarness(t), newHarnessAs(t, "provider")
+	rc, _ := renter.login(t)
+	pc, _ := provider.login(t)
 	for _, tc := range []struct {
+		h    *harness
+		c    *http.Client
 		path string
 		want []string
 	}{
-		{"/ui/", []string{"<h1>Overview</h1>", "renter", "12D3KooWSelf", "ready", "idlegrid/rfq/1", "-12.5", "gossip_reject", "1h2m5s", "v0.test"}},
-		{"/ui/market", []string{"<h1>Market</h1>", `class="offer"`, "12D3KooW", "$2.49", "h100-sxm-80gb", "<svg", "median $2.50"}},
-		{"/ui/market?q=gpu%3Dh100&window=1h", []string{`value="gpu=h100"`, `class="offer"`, "last 1h0m0s"}},
-		{"/ui/market?q=nogpu", []string{`class="offer"`, "<td>none</td>"}},
-		{"/ui/jobs", []string{"<h1>Jobs</h1>", "fake-demo", `name="csrf"`, `<label for="f-module">`, "$3.25", "<svg"}},
-		{"/ui/jobs/" + fakeJob, []string{`id="state"`, "running", "RFQ published", "awarded", `action="/ui/jobs/` + fakeJob + `/cancel"`, "/ui/jobs/" + fakeJob + "/result"}},
-		{"/ui/provider", []string{"<h1>Provider</h1>", "NVIDIA H100", "80 GiB", "$7.50", "40%", "50% filled"}},
-		{"/ui/trust", []string{"<h1>Trust</h1>", "trusted", "0.87", "/ui/leases/" + fakeLease + "/attestations"}},
+		{renter, rc, "/ui/", []string{"<h1>Overview</h1>", "renter", "12D3KooWSelf", "ready", "idlegrid/rfq/1", "-12.5", "gossip_reject", "1h2m5s", "v0.test"}},
+		{renter, rc, "/ui/market", []string{"<h1>Market</h1>", `class="offer"`, "12D3KooW", "$2.49", "h100-sxm-80gb", "<svg", "median $2.50",
+			"h100-sxm-80gb silver", "rtx-4090 bronze", "USD per GPU-hour", `class="x-axis"`}},
+		{renter, rc, "/ui/market?q=gpu%3Dh100&window=1h", []string{`value="gpu=h100"`, `class="offer"`, "last hour"}},
+		{renter, rc, "/ui/market?q=nogpu", []string{`class="offer"`, `<td class="name">none</td>`}},
+		{renter, rc, "/ui/jobs", []string{"<h1>Jobs</h1>", "fake-demo", `name="csrf"`, `<label for="f-module">`, "$3.25", "<svg", `class="y-axis"`, "Nov 30"}},
+		{renter, rc, "/ui/jobs/" + fakeJob, []string{`id="state"`, "running", "RFQ published", "awarded", `action="/ui/jobs/` + fakeJob + `/cancel"`, "/ui/jobs/" + fakeJob + "/result"}},
+		{renter, rc, "/ui/trust", []string{"<h1>Trust</h1>", "trusted", "0.87", "/ui/leases/" + fakeLease + "/attestations"}},
+		{provider, pc, "/ui/provider", []string{"<h1>Provider</h1>", "NVIDIA H100", "80 GiB", "$7.50", "40%", "50% filled (2.0 GPU-hours of 4.0 GPU-hours leased)", `class="y-axis"`, "100%"}},
+		{provider, pc, "/ui/market", []string{"<h1>Market</h1>", `class="offer"`}},
 	} {
-		t.Run(tc.path, func(t *testing.T) {
-			status, body := get(t, c, h.url+tc.path)
+		t.Run(tc.h.fake.role+tc.path, func(t *testing.T) {
+			status, body := get(t, tc.c, tc.h.url+tc.path)
 			if status != http.StatusOK {
 				t.Fatalf("status %d: %s", status, body)
 			}
@@ -41,6 +46,60 @@ func TestEveryPageRenders(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNavigationByRole: a renter's pages link to Jobs and not to
+// Provider, a provider's the opposite, and the page a role lacks says
+// where it lives instead of showing an error.
+func TestNavigationByRole(t *testing.T) {
+	for _, tc := range []struct {
+		role, has, lacks, lackPath, notice string
+	}{
+		{"renter", `href="/ui/jobs"`, `href="/ui/provider"`, "/ui/provider", "This node is a renter: it offers no GPUs"},
+		{"provider", `href="/ui/provider"`, `href="/ui/jobs"`, "/ui/jobs", "This node is a provider: jobs are posted and followed on a renter node"},
+		{"bootstrap", `href="/ui/trust"`, `href="/ui/jobs"`, "/ui/jobs/" + fakeJob, "This node is a bootstrap"},
+	} {
+		t.Run(tc.role, func(t *testing.T) {
+			h := newHarnessAs(t, tc.role)
+			c, _ := h.login(t)
+			_, body := get(t, c, h.url+"/ui/")
+			if !strings.Contains(body, tc.has) || strings.Contains(body, tc.lacks) {
+				t.Errorf("navigation of a %s: want %s, not %s:\n%s", tc.role, tc.has, tc.lacks, body)
+			}
+			status, body := get(t, c, h.url+tc.lackPath)
+			if status != http.StatusNotFound || !strings.Contains(body, tc.notice) || strings.Contains(body, "Bad Request") {
+				t.Errorf("%s on a %s: status %d\n%s", tc.lackPath, tc.role, status, body)
+			}
+		})
+	}
+}
+
+// TestEmptyStatesSayWhatTheyMean: no bar for $0.00 and no "0.0 of 0.0",
+// but a sentence.
+func TestEmptyStatesSayWhatTheyMean(t *testing.T) {
+	h := newHarnessAs(t, "provider")
+	h.fake.empty = true
+	c, _ := h.login(t)
+	_, body := get(t, c, h.url+"/ui/provider")
+	for _, want := range []string{"Nothing earned in the last 7 days", "No GPU-hours offered in the last 7 days", "No GPU telemetry yet"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("provider page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "<svg") || strings.Contains(body, "0.0 of 0.0") || strings.Contains(body, "$0.00, fill") {
+		t.Errorf("empty provider page draws or prints nothing-as-something:\n%s", body)
+	}
+	h = newHarness(t)
+	h.fake.empty = true
+	c, _ = h.login(t)
+	_, body = get(t, c, h.url+"/ui/jobs")
+	if !strings.Contains(body, "No spending in the last 7 days") || strings.Contains(body, "<svg") || strings.Contains(body, "$0.00") {
+		t.Errorf("empty jobs page:\n%s", body)
+	}
+	_, body = get(t, c, h.url+"/ui/market")
+	if !strings.Contains(body, "No awards seen in the last 24 hours") {
+		t.Errorf("empty price index:\n%s", body)
 	}
 }
 
@@ -183,10 +242,11 @@ func TestStaticAssetsAndHeaders(t *testing.T) {
 	}
 }
 
-// TestProviderPageChartsGPUTelemetry: each GPU's last hour is drawn as four
-// lines with a legend; a GPU with no samples yet says so.
+// TestProviderPageChartsGPUTelemetry: each metric is a chart with a line
+// per GPU, axes in its unit, and a legend naming the GPUs by model; a host
+// with no samples yet says so.
 func TestProviderPageChartsGPUTelemetry(t *testing.T) {
-	h := newHarness(t)
+	h := newHarnessAs(t, "provider")
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	h.fake.gpuHistory = []api.GPUSeries{
 		{UUID: "GPU-1", Name: "NVIDIA H100", Points: []api.GPUPoint{
@@ -200,10 +260,14 @@ func TestProviderPageChartsGPUTelemetry(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("status %d", status)
 	}
-	for _, w := range []string{`data-points="2"`, `class="l-util"`, `class="l-power"`, `class="l-temp"`, `class="l-mem"`,
-		"utilization: now 90 %, max 90 %", "power: now 600 W", `data-points="0"`, "GPU-2 — no data yet"} {
+	for _, w := range []string{`data-points="2"`, "Utilization (%), last hour", "Power (W), last hour", "Temperature (°C)", "Memory used (GiB)",
+		"GPU 0 · NVIDIA H100: now 90%", "GPU 0 · NVIDIA H100: now 600 W", ">600 W</text>", ">100%</text>", "time (UTC)", ">10:00:00</text>"} {
 		if !strings.Contains(body, w) {
 			t.Errorf("provider page lacks %q", w)
 		}
+	}
+	h.fake.gpuHistory = []api.GPUSeries{{UUID: "GPU-2"}}
+	if _, body := get(t, c, h.url+"/ui/provider"); !strings.Contains(body, "No GPU telemetry yet") {
+		t.Error("a host without samples does not say so")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/idlegrid/idlegrid/node/api"
@@ -46,6 +47,8 @@ type UI struct {
 	pages    map[string]*template.Template
 	sessions *sessions
 	mux      *http.ServeMux
+	roleOnce sync.Once
+	nodeRole string
 }
 
 // Prefix is where the dashboard is mounted.
@@ -88,9 +91,9 @@ func (u *UI) routes() *http.ServeMux {
 		"GET /ui/{$}":                      u.getOverview,
 		"POST /ui/logout":                  u.postLogout,
 		"GET /ui/market":                   u.getMarket,
-		"GET /ui/jobs":                     u.getJobs,
-		"POST /ui/jobs":                    u.postJob,
-		"GET /ui/jobs/{id}":                u.getJob,
+		"GET /ui/jobs":                     u.renterOnly(u.getJobs),
+		"POST /ui/jobs":                    u.renterOnly(u.postJob),
+		"GET /ui/jobs/{id}":                u.renterOnly(u.getJob),
 		"GET /ui/jobs/{id}/events":         u.getJobEvents,
 		"GET /ui/jobs/{id}/log":            u.getJobLog,
 		"GET /ui/jobs/{id}/result":         u.getJobResult,
@@ -162,7 +165,32 @@ func (u *UI) fail(w http.ResponseWriter, r *http.Request, s *session, err error)
 	} else {
 		u.log.Error("ui request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	u.render(w, status, "error", s, map[string]any{"Title": http.StatusText(status), "Err": errMessage(err)})
+	u.render(w, status, "error", s, map[string]any{"Title": errorTitle(status), "Err": errMessage(err)})
+}
+
+// errorTitle heads an error page in words, not an HTTP status name.
+func errorTitle(status int) string {
+	switch {
+	case status == http.StatusNotFound:
+		return "Not found"
+	case status == http.StatusConflict:
+		return "Not now"
+	case status < 500:
+		return "That did not work"
+	}
+	return "Something went wrong on this node"
+}
+
+// notHere renders a page that this node's role does not have, saying
+// where that page lives (a renter's Provider page, a provider's Jobs).
+func (u *UI) notHere(w http.ResponseWriter, s *session, title, msg string) {
+	u.render(w, http.StatusNotFound, "notice", s, map[string]any{"Title": title, "Msg": msg})
+}
+
+// role is this node's role, which decides its pages; it never changes.
+func (u *UI) role() string {
+	u.roleOnce.Do(func() { u.nodeRole = u.b.Identity().Role })
+	return u.nodeRole
 }
 
 // errMessage is what a user is shown of an error: an API error's message

@@ -41,9 +41,12 @@ type harness struct {
 
 // newHarness serves the dashboard through the real API server, so its
 // Host and Origin checks stand in front as they do in the node.
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T) *harness { return newHarnessAs(t, "renter") }
+
+// newHarnessAs is newHarness for a node of role.
+func newHarnessAs(t *testing.T, role string) *harness {
 	t.Helper()
-	h := &harness{fake: &fakeBackend{dir: t.TempDir()}, clock: &clock{now: t0}}
+	h := &harness{fake: &fakeBackend{dir: t.TempDir(), role: role}, clock: &clock{now: t0}}
 	dash, err := ui.New(h.fake, ui.Options{Token: token, Now: h.clock.Now, SessionTTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)

@@ -78,8 +78,11 @@ type adviceRow struct {
 	P10USD            float64 `json:"p10_usd"`
 	MedianUSD         float64 `json:"median_usd"`
 	P90USD            float64 `json:"p90_usd"`
-	Awards            int     `json:"awards"`
-	Advice            string  `json:"advice"`
+	Awards            int     `json:"awards"` // 0: the index fields are unknown
+	// CostsSet is false when [costs] prices nothing: the break-even
+	// floors are then unknown.
+	CostsSet bool   `json:"costs_set"`
+	Advice   string `json:"advice"`
 }
 
 // buildAdvice groups the earnings' GPUs by model and prices each tier.
@@ -120,10 +123,14 @@ func buildAdvice(e api.Earnings, offer *api.Offer, prices api.Prices, target flo
 			row := adviceRow{
 				Model: model, Tier: tier, GPUs: count[model], FloorUSD: tierPrice(floors, tier), Utilization: util,
 				BreakEvenMeasured: r.BreakEven(util), BreakEvenTarget: r.BreakEven(target), BusyMeasured: r.BusyMeasured,
-				P10USD: ix.P10USD, MedianUSD: ix.MedianUSD, P90USD: ix.P90USD, Awards: ix.Awards,
+				P10USD: ix.P10USD, MedianUSD: ix.MedianUSD, P90USD: ix.P90USD, Awards: ix.Awards, CostsSet: e.CostsSet,
 			}
-			row.Advice = costs.Verdict(row.FloorUSD, row.BreakEvenMeasured, row.BreakEvenTarget,
-				costs.Index{Awards: ix.Awards, P10: ix.P10USD, Median: ix.MedianUSD, P90: ix.P90USD})
+			index := costs.Index{Awards: ix.Awards, P10: ix.P10USD, Median: ix.MedianUSD, P90: ix.P90USD}
+			if e.CostsSet {
+				row.Advice = costs.Verdict(row.FloorUSD, row.BreakEvenMeasured, row.BreakEvenTarget, index)
+			} else {
+				row.Advice = marketVerdict(row.FloorUSD, index)
+			}
 			if math.IsInf(row.BreakEvenMeasured, 1) {
 				row.BreakEvenMeasured = -1 // JSON has no infinity
 			}
@@ -151,24 +158,51 @@ func tierPrice(p api.TierPrices, tier string) float64 {
 	return 0
 }
 
+// marketVerdict places a floor in the market's range when no costs are
+// set, so nothing can be said about breaking even.
+func marketVerdict(floor float64, ix costs.Index) string {
+	switch {
+	case ix.Awards == 0:
+		return "no cleared prices for this model and tier yet; set [costs] to learn the break-even floor"
+	case floor > ix.P90:
+		return "floor above the market's p90: few awards expected"
+	case floor < ix.P10:
+		return "floor below the market's p10: room to raise it"
+	}
+	return "floor inside the market's range; set [costs] to learn whether it pays"
+}
+
 func printAdvice(w io.Writer, rows []adviceRow, target float64) {
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "no GPUs with telemetry in range: run the provider a while, then ask again")
 		return
 	}
+	if !rows[0].CostsSet {
+		fmt.Fprintln(w, "costs: not set, so break-even floors are unknown; set electricity and hardware in [costs] of config.toml (docs/operators.md)")
+		fmt.Fprintln(w)
+	}
+	price := func(v float64, known bool) string {
+		if !known {
+			return "-"
+		}
+		return fmt.Sprintf("$%.4f", v)
+	}
+	starred := false
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "MODEL\tTIER\tFLOOR\tUTIL\tBREAK-EVEN\tAT %.0f%%\tP10\tMEDIAN\tP90\tADVICE\n", 100*target)
 	for _, r := range rows {
-		be := "-"
-		if r.BreakEvenMeasured >= 0 {
-			be = fmt.Sprintf("$%.4f", r.BreakEvenMeasured)
-		}
-		if !r.BusyMeasured {
+		be := price(r.BreakEvenMeasured, r.CostsSet && r.BreakEvenMeasured >= 0)
+		if r.CostsSet && !r.BusyMeasured {
 			be += "*"
+			starred = true
 		}
-		fmt.Fprintf(tw, "%s\t%s\t$%.4f\t%.1f%%\t%s\t$%.4f\t$%.4f\t$%.4f\t$%.4f\t%s\n", r.Model, r.Tier, r.FloorUSD, 100*r.Utilization,
-			be, r.BreakEvenTarget, r.P10USD, r.MedianUSD, r.P90USD, r.Advice)
+		known := r.Awards > 0
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Model, r.Tier, price(r.FloorUSD, r.FloorUSD > 0), 100*r.Utilization,
+			be, price(r.BreakEvenTarget, r.CostsSet), price(r.P10USD, known), price(r.MedianUSD, known), price(r.P90USD, known), r.Advice)
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(w, "\nUSD per GPU-hour. * nothing leased yet: busy energy taken at the idle rate, so the floor is a lower bound.")
+	fmt.Fprintln(w, "\nUSD per GPU-hour; - is unknown.")
+	if starred {
+		fmt.Fprintln(w, "* nothing leased yet: busy energy taken at the idle rate, so the floor is a lower bound.")
+	}
 }

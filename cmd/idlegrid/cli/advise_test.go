@@ -21,7 +21,7 @@ func TestAdviseOnNumbers(t *testing.T) {
 	}
 	a, b := gpu, gpu
 	a.UUID, b.UUID = "GPU-a", "GPU-b"
-	e := api.Earnings{FeePct: 10, GPUs: []api.EarningsGPU{a, b, {UUID: "GPU-gone", OfferedGPUHours: 3}}}
+	e := api.Earnings{FeePct: 10, CostsSet: true, GPUs: []api.EarningsGPU{a, b, {UUID: "GPU-gone", OfferedGPUHours: 3}}}
 	offer := &api.Offer{Tiers: []string{"gold", "silver", "bronze"}, FloorUSD: api.TierPrices{Gold: 3, Silver: 2, Bronze: 1.2}}
 	prices := api.Prices{Stats: []api.PriceStat{
 		{Model: "h100-80gb", Tier: "gold", Awards: 3, P10USD: 2.5, MedianUSD: 3, P90USD: 4},
@@ -59,7 +59,7 @@ func TestAdviseOnNumbers(t *testing.T) {
 // TestAdviseNothingLeased: no leased hours, so no measured break-even and
 // a marked lower bound at the target.
 func TestAdviseNothingLeased(t *testing.T) {
-	e := api.Earnings{GPUs: []api.EarningsGPU{{UUID: "GPU-a", Model: "rtx-4090-24gb", OfferedGPUHours: 10,
+	e := api.Earnings{CostsSet: true, GPUs: []api.EarningsGPU{{UUID: "GPU-a", Model: "rtx-4090-24gb", OfferedGPUHours: 10,
 		EarningsCosts: api.EarningsCosts{DepreciationUSD: 10, EnergyUSD: 1}}}}
 	rows := buildAdvice(e, nil, api.Prices{}, 0.5)
 	if len(rows) != 3 || rows[0].BreakEvenMeasured != -1 || rows[0].BusyMeasured {
@@ -73,5 +73,32 @@ func TestAdviseNothingLeased(t *testing.T) {
 	printAdvice(&out, rows, 0.5)
 	if !strings.Contains(out.String(), "-*") {
 		t.Errorf("table:\n%s", out.String())
+	}
+}
+
+// TestAdviseWithoutCosts: with [costs] empty, the break-even floors and
+// the index of a model without awards are unknown, never $0, and no
+// advice claims the floor covers costs.
+func TestAdviseWithoutCosts(t *testing.T) {
+	e := api.Earnings{GPUs: []api.EarningsGPU{{UUID: "GPU-a", Model: "h100-80gb", OfferedGPUHours: 10, LeasedGPUHours: 5}}}
+	offer := &api.Offer{Tiers: []string{"silver"}, FloorUSD: api.TierPrices{Silver: 2}}
+	prices := api.Prices{Stats: []api.PriceStat{{Model: "h100-80gb", Tier: "silver", Awards: 4, P10USD: 1.5, MedianUSD: 2.2, P90USD: 3}}}
+	for _, tc := range []struct {
+		prices api.Prices
+		advice string
+	}{
+		{prices, "floor inside the market's range; set [costs]"},
+		{api.Prices{}, "no cleared prices for this model and tier yet; set [costs]"},
+	} {
+		rows := buildAdvice(e, offer, tc.prices, 0.6)
+		if len(rows) != 1 || !strings.HasPrefix(rows[0].Advice, tc.advice) || rows[0].CostsSet {
+			t.Fatalf("rows = %+v, want advice %q", rows, tc.advice)
+		}
+		var out bytes.Buffer
+		printAdvice(&out, rows, 0.6)
+		txt := out.String()
+		if !strings.Contains(txt, "costs: not set") || strings.Contains(txt, "$0.0000") || strings.Contains(txt, "covers costs") {
+			t.Errorf("table:\n%s", txt)
+		}
 	}
 }

@@ -3,8 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -20,6 +24,7 @@ func newDevnetCmd(g *globals) *cobra.Command {
 		dir       string
 		asJSON    bool
 		noDemo    bool
+		runtimes  string
 	)
 	cmd := &cobra.Command{
 		Use:   "devnet",
@@ -29,6 +34,11 @@ own home under --dir (a temporary directory, removed on exit, when not given).
 Prints peer IDs and API URLs, posts a demo job from the renter (an embedded
 WASM module: the auction, the lease, the log and the verified output are
 shown), then runs until interrupted.
+
+The providers run WASM, and Docker containers when a Docker engine answers
+(--runtimes auto, on Linux): the devnet then builds a demo service image,
+idlegrid-devnet/hello, FROM scratch around this binary (no registry, no
+network), and removes its providers' containers when it stops.
 
 Talk to a member with any client command and its home, for example:
   idlegrid status --home DIR/provider-1
@@ -52,12 +62,20 @@ as idlegrid (make install puts it there).`,
 				outDir = filepath.Join(os.TempDir(), "idlegrid-out")
 			}
 			ctx := cmd.Context()
-			dn, err := devnet.Start(ctx, devnet.Options{Dir: dir, Providers: providers, Logger: logger})
+			w := cmd.OutOrStdout()
+			note := w
+			if asJSON {
+				note = cmd.ErrOrStderr() // stdout is the JSON alone
+			}
+			rts, image, err := devnetRuntimes(ctx, note, runtimes)
+			if err != nil {
+				return err
+			}
+			dn, err := devnet.Start(ctx, devnet.Options{Dir: dir, Providers: providers, Runtimes: rts, Logger: logger})
 			if err != nil {
 				return err
 			}
 			defer dn.Close()
-			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "devnet: %d nodes in %s, waiting for routing tables...\n", len(dn.Nodes), dir)
 			wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 			defer cancel()
@@ -109,6 +127,14 @@ as idlegrid (make install puts it there).`,
 				fmt.Fprintf(w, "  %s job logs --home %s $JOB\n", bin, renter)
 				fmt.Fprintf(w, "  %s job result --home %s $JOB -o %s\n", bin, renter, outDir)
 				fmt.Fprintf(w, "  %s market prices --home %s\n", bin, renter)
+				if image != "" {
+					fmt.Fprintf(w, "A service on the Docker providers (the demo image answers HTTP on %d):\n", devnet.HelloPort)
+					fmt.Fprintf(w, "  %s job submit --home %s --image %s \\\n      --kind service --ports %d --health http:%d/healthz --max-price 2 --duration 1h\n",
+						bin, renter, image, devnet.HelloPort, devnet.HelloPort)
+					fmt.Fprintf(w, "  JOB=$(%s job ls -q --home %s | head -1)\n", bin, renter)
+					fmt.Fprintf(w, "  %s job forward --home %s $JOB 127.0.0.1:%d --detach\n", bin, renter, devnet.HelloPort)
+					fmt.Fprintf(w, "  curl http://127.0.0.1:%d/\n", devnet.HelloPort)
+				}
 			}
 			<-ctx.Done()
 			fmt.Fprintln(w, "devnet: shutting down")
@@ -120,5 +146,50 @@ as idlegrid (make install puts it there).`,
 	f.StringVar(&dir, "dir", "", "directory for the nodes' homes (kept and reused when given)")
 	f.BoolVar(&asJSON, "json", false, "print the members as JSON once ready (no demo job)")
 	f.BoolVar(&noDemo, "no-demo", false, "do not post the demo job")
+	f.StringVar(&runtimes, "runtimes", "auto", "runtimes the providers offer: wasm, docker or both (docker,wasm); auto adds docker when an engine answers")
 	return cmd
+}
+
+// devnetRuntimes resolves --runtimes. With docker it checks the engine and
+// builds the demo service image, whose pinned reference it returns.
+func devnetRuntimes(ctx context.Context, w io.Writer, flag string) ([]string, string, error) {
+	auto := flag == "auto"
+	rts := []string{"wasm"}
+	if !auto {
+		rts = nil
+		for r := range strings.SplitSeq(flag, ",") {
+			switch r = strings.TrimSpace(r); r {
+			case "docker", "wasm":
+				rts = append(rts, r)
+			default:
+				return nil, "", fmt.Errorf("--runtimes %q: want docker, wasm or docker,wasm (or auto)", flag)
+			}
+		}
+	}
+	if !auto && !slices.Contains(rts, "docker") {
+		return rts, "", nil
+	}
+	if auto && runtime.GOOS != "linux" {
+		return rts, "", nil // providers run Linux containers
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("devnet: which binary runs: %w", err)
+	}
+	host, image, err := devnet.DockerDemo(ctx, exe)
+	switch {
+	case err != nil && auto:
+		fmt.Fprintf(w, "devnet: providers run WASM only (no Docker engine: %v)\n", err)
+		return rts, "", nil
+	case err != nil:
+		return nil, "", fmt.Errorf("devnet: --runtimes %s: %w", flag, err)
+	}
+	if auto {
+		rts = []string{"docker", "wasm"}
+	}
+	fmt.Fprintf(w, "devnet: providers run Docker containers on the engine at %s; demo service image %s\n", host, image)
+	return rts, image, nil
 }

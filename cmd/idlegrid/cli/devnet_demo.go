@@ -14,6 +14,7 @@ import (
 	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/node/api/client"
 	"github.com/idlegrid/idlegrid/node/devnet"
+	"github.com/idlegrid/idlegrid/node/lease"
 )
 
 // runDevnetDemo posts the devnet's demo job from the renter and shows the
@@ -41,7 +42,7 @@ func runDevnetDemo(ctx context.Context, w io.Writer, renterHome, renterURL strin
 		}
 	}
 	spec := devnet.DemoJob()
-	fmt.Fprintf(w, "demo: posting a job (WASM module %s):\n%s", short(devnet.DemoModule), indent(string(spec), "    "))
+	fmt.Fprintf(w, "demo: posting a job (WASM module %s):\n%s", lease.Short(devnet.DemoModule), indent(string(spec), "    "))
 	job, err := c.SubmitJob(ctx, spec)
 	if err != nil {
 		return fmt.Errorf("demo: submit: %w", err)

@@ -1,21 +1,17 @@
 package cli
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
-	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/node/words"
 )
 
 func newJobCmd(g *globals) *cobra.Command {
@@ -24,229 +20,12 @@ func newJobCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// specFlag maps a submit flag to a job spec field (docs/jobspec.md); help
-// gives the unit, format and default, as the field's table row does.
-type specFlag struct {
-	flag, field string
-	kind        string // string, int, float, bool, list
-	help        string
-}
-
-var specFlags = []specFlag{
-	{"name", "name", "string", "job name, up to 128 printable characters (default none)"},
-	{"image", "image", "string", "Docker image REF@sha256:<64 hex> (required for docker)"},
-	{"module", "module", "string", "WASM module CID; add the file first with idlegrid artifact add (required for wasm)"},
-	{"runtime", "runtime", "string", "docker or wasm (default: docker with --image, wasm with --module)"},
-	{"gpus", "gpus", "int", "number of GPUs, 0..64; 0 is a CPU-only job (default 1, 0 for wasm)"},
-	{"gpu", "gpu", "list", "GPU models or families, any of them, e.g. h100,a100 (default any model)"},
-	{"vram", "vram", "string", "minimum memory per GPU: MiB, GiB, GB or TB; a bare number is GB, e.g. 40GiB (default no minimum)"},
-	{"cc", "cc", "string", "minimum compute capability major.minor, e.g. 8.0 (default no minimum)"},
-	{"cpu", "cpu", "int", "minimum CPU cores (default no minimum)"},
-	{"ram", "ram", "string", "minimum host memory, units as --vram, e.g. 64GiB (default no minimum)"},
-	{"disk", "disk", "string", "minimum scratch disk, units as --vram, e.g. 200GB (default no minimum)"},
-	{"tier", "tier", "string", "gold (reserved), silver (on-demand) or bronze (interruptible) (default silver)"},
-	{"max-price", "max_price", "float", "most you pay, USD per GPU-hour (per hour for --gpus 0), e.g. 1.80 (required)"},
-	{"min-reliability", "min_reliability", "float", "lowest provider reliability you accept, 0 to 1 (default 0)"},
-	{"region", "region", "list", "ISO country codes, any of them, e.g. de,fr (default anywhere)"},
-	{"max-rtt", "max_rtt", "string", "longest round trip to the provider, at most 1m, e.g. 80ms (default no limit)"},
-	{"duration", "duration", "string", "expected run time, e.g. 2h or 30s, at most 8784h (required)"},
-	{"max-duration", "max_duration", "string", "hard time limit, at least --duration (default 2 x --duration)"},
-	{"start-by", "start_by", "string", "latest start: RFC 3339 time or a duration from now, e.g. 30m (default no deadline)"},
-	{"bid-window", "bid_window", "string", "how long the auction collects bids, 50ms to 1m (default 500ms)"},
-	{"dataset", "datasets", "list", "dataset CIDs the job reads (default none)"},
-	{"pricing", "pricing", "string", "first (pay each winner its bid) or second (one clearing price) (default first)"},
-	{"egress", "egress", "bool", "the job needs outbound network (default false)"},
-	{"min-notice", "min_notice", "string", "bronze only: shortest preemption notice you accept, e.g. 5m (default none)"},
-}
-
-func newJobSubmitCmd(g *globals) *cobra.Command {
-	var (
-		file    string
-		env     []string
-		detach  bool
-		asJSON  bool
-		idemKey string
-	)
-	cmd := &cobra.Command{
-		Use:   "submit [-f SPEC.yaml] [flags] [-- CMD ARGS...]",
-		Short: "Validate a job, auction it and follow the auction live",
-		Long: `Submit a job from a YAML spec (-f) and/or flags (flags win), for example:
-
-  idlegrid job submit --gpus 1 --gpu h100,a100 --vram 40GiB --tier bronze \
-    --max-price 1.80 --region de,fr --duration 2h --image REF@sha256:... -- cmd args
-
-The daemon validates the spec (nothing is posted when it is wrong), gives the
-submission its own job ID (submitting one spec twice makes two jobs; a retry
-with the same --idempotency-key returns the first) and runs the auction. Progress (bids received, best price, award, or why
-it failed) is shown live; --json prints the outcome. Every field is described
-in docs/jobspec.md.`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			spec := map[string]any{}
-			var raw []byte
-			if file != "" {
-				var err error
-				if raw, err = os.ReadFile(file); err != nil {
-					return err
-				}
-				if err := yaml.Unmarshal(raw, &spec); err != nil {
-					return fmt.Errorf("%s: %w", file, err)
-				}
-				if spec == nil {
-					spec = map[string]any{}
-				}
-			}
-			if err := applySpecFlags(cmd.Flags(), spec); err != nil {
-				return err
-			}
-			if len(env) > 0 {
-				m := map[string]string{}
-				for _, kv := range env {
-					k, v, ok := strings.Cut(kv, "=")
-					if !ok {
-						return fmt.Errorf("--env %q: want KEY=VALUE", kv)
-					}
-					m[k] = v
-				}
-				spec["env"] = m
-			}
-			if len(args) > 0 {
-				spec["command"] = args
-			}
-			// A file used as it is goes to the daemon byte for byte, so its
-			// errors carry the file's own line numbers.
-			body := raw
-			if body == nil || overridden(cmd.Flags()) || len(env) > 0 || len(args) > 0 {
-				var err error
-				if body, err = yaml.Marshal(spec); err != nil {
-					return err
-				}
-			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			job, err := c.SubmitJobWith(ctx, body, api.SubmitOptions{IdempotencyKey: idemKey})
-			if err != nil {
-				err = explain(err, g.home)
-				if !bytes.Equal(body, raw) {
-					// The daemon read YAML the CLI wrote: name flags.
-					err = errors.New(inFlagTerms(err.Error(), cmd.Flags(), file))
-				} else if file != "" {
-					// Its line numbers are the file's: say which file.
-					err = fmt.Errorf("%s: %w", file, err)
-				}
-				return err
-			}
-			w := cmd.OutOrStdout()
-			if !asJSON {
-				fmt.Fprintf(w, "job %s submitted\n", job.ID)
-			}
-			if detach {
-				if asJSON {
-					return printJSON(w, job)
-				}
-				return nil
-			}
-			werr := c.WatchJob(ctx, job.ID, func(ev api.JobEvent) {
-				if !asJSON {
-					printEvent(w, ev)
-				}
-			})
-			if werr != nil && !errors.Is(werr, context.Canceled) {
-				return explain(werr, g.home)
-			}
-			final, err := c.Job(context.WithoutCancel(ctx), job.ID)
-			if err != nil {
-				return explain(err, g.home)
-			}
-			if asJSON {
-				if err := printJSON(w, final); err != nil {
-					return err
-				}
-			} else if final.Terminal() {
-				fmt.Fprintf(w, "job %s: %s\n", short(final.ID), final.State)
-			}
-			if final.Terminal() && final.State != "completed" {
-				return fmt.Errorf("job %s %s: %s", final.ID, final.State, final.Reason)
-			}
-			return nil
-		},
-	}
-	f := cmd.Flags()
-	f.StringVarP(&file, "file", "f", "", "YAML job spec (flags override its fields)")
-	for _, sf := range specFlags {
-		switch sf.kind {
-		case "int":
-			f.Int(sf.flag, 0, sf.help)
-		case "float":
-			f.Float64(sf.flag, 0, sf.help)
-		case "bool":
-			f.Bool(sf.flag, false, sf.help)
-		case "list":
-			f.StringSlice(sf.flag, nil, sf.help)
-		default:
-			f.String(sf.flag, "", sf.help)
-		}
-	}
-	f.StringArrayVar(&env, "env", nil, "environment variable KEY=VALUE (repeatable)")
-	f.BoolVar(&detach, "detach", false, "return once the job is accepted, without following the auction")
-	f.BoolVar(&asJSON, "json", false, "print the final job as JSON")
-	f.StringVar(&idemKey, "idempotency-key", "", "client key for safe retries: a submit with a key already used returns that job")
-	return cmd
-}
-
-// overridden reports whether any spec flag was set.
-func overridden(fs *pflag.FlagSet) bool {
-	for _, sf := range specFlags {
-		if fs.Changed(sf.flag) {
-			return true
-		}
-	}
-	return false
-}
-
-// applySpecFlags copies the flags the user set into the spec.
-func applySpecFlags(fs *pflag.FlagSet, spec map[string]any) error {
-	for _, sf := range specFlags {
-		if !fs.Changed(sf.flag) {
-			continue
-		}
-		var v any
-		var err error
-		switch sf.kind {
-		case "int":
-			v, err = fs.GetInt(sf.flag)
-		case "float":
-			v, err = fs.GetFloat64(sf.flag)
-		case "bool":
-			v, err = fs.GetBool(sf.flag)
-		case "list":
-			v, err = fs.GetStringSlice(sf.flag)
-		default:
-			v, err = fs.GetString(sf.flag)
-		}
-		if err != nil {
-			return err
-		}
-		spec[sf.field] = v
-	}
-	return nil
-}
-
 func printEvent(w io.Writer, ev api.JobEvent) {
 	extra := ""
 	if ev.Bids > 0 {
-		extra = fmt.Sprintf(" [%d bids, best $%.4f/GPU-h]", ev.Bids, ev.BestPriceUSD)
+		extra = fmt.Sprintf(" [%s, best $%.4f/GPU-h]", words.Plural(ev.Bids, "bid"), ev.BestPriceUSD)
 	}
 	fmt.Fprintf(w, "%s  %-16s %s%s\n", ev.At.Local().Format("15:04:05.000"), ev.Kind, ev.Message, extra)
-}
-
-func short(id string) string {
-	if len(id) > 16 {
-		return id[:6] + "…" + id[len(id)-8:]
-	}
-	return id
 }
 
 func newJobListCmd(g *globals) *cobra.Command {
@@ -288,7 +67,7 @@ func newJobListCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the job IDs, newest first")
+	quietFlag(cmd, &quiet, "job IDs, newest first")
 	return cmd
 }
 
@@ -318,8 +97,8 @@ func newJobStatusCmd(g *globals) *cobra.Command {
 			printLeases(w, j.Leases)
 			printForwards(w, j.Forwards)
 			for _, l := range j.Leases {
-				if l.ExitCode != nil || l.OutputCID != "" {
-					fmt.Fprintf(w, "lease %s: exit %s, output %s (a %d-byte tar), log %d bytes\n", short(l.ID), exitString(l.ExitCode), orDash(l.OutputCID), l.OutputSize, l.LogBytes)
+				if end := leaseEnd(l); end != "" {
+					fmt.Fprintf(w, "lease %s: %s\n", lease.Short(l.ID), end)
 				}
 			}
 			fmt.Fprintln(w)
@@ -341,16 +120,17 @@ func printLeases(w io.Writer, leases []api.Lease) {
 	fmt.Fprintln(tw, "\nLEASE\tSIDE\tPROVIDER\tGPUS\tTIER\tPRICE\tSTATE\tSTARTS\tREASON")
 	for _, l := range leases {
 		state := l.State
-		if l.Health != "" {
+		// Health is a running service's: an ended lease has none.
+		if l.Health != "" && !lease.State(l.State).Terminal() {
 			state += " (" + l.Health + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t$%.4f\t%s\t%s\t%s\n", short(l.ID), l.Side, short(l.Provider), len(l.GPUs), l.Tier, l.PriceUSD, state, l.StartsAt.Local().Format("15:04:05"), l.Reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t$%.4f\t%s\t%s\t%s\n", lease.Short(l.ID), l.Side, lease.Short(l.Provider), len(l.GPUs), l.Tier, l.PriceUSD, state, l.StartsAt.Local().Format("15:04:05"), l.Reason)
 	}
 	_ = tw.Flush()
 }
 
 func newLeasesCmd(g *globals) *cobra.Command {
-	var asJSON bool
+	var asJSON, quiet bool
 	cmd := &cobra.Command{
 		Use:   "leases",
 		Short: "List this node's leases (as renter or provider)",
@@ -367,6 +147,9 @@ func newLeasesCmd(g *globals) *cobra.Command {
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), leases)
 			}
+			if quiet {
+				return printIDs(cmd.OutOrStdout(), leases, func(l api.Lease) string { return l.ID })
+			}
 			if len(leases) == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "no leases yet: a renter's appear when an auction awards one, a provider's when it wins one")
 				return nil
@@ -376,19 +159,27 @@ func newLeasesCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	quietFlag(cmd, &quiet, "lease IDs")
 	return cmd
 }
 
-func exitString(code *int) string {
-	if code == nil {
-		return "-"
+// leaseEnd says how a lease's work ended: its exit code (none when it was
+// stopped: cancelled, preempted, out of time), its output and its log;
+// empty while it runs.
+func leaseEnd(l api.Lease) string {
+	var parts []string
+	switch {
+	case l.ExitCode == nil:
+	case *l.ExitCode < 0:
+		parts = append(parts, "stopped before it exited")
+	default:
+		parts = append(parts, fmt.Sprintf("exit %d", *l.ExitCode))
 	}
-	return fmt.Sprint(*code)
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
+	if l.OutputCID != "" {
+		parts = append(parts, fmt.Sprintf("output %s (a %s tar)", l.OutputCID, words.Bytes(l.OutputSize)))
 	}
-	return s
+	if len(parts) > 0 && l.LogBytes > 0 {
+		parts = append(parts, "log "+words.Bytes(l.LogBytes))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/node/api/client"
+	"github.com/idlegrid/idlegrid/node/lease"
 )
 
 func newJobForwardCmd(g *globals) *cobra.Command {
@@ -33,31 +35,33 @@ func newJobForwardCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if remote == 0 {
-				remote = local
-			}
-			if remote == 0 {
-				return fmt.Errorf("job forward: local port 0 needs --remote-port")
-			}
 			c, err := g.client()
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
+			w := cmd.OutOrStdout()
 			if stop {
-				return explain(c.StopForward(ctx, args[0], remote), g.home)
+				return explain(stopForward(ctx, w, c, args[0], listen, remote), g.home)
+			}
+			if remote == 0 {
+				remote = local
+			}
+			if remote == 0 {
+				return fmt.Errorf("job forward: local port 0 needs --remote-port (the container's port)")
 			}
 			f, err := c.StartForward(ctx, args[0], api.ForwardRequest{Listen: listen, Port: remote})
 			if err != nil {
 				return explain(err, g.home)
 			}
-			w := cmd.OutOrStdout()
 			if asJSON {
 				if err := printJSON(w, f); err != nil {
 					return err
 				}
+			} else if detach {
+				fmt.Fprintf(w, "forwarding %s -> job %s port %d (stop it with idlegrid job forward %s %s --stop)\n", f.Listen, lease.Short(f.Job), f.Port, args[0], args[1])
 			} else {
-				fmt.Fprintf(w, "forwarding %s -> job %s port %d\n", f.Listen, short(f.Job), f.Port)
+				fmt.Fprintf(w, "forwarding %s -> job %s port %d until Ctrl-C\n", f.Listen, lease.Short(f.Job), f.Port)
 			}
 			if detach {
 				return nil
@@ -72,9 +76,72 @@ func newJobForwardCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().Uint16Var(&remote, "remote-port", 0, "container port (default: PORT)")
 	cmd.Flags().BoolVar(&detach, "detach", false, "leave the forward running in the daemon and return")
-	cmd.Flags().BoolVar(&stop, "stop", false, "stop the daemon's forward of the port")
+	cmd.Flags().BoolVar(&stop, "stop", false, "stop the daemon's forward that the same arguments started")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the forward as JSON")
 	return cmd
+}
+
+// stopForward ends the job's forward that the start command's arguments
+// name (see matchForwards).
+func stopForward(ctx context.Context, w io.Writer, c *client.Client, job, listen string, remote uint16) error {
+	fs, err := c.Forwards(ctx, job)
+	if err != nil {
+		return err
+	}
+	match := matchForwards(fs, listen, remote)
+	if len(match) != 1 {
+		var have []string
+		for _, f := range fs {
+			have = append(have, fmt.Sprintf("%s -> port %d", f.Listen, f.Port))
+		}
+		what := "from " + listen
+		if remote != 0 {
+			what = fmt.Sprintf("to port %d", remote)
+		}
+		switch {
+		case len(fs) == 0:
+			return fmt.Errorf("job %s has no forward to stop", lease.Short(job))
+		case len(match) == 0:
+			return fmt.Errorf("job %s has no forward %s (it forwards %s)", lease.Short(job), what, strings.Join(have, ", "))
+		default:
+			return fmt.Errorf("job %s has several forwards %s (%s): name one by its address", lease.Short(job), what, strings.Join(have, ", "))
+		}
+	}
+	f := match[0]
+	if err := c.StopForward(ctx, job, f.Port); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "stopped forwarding %s -> job %s port %d\n", f.Listen, lease.Short(f.Job), f.Port)
+	return nil
+}
+
+// matchForwards finds the forwards that the arguments of the command that
+// started one name, whichever of them the user repeats: the container
+// port (--remote-port); else the listening address; else, for a port 0,
+// the forwards on that host; else the container port given as PORT.
+func matchForwards(fs []api.Forward, listen string, remote uint16) []api.Forward {
+	host, port, _ := net.SplitHostPort(listen)
+	rules := []func(api.Forward) bool{
+		func(f api.Forward) bool { return f.Listen == listen },
+		func(f api.Forward) bool { fh, _, _ := net.SplitHostPort(f.Listen); return port == "0" && fh == host },
+		func(f api.Forward) bool { return strconv.Itoa(int(f.Port)) == port },
+	}
+	if remote != 0 {
+		rules = rules[:0]
+		rules = append(rules, func(f api.Forward) bool { return f.Port == remote })
+	}
+	for _, rule := range rules {
+		var out []api.Forward
+		for _, f := range fs {
+			if rule(f) {
+				out = append(out, f)
+			}
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	return nil
 }
 
 // parseForwardAddr splits [LOCAL_ADDR:]PORT into a listen address and

@@ -8,8 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/node/words"
 )
 
 func newJobLogsCmd(g *globals) *cobra.Command {
@@ -107,7 +112,7 @@ or writes the tar itself with
 			// The files' own bytes, not the tar's (headers and padding
 			// make a 26-byte file a 2048-byte archive).
 			fmt.Fprintf(cmd.OutOrStdout(), "%s (%s) in %s; archive %d bytes, verified %s\n",
-				plural(len(files), "file"), plural(int(size), "byte"), out, res.Size, res.CID)
+				words.Plural(len(files), "file"), words.Plural(int(size), "byte"), out, res.Size, res.CID)
 			for _, f := range files {
 				fmt.Fprintf(cmd.OutOrStdout(), "  %s\n", f)
 			}
@@ -221,5 +226,44 @@ func newArtifactCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	})
+	cmd.AddCommand(newArtifactListCmd(g))
+	return cmd
+}
+
+func newArtifactListCmd(g *globals) *cobra.Command {
+	var asJSON, quiet bool
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List the artifacts this renter serves, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.client()
+			if err != nil {
+				return err
+			}
+			list, err := c.Artifacts(cmd.Context())
+			if err != nil {
+				return explain(err, g.home)
+			}
+			w := cmd.OutOrStdout()
+			switch {
+			case asJSON:
+				return printJSON(w, list)
+			case quiet:
+				return printIDs(w, list, func(a api.Artifact) string { return a.CID })
+			case len(list) == 0:
+				fmt.Fprintln(w, "no artifacts yet: store a WASM module with idlegrid artifact add FILE")
+				return nil
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "CID\tSIZE\tADDED")
+			for _, a := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", a.CID, words.Bytes(a.Bytes), a.AddedAt.Local().Format(time.DateTime))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	quietFlag(cmd, &quiet, "CIDs, newest first")
 	return cmd
 }

@@ -49,20 +49,36 @@ local days of costs.time_zone; a lease counts on the day it started.`,
 }
 
 func printEarnings(w io.Writer, e api.Earnings) {
-	fmt.Fprintf(w, "since %s (days in %s): earned $%.4f, net $%.4f, utilization %.1f%%\n", e.Since.Local().Format(time.DateTime),
-		e.TimeZone, e.TotalUSD, e.NetUSD, 100*e.FillRate)
-	fmt.Fprintf(w, "costs: fees $%.4f, energy %.3f kWh $%.4f, depreciation $%.4f, bandwidth $%.4f\n\n",
-		e.FeesUSD, e.EnergyKWh, e.EnergyUSD, e.DepreciationUSD, e.BandwidthUSD)
+	// Without [costs], every cost is unknown, not $0: say so rather than
+	// print a net that looks like a profit.
+	cost := func(v float64) string {
+		if !e.CostsSet {
+			return "-"
+		}
+		return fmt.Sprintf("$%.4f", v)
+	}
+	fmt.Fprintf(w, "since %s (days in %s): earned $%.4f, net %s, utilization %.1f%%\n", e.Since.Local().Format(time.DateTime),
+		e.TimeZone, e.TotalUSD, cost(e.NetUSD), 100*e.FillRate)
+	if e.CostsSet {
+		fmt.Fprintf(w, "costs: fees $%.4f, energy %.3f kWh $%.4f, depreciation $%.4f, bandwidth $%.4f\n\n",
+			e.FeesUSD, e.EnergyKWh, e.EnergyUSD, e.DepreciationUSD, e.BandwidthUSD)
+	} else {
+		fmt.Fprintf(w, "costs: not set, so net is unknown (energy used: %.3f kWh); set electricity, hardware and fees in [costs] of config.toml (docs/operators.md)\n\n", e.EnergyKWh)
+	}
+	if len(e.Days) == 0 && len(e.GPUs) == 0 {
+		fmt.Fprintln(w, "no telemetry or leases in range yet: run the provider a while, then ask again")
+		return
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "DAY\tLEASES\tEARNED\tKWH\tENERGY\tDEPREC\tOTHER\tNET\tLEASED GPU-H\tOFFERED GPU-H\tUTIL")
 	for _, d := range e.Days {
-		fmt.Fprintf(tw, "%s\t%d\t$%.4f\t%.3f\t$%.4f\t$%.4f\t$%.4f\t$%.4f\t%.2f\t%.2f\t%.1f%%\n", d.Day, d.Leases, d.EarnedUSD,
-			d.EnergyKWh, d.EnergyUSD, d.DepreciationUSD, d.FeesUSD+d.BandwidthUSD, d.NetUSD, d.LeasedGPUHours, d.OfferedGPUHours, 100*d.FillRate)
+		fmt.Fprintf(tw, "%s\t%d\t$%.4f\t%.3f\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.1f%%\n", d.Day, d.Leases, d.EarnedUSD,
+			d.EnergyKWh, cost(d.EnergyUSD), cost(d.DepreciationUSD), cost(d.FeesUSD+d.BandwidthUSD), cost(d.NetUSD), d.LeasedGPUHours, d.OfferedGPUHours, 100*d.FillRate)
 	}
 	fmt.Fprintln(tw, "\nGPU\tMODEL\tEARNED\tKWH\tENERGY\tDEPREC\tOTHER\tNET\tLEASED GPU-H\tOFFERED GPU-H\tUTIL")
 	for _, gp := range e.GPUs {
-		fmt.Fprintf(tw, "%s\t%s\t$%.4f\t%.3f\t$%.4f\t$%.4f\t$%.4f\t$%.4f\t%.2f\t%.2f\t%.1f%%\n", gp.UUID, gp.Model, gp.EarnedUSD,
-			gp.EnergyKWh, gp.EnergyUSD, gp.DepreciationUSD, gp.FeesUSD+gp.BandwidthUSD, gp.NetUSD, gp.LeasedGPUHours, gp.OfferedGPUHours, 100*gp.FillRate)
+		fmt.Fprintf(tw, "%s\t%s\t$%.4f\t%.3f\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%.1f%%\n", gp.UUID, gp.Model, gp.EarnedUSD,
+			gp.EnergyKWh, cost(gp.EnergyUSD), cost(gp.DepreciationUSD), cost(gp.FeesUSD+gp.BandwidthUSD), cost(gp.NetUSD), gp.LeasedGPUHours, gp.OfferedGPUHours, 100*gp.FillRate)
 	}
 	_ = tw.Flush()
 }

@@ -11,7 +11,7 @@ import (
 
 func TestPrintEarningsShowsCosts(t *testing.T) {
 	e := api.Earnings{
-		Since: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), TimeZone: "Europe/Berlin", TotalUSD: 10, FillRate: 0.5,
+		Since: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), TimeZone: "Europe/Berlin", TotalUSD: 10, FillRate: 0.5, CostsSet: true,
 		EarningsCosts: api.EarningsCosts{FeesUSD: 1, EnergyKWh: 0.825, EnergyUSD: 0.28875, DepreciationUSD: 48, BandwidthUSD: 2.4, NetUSD: -41.68875},
 		Days: []api.EarningsDay{{Day: "2026-12-01", Leases: 1, EarnedUSD: 10, FillRate: 0.5,
 			EarningsCosts: api.EarningsCosts{FeesUSD: 1, EnergyKWh: 0.825, EnergyUSD: 0.28875, DepreciationUSD: 48, BandwidthUSD: 2.4, NetUSD: -41.68875}}},
@@ -23,5 +23,17 @@ func TestPrintEarningsShowsCosts(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestPrintEarningsWithoutCosts: no [costs], so net and costs are unknown
+// rather than $0.
+func TestPrintEarningsWithoutCosts(t *testing.T) {
+	e := api.Earnings{TotalUSD: 10, EarningsCosts: api.EarningsCosts{EnergyKWh: 0.5, NetUSD: 10},
+		Days: []api.EarningsDay{{Day: "2026-12-01", EarnedUSD: 10, EarningsCosts: api.EarningsCosts{NetUSD: 10}}}}
+	var out bytes.Buffer
+	printEarnings(&out, e)
+	if !strings.Contains(out.String(), "net -") || !strings.Contains(out.String(), "costs: not set") || strings.Contains(out.String(), "$0.0000") {
+		t.Errorf("output:\n%s", out.String())
 	}
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/node/api/client"
+	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/node/words"
 )
 
 func newMarketCmd(g *globals) *cobra.Command {
@@ -24,8 +26,8 @@ func newMarketCmd(g *globals) *cobra.Command {
 
 func newMarketSearchCmd(g *globals) *cobra.Command {
 	var (
-		o      client.SearchOptions
-		asJSON bool
+		o             client.SearchOptions
+		asJSON, quiet bool
 	)
 	cmd := &cobra.Command{
 		Use:   "search 'QUERY'",
@@ -56,6 +58,9 @@ Fields and units: docs/query.md. An empty query lists every provider.`,
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), res)
 			}
+			if quiet {
+				return printIDs(cmd.OutOrStdout(), res.Offers, func(o api.Offer) string { return o.PeerID })
+			}
 			return printSearch(cmd.OutOrStdout(), res)
 		},
 	}
@@ -64,6 +69,7 @@ Fields and units: docs/query.md. An empty query lists every provider.`,
 	f.StringVar(&o.Sort, "sort", "", "sort by a field (price, vram, gpus, reliability, ...); prefix - for descending")
 	f.IntVar(&o.Limit, "limit", 0, "show at most N offers (0: all)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
+	quietFlag(cmd, &quiet, "providers' peer IDs, in the order of --sort")
 	return cmd
 }
 
@@ -72,7 +78,7 @@ func printSearch(w io.Writer, res api.SearchResult) error {
 	fmt.Fprintln(tw, "PEER\tREGION\tFREE GPUS\tVRAM\tFREE CPU\tBRONZE\tSILVER\tGOLD\tRUNTIMES\tRELIABILITY")
 	for _, o := range res.Offers {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\n",
-			short(o.PeerID), region(o), gpuSummary(o), vramSummary(o), cpuSummary(o.CPU),
+			lease.Short(o.PeerID), region(o), gpuSummary(o), vramSummary(o), cpuSummary(o.CPU),
 			usd(o.FloorUSD.Bronze), usd(o.FloorUSD.Silver), usd(o.FloorUSD.Gold),
 			strings.Join(o.Runtimes, ","), o.Reliability)
 	}
@@ -220,7 +226,13 @@ func vramSummary(o api.Offer) string {
 	if most == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.0f GB", float64(most)*(1<<20)/1e9)
+	// GiB, as the memory reports it: an "80gb" H100 has 79.6 GiB. In GB
+	// (85.5) the column contradicted the model's name.
+	gib := float64(most) / 1024
+	if most%1024 == 0 {
+		return fmt.Sprintf("%.0f GiB", gib)
+	}
+	return fmt.Sprintf("%.1f GiB", gib)
 }
 
 func newMarketPricesCmd(g *globals) *cobra.Command {
@@ -244,15 +256,20 @@ func newMarketPricesCmd(g *globals) *cobra.Command {
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), p)
 			}
+			if len(p.Stats) == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "no awards seen in the last %s: prices appear as auctions close and their summaries are gossiped\n", words.Duration(window))
+				return nil
+			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "MODEL\tTIER\tAWARDS\tGPUS\tP10\tMEDIAN\tP90\t(USD per GPU-hour, last %s)\n", p.Window)
+			fmt.Fprintf(tw, "MODEL\tTIER\tAWARDS\tGPUS\tP10\tMEDIAN\tP90\t(USD per GPU-hour, last %s)\n", words.Duration(window))
 			for _, s := range p.Stats {
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t$%.4f\t$%.4f\t$%.4f\t\n", s.Model, s.Tier, s.Awards, s.GPUs, s.P10USD, s.MedianUSD, s.P90USD)
 			}
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().DurationVar(&window, "window", 24*time.Hour, "time window")
+	window = 24 * time.Hour
+	cmd.Flags().Var((*durationValue)(&window), "window", "how far back, e.g. 24h or 7d")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

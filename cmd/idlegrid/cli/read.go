@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idlegrid/idlegrid/node"
+	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/node/words"
 )
 
 func newIDCmd(g *globals) *cobra.Command {
@@ -67,13 +69,14 @@ func newStatusCmd(g *globals) *cobra.Command {
 			for _, why := range st.NotReady {
 				fmt.Fprintf(tw, "  why\t%s\n", why)
 			}
-			fmt.Fprintf(tw, "uptime\t%s\n", (time.Duration(st.UptimeSeconds) * time.Second).String())
+			fmt.Fprintf(tw, "uptime\t%s\n", words.Duration(time.Duration(st.UptimeSeconds)*time.Second))
 			fmt.Fprintf(tw, "routing table\t%d peers\n", st.RoutingTable)
 			fmt.Fprintf(tw, "connected\t%d peers\n", st.ConnectedPeers)
 			fmt.Fprintf(tw, "listen\t%s\n", strings.Join(st.ListenAddrs, " "))
 			if len(st.ObservedAddrs) > 0 {
 				fmt.Fprintf(tw, "observed\t%s\n", strings.Join(st.ObservedAddrs, " "))
 			}
+			fmt.Fprintf(tw, "reachability\t%s: %s\n", st.Reachability.State, st.Reachability.Detail)
 			for _, t := range sortedKeys(st.TopicPeers) {
 				fmt.Fprintf(tw, "topic %s\t%d peers\n", t, st.TopicPeers[t])
 			}
@@ -85,7 +88,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 }
 
 func newPeersCmd(g *globals) *cobra.Command {
-	var asJSON bool
+	var asJSON, quiet bool
 	cmd := &cobra.Command{
 		Use:   "peers",
 		Short: "List the running node's peers: connected, charged for abuse, or banned",
@@ -102,10 +105,14 @@ func newPeersCmd(g *globals) *cobra.Command {
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), peers)
 			}
+			if quiet {
+				return printIDs(cmd.OutOrStdout(), peers, func(p api.Peer) string { return p.ID })
+			}
 			return printPeers(cmd.OutOrStdout(), peers)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	quietFlag(cmd, &quiet, "peer IDs")
 	return cmd
 }
 

@@ -7,10 +7,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/node/lease"
 )
 
 func newRepCmd(g *globals) *cobra.Command {
-	var asJSON bool
+	var asJSON, quiet bool
 	cmd := &cobra.Command{
 		Use:   "rep [PEER]",
 		Short: "Show providers' reputation as this node computes it: score, evidence, badge",
@@ -43,6 +44,9 @@ evidence is listed, best first.`,
 				return printJSON(cmd.OutOrStdout(), reps)
 			}
 			w := cmd.OutOrStdout()
+			if quiet {
+				return printIDs(w, reps, func(r api.Reputation) string { return r.Provider })
+			}
 			if len(reps) == 0 {
 				fmt.Fprintln(w, "no evidence about any provider yet (every provider scores market.reliability_prior)")
 				return nil
@@ -58,12 +62,13 @@ evidence is listed, best first.`,
 				if r.Fraud {
 					fraud = "PROVEN"
 				}
-				fmt.Fprintf(tw, "%s\t%.3f\t%s\t%d/%d/%d\t%d/%d\t%s\t%.1f\t%s\n", short(r.Provider), r.Score, r.Badge,
+				fmt.Fprintf(tw, "%s\t%.3f\t%s\t%d/%d/%d\t%d/%d\t%s\t%.1f\t%s\n", lease.Short(r.Provider), r.Score, r.Badge,
 					r.OwnSuccesses, r.OwnFailures, r.OwnNeutral, r.GossipSuccesses, r.GossipFailures, uptime, r.GPUHours, fraud)
 			}
 			return tw.Flush()
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	quietFlag(cmd, &quiet, "providers' peer IDs, best first")
 	return cmd
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/node/api/client"
+	"github.com/idlegrid/idlegrid/node/words"
 )
 
 // globals are the persistent flags.
@@ -63,9 +65,11 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 		Use:           "idlegrid",
 		Short:         "A peer-to-peer market for GPU time",
 		Long:          "idlegrid runs GPU providers, renters and bootstrap peers of a market with no central coordinator.",
+		Version:       node.FullVersion(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("idlegrid {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
@@ -80,6 +84,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 		newPeersCmd(g),
 		newVersionCmd(g),
 		newDevnetCmd(g),
+		newDevnetHelloCmd(),
 		newMarketCmd(g),
 		newJobCmd(g),
 		newLeasesCmd(g),
@@ -93,7 +98,95 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 		newAttestCmd(g),
 		newSimCmd(g),
 	)
+	refuseUnknownSubcommands(root)
+	explainArgErrors(root)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return fmt.Errorf("%w (%s --help lists the flags)", err, cmd.CommandPath())
+	})
 	return root
+}
+
+// explainArgErrors rewords cobra's argument errors ("accepts 1 arg(s),
+// received 0") as what the command takes and what it got.
+func explainArgErrors(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		explainArgErrors(sub)
+	}
+	check := c.Args
+	if check == nil || c.HasSubCommands() {
+		return
+	}
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if check(cmd, args) == nil {
+			return nil
+		}
+		want := "no arguments"
+		if _, params, ok := strings.Cut(cmd.Use, " "); ok {
+			want = params
+		}
+		got := "none"
+		if len(args) > 0 {
+			got = words.All(quoted(args))
+		}
+		return fmt.Errorf("%s takes %s, got %s", cmd.CommandPath(), want, got)
+	}
+}
+
+// refuseUnknownSubcommands makes every command that only groups others
+// (idlegrid, job, market, ...) fail on a word that is none of them, with
+// the nearest ones as a suggestion; with no word it prints its help. By
+// default cobra prints the help and exits 0 for `idlegrid job sumbit`.
+func refuseUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+	if !c.HasSubCommands() {
+		return
+	}
+	c.SuggestionsMinimumDistance = 2
+	// A group takes no arguments of its own (sim, which runs too, neither).
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		return unknownSubcommand(cmd, args[0])
+	}
+	if !c.Runnable() {
+		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	}
+}
+
+// unknownSubcommand names the word, the nearest subcommands (one level
+// down too: "sumbit" finds "job submit") and where the list is.
+func unknownSubcommand(cmd *cobra.Command, word string) error {
+	var near []string
+	for _, s := range cmd.SuggestionsFor(word) {
+		near = append(near, cmd.CommandPath()+" "+s)
+	}
+	if len(near) == 0 {
+		for _, sub := range cmd.Commands() {
+			for _, s := range sub.SuggestionsFor(word) {
+				near = append(near, sub.CommandPath()+" "+s)
+			}
+		}
+	}
+	msg := fmt.Sprintf("%q is not an %s command", word, cmd.CommandPath())
+	if !cmd.HasParent() {
+		msg = fmt.Sprintf("%q is not an idlegrid command", word)
+	}
+	if len(near) > 0 {
+		msg += fmt.Sprintf(" (did you mean %s?)", words.OneOf(quoted(near)))
+	}
+	return fmt.Errorf("%s; %s --help lists them", msg, cmd.CommandPath())
+}
+
+// quoted quotes each of xs.
+func quoted(xs []string) []string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = strconv.Quote(x)
+	}
+	return q
 }
 
 func (g *globals) resolveHome() (string, error) {
@@ -145,12 +238,14 @@ func (g *globals) client() (*client.Client, error) {
 // $IDLEGRID_HOME or the default.
 func explain(err error, home string) error {
 	if errors.Is(err, client.ErrDaemonNotRunning) {
+		start := "idlegrid daemon --home " + home
 		if home == "" {
+			start = "idlegrid daemon"
 			if h, herr := node.DefaultHome(); herr == nil {
 				home = h
 			}
 		}
-		return fmt.Errorf("%w for home %s (start it with idlegrid daemon --home %s)", err, home, home)
+		return fmt.Errorf("%w for home %s: start it with %s", client.ErrDaemonNotRunning, home, start)
 	}
 	var apiErr *api.Error
 	if errors.As(err, &apiErr) {

@@ -1,16 +1,41 @@
 package cli
 
 import (
+	"embed"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/idlegrid/idlegrid/auction/sim"
 	"github.com/spf13/cobra"
+
+	"github.com/idlegrid/idlegrid/auction/sim"
+)
+
+// sampleTraces is the small trace set `idlegrid sim` replays when no
+// --traces directory is given, so it runs from any clone and any binary:
+// 2,000 Philly jobs (CC BY 4.0), a made-up table of 33 hosts and the FSDL
+// cloud price table (MIT); testdata/traces/README.md has the sources and
+// licences, docs/sim.md where the full traces are.
+//
+//go:embed testdata/traces/*.csv
+var sampleTraces embed.FS
+
+// The sample's files, and the defaults with a --traces directory (the
+// full traces' layout, /work/shared/data/traces in development).
+const (
+	builtin      = "(built-in) "
+	sampleJobs   = builtin + "philly-sample.csv"
+	sampleNodes  = builtin + "nodes-sample.csv"
+	samplePrices = builtin + "prices-fsdl-cloud-gpus.csv"
+
+	fullJobs   = "alibaba-gpu-v2023/openb_pod_list_gpuspec33.csv"
+	fullNodes  = "alibaba-gpu-v2023/openb_node_list_gpu_node.csv"
+	fullPrices = "prices-fsdl/cloud-gpus.csv"
 )
 
 // simFlags are the flags of idlegrid sim.
@@ -21,6 +46,7 @@ type simFlags struct {
 	flaky, flakyFail, spread            float64
 	maxWait                             time.Duration
 	calendars, asJSON                   bool
+	sample                              bool // the built-in sample, not files
 	pricing, seeds, policies            string
 }
 
@@ -33,14 +59,23 @@ func newSimCmd(g *globals) *cobra.Command {
 			"posted-price, greedy, random and clairvoyant baselines, with an LP lower bound; see docs/sim.md.\n" +
 			"It reads local CSV files only and starts no node.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(g.stdout, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fl := cmd.Flags()
+			if err := f.defaults(fl.Changed("jobs"), fl.Changed("nodes"), fl.Changed("prices"), fl.Changed("format")); err != nil {
+				return err
+			}
+			if f.sample {
+				fmt.Fprintln(cmd.ErrOrStderr(), "replaying the built-in sample (2,000 Philly jobs on 33 made-up hosts); --traces DIR replays the full traces (docs/sim.md)")
+			}
+			return runSim(g.stdout, f)
+		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.traces, "traces", "../shared/data/traces", "directory the default trace paths are relative to")
-	fl.StringVar(&f.jobs, "jobs", "alibaba-gpu-v2023/openb_pod_list_gpuspec33.csv", "job trace CSV")
-	fl.StringVar(&f.format, "format", "openb", "job trace format: openb or philly")
-	fl.StringVar(&f.nodes, "nodes", "alibaba-gpu-v2023/openb_node_list_gpu_node.csv", "node table CSV (openb format)")
-	fl.StringVar(&f.prices, "prices", "prices-fsdl/cloud-gpus.csv", "price table CSV (FSDL format)")
+	fl.StringVar(&f.traces, "traces", "", "directory of the full traces, the default paths are relative to it (default: the built-in sample)")
+	fl.StringVar(&f.jobs, "jobs", "", "job trace CSV (default with --traces: "+fullJobs+")")
+	fl.StringVar(&f.format, "format", "", "job trace format: openb or philly (default openb with --traces, philly for the sample)")
+	fl.StringVar(&f.nodes, "nodes", "", "node table CSV, openb format (default with --traces: "+fullNodes+")")
+	fl.StringVar(&f.prices, "prices", "", "price table CSV, FSDL format (default with --traces: "+fullPrices+")")
 	fl.Float64Var(&f.spread, "floor-spread", 0.2, "half-width of the per-provider floor spread around the reference price")
 	fl.IntVar(&f.offset, "offset", 0, "first job of the window (in arrival order)")
 	fl.IntVar(&f.limit, "limit", 2000, "jobs in the window (0: all)")
@@ -49,7 +84,8 @@ func newSimCmd(g *globals) *cobra.Command {
 	fl.Float64Var(&f.timeScale, "time-scale", 1, "divides arrival times (2: jobs arrive twice as fast)")
 	fl.Float64Var(&f.flaky, "flaky", 0, "share of providers that fail leases")
 	fl.Float64Var(&f.flakyFail, "flaky-fail", 0.3, "failure probability of a flaky provider's lease")
-	fl.DurationVar(&f.maxWait, "max-wait", 24*time.Hour, "how long a job waits before it counts as unplaced")
+	f.maxWait = 24 * time.Hour
+	fl.Var((*durationValue)(&f.maxWait), "max-wait", "how long a job waits before it counts as unplaced, e.g. 24h or 2d")
 	fl.BoolVar(&f.calendars, "calendars", false, "give providers weekday peak calendars")
 	fl.StringVar(&f.pricing, "pricing", "first", "RFQ pricing: first or second")
 	fl.StringVar(&f.seeds, "seeds", "1,2,3,4,5", "comma-separated seeds")
@@ -57,6 +93,31 @@ func newSimCmd(g *globals) *cobra.Command {
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON instead of a table")
 	cmd.AddCommand(newSimScaleCmd(g))
 	return cmd
+}
+
+// defaults fills the paths the user left out: the full traces' layout
+// under --traces, else the built-in sample. A table given by path with
+// no --traces is read as it is; the sample fills only the others.
+func (f *simFlags) defaults(jobs, nodes, prices, format bool) error {
+	if f.traces != "" {
+		if _, err := os.Stat(f.traces); err != nil {
+			return fmt.Errorf("sim: --traces %s: no such directory (docs/sim.md says where to get the traces)", f.traces)
+		}
+		f.jobs, f.nodes, f.prices = pick(jobs, f.jobs, fullJobs), pick(nodes, f.nodes, fullNodes), pick(prices, f.prices, fullPrices)
+		f.format = pick(format, f.format, "openb")
+		return nil
+	}
+	f.sample = !jobs && !nodes && !prices
+	f.jobs, f.nodes, f.prices = pick(jobs, f.jobs, sampleJobs), pick(nodes, f.nodes, sampleNodes), pick(prices, f.prices, samplePrices)
+	f.format = pick(format, f.format, map[bool]string{true: "openb", false: "philly"}[jobs])
+	return nil
+}
+
+func pick(set bool, v, def string) string {
+	if set {
+		return v
+	}
+	return def
 }
 
 func runSim(out io.Writer, f simFlags) error {
@@ -93,7 +154,7 @@ func runSim(out io.Writer, f simFlags) error {
 	for _, s := range strings.Split(f.seeds, ",") {
 		n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
 		if err != nil {
-			return fmt.Errorf("sim: --seeds %q: %w", f.seeds, err)
+			return fmt.Errorf("sim: --seeds %q: want whole numbers separated by commas, such as 1,2,3", f.seeds)
 		}
 		cfg.Seeds = append(cfg.Seeds, n)
 	}
@@ -110,8 +171,15 @@ func runSim(out io.Writer, f simFlags) error {
 	return res.WriteTable(out)
 }
 
+// readFile reads a trace file, or one of the built-in sample's.
 func readFile(path string, read func(io.Reader) error) error {
-	fh, err := os.Open(path)
+	var fh fs.File
+	var err error
+	if name, ok := strings.CutPrefix(path, builtin); ok {
+		fh, err = sampleTraces.Open("testdata/traces/" + name)
+	} else {
+		fh, err = os.Open(path)
+	}
 	if err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}

@@ -109,13 +109,13 @@ func (c *Client) doHeader(ctx context.Context, method, path string, q url.Values
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if isConnRefused(err) {
-			return fmt.Errorf("%w at %s (start one with `idlegrid daemon`)", ErrDaemonNotRunning, c.base)
+			return fmt.Errorf("%w at %s", ErrDaemonNotRunning, strings.TrimPrefix(c.base, "http://"))
 		}
 		return fmt.Errorf("client: %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	lr := io.LimitReader(resp.Body, maxResponse)
 	if resp.StatusCode >= 300 {
+		lr := io.LimitReader(resp.Body, maxResponse)
 		var eb api.ErrorBody
 		if err := json.NewDecoder(lr).Decode(&eb); err != nil || eb.Error == nil {
 			return &api.Error{Status: resp.StatusCode, Code: "http", Message: resp.Status}
@@ -123,19 +123,33 @@ func (c *Client) doHeader(ctx context.Context, method, path string, q url.Values
 		eb.Error.Status = resp.StatusCode
 		return eb.Error
 	}
-	switch o := out.(type) {
-	case nil:
+	if out == nil {
 		return nil
+	}
+	// Read one byte past the limit, so a response over it is named as
+	// such rather than failing to decode as a truncated one.
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
+	if err != nil {
+		return fmt.Errorf("client: %s %s: read response: %w", method, path, err)
+	}
+	if len(data) > maxResponse {
+		return fmt.Errorf("client: %s %s: %w (over %d MiB)", method, path, ErrResponseTooLarge, maxResponse>>20)
+	}
+	switch o := out.(type) {
 	case *bytes.Buffer:
-		_, err = o.ReadFrom(lr)
+		_, err = o.Write(data)
 	default:
-		err = json.NewDecoder(lr).Decode(out)
+		err = json.Unmarshal(data, out)
 	}
 	if err != nil {
 		return fmt.Errorf("client: %s %s: decode response: %w", method, path, err)
 	}
 	return nil
 }
+
+// ErrResponseTooLarge is returned for an API response larger than the
+// client reads.
+var ErrResponseTooLarge = errors.New("response too large")
 
 func isConnRefused(err error) bool {
 	var op *net.OpError

@@ -74,7 +74,7 @@ func (c *Client) WatchJob(ctx context.Context, id string, fn func(api.JobEvent))
 	resp, err := (&http.Client{}).Do(req)
 	if err != nil {
 		if isConnRefused(err) {
-			return fmt.Errorf("%w at %s", ErrDaemonNotRunning, c.base)
+			return fmt.Errorf("%w at %s", ErrDaemonNotRunning, strings.TrimPrefix(c.base, "http://"))
 		}
 		return fmt.Errorf("client: watch job: %w", err)
 	}

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/ipfs/go-cid"
@@ -30,7 +32,7 @@ func (c *Client) stream(ctx context.Context, method, path string, q url.Values, 
 	resp, err := (&http.Client{}).Do(req)
 	if err != nil {
 		if isConnRefused(err) {
-			return nil, fmt.Errorf("%w at %s (start one with `idlegrid daemon`)", ErrDaemonNotRunning, c.base)
+			return nil, fmt.Errorf("%w at %s", ErrDaemonNotRunning, strings.TrimPrefix(c.base, "http://"))
 		}
 		return nil, fmt.Errorf("client: %s %s: %w", method, path, err)
 	}
@@ -171,4 +173,20 @@ func (c *Client) Attestations(ctx context.Context, lease string, w io.Writer) er
 	defer resp.Body.Close()
 	_, err = io.Copy(w, resp.Body)
 	return err
+}
+
+// Artifacts lists the artifacts (WASM modules) a renter serves, newest
+// first.
+func (c *Client) Artifacts(ctx context.Context) ([]api.Artifact, error) {
+	var out []api.Artifact
+	err := c.do(ctx, http.MethodGet, "/v1/artifacts", nil, nil, &out)
+	return out, err
+}
+
+// Config returns the daemon's effective configuration as TOML: its
+// config.toml with the environment and its flags applied.
+func (c *Client) Config(ctx context.Context) ([]byte, error) {
+	var buf bytes.Buffer
+	err := c.do(ctx, http.MethodGet, "/v1/config", nil, nil, &buf)
+	return buf.Bytes(), err
 }

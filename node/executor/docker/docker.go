@@ -85,7 +85,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/docker/docker/client"
@@ -188,10 +187,8 @@ type Executor struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu        sync.Mutex
-	closed    bool
-	workloads map[executor.Handle]*workload
-	wg        sync.WaitGroup // stdin writers, timer stops
+	// workloads also tracks the stdin writers and timer stops (Go).
+	workloads executor.Workloads[*workload]
 }
 
 var (
@@ -266,7 +263,6 @@ func connect(cfg Config, logger *slog.Logger, cli *client.Client) (*Executor, er
 	e := &Executor{
 		cfg: cfg, log: logger.With("executor", Runtime), cli: cli, init: hasInit,
 		ctx: rctx, cancel: rcancel,
-		workloads: make(map[executor.Handle]*workload),
 	}
 	e.log.Info("docker engine connected", "host", cli.DaemonHost(), "engine", ver.Version,
 		"api", cli.ClientVersion(), "init", hasInit, "instance", cfg.Instance)
@@ -291,35 +287,19 @@ func (e *Executor) Name() string { return Runtime }
 // leaves containers running (they outlive the daemon by design; a later
 // executor reattaches them with Reconcile). It is idempotent.
 func (e *Executor) Close() error {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
+	tracked, first := e.workloads.Close()
+	if !first {
 		return nil
 	}
-	e.closed = true
-	for _, w := range e.workloads {
+	for _, w := range tracked {
 		w.disarm()
 	}
-	e.mu.Unlock()
 	e.cancel()
-	e.wg.Wait()
+	e.workloads.Wait()
 	if err := e.cli.Close(); err != nil {
 		return fmt.Errorf("docker.Close: %w", err)
 	}
 	return nil
-}
-
-func (e *Executor) get(h executor.Handle) (*workload, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return nil, executor.ErrClosed
-	}
-	w, ok := e.workloads[h]
-	if !ok {
-		return nil, fmt.Errorf("%q: %w", h, executor.ErrUnknownHandle)
-	}
-	return w, nil
 }
 
 // handlePrefix starts every handle, which is also the container's name.

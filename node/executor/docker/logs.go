@@ -16,7 +16,7 @@ import (
 // engine recorded them. A followed log ends when the container does; the
 // engine also ends at once a follow of a container not started yet.
 func (e *Executor) Logs(ctx context.Context, h executor.Handle, follow bool) (io.ReadCloser, error) {
-	w, err := e.get(h)
+	w, err := e.workloads.Get(h)
 	if err != nil {
 		return nil, fmt.Errorf("docker.Logs: %w", err)
 	}

@@ -3,8 +3,6 @@ package docker
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/idlegrid/idlegrid/node/executor"
 )
@@ -13,7 +11,7 @@ import (
 // executor and kept until Remove; a restarted daemon packs again, which
 // gives the same CID since packing is deterministic.
 func (e *Executor) Outputs(ctx context.Context, h executor.Handle) (executor.Output, error) {
-	w, err := e.get(h)
+	w, err := e.workloads.Get(h)
 	if err != nil {
 		return executor.Output{}, fmt.Errorf("docker.Outputs: %w", err)
 	}
@@ -26,22 +24,11 @@ func (e *Executor) Outputs(ctx context.Context, h executor.Handle) (executor.Out
 	if !done {
 		return executor.Output{}, fmt.Errorf("docker.Outputs: %w: still running", executor.ErrState)
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.out == nil {
-		tar := filepath.Join(w.dir, tarFile)
-		if err := os.Remove(tar); err != nil && !os.IsNotExist(err) {
-			return executor.Output{}, fmt.Errorf("docker.Outputs: %w", err)
-		}
-		// /out has no quota on the host (see the package doc): this cap is
-		// where the disk limit holds. The tar may hold the whole limit
-		// plus tar headers.
-		maxTar := w.diskBytes + w.diskBytes/8 + 1<<20
-		out, err := executor.PackOutputs(w.outDir, tar, maxTar)
-		if err != nil {
-			return executor.Output{}, fmt.Errorf("docker.Outputs: %w", err)
-		}
-		w.out = &out
+	// /out has no quota on the host (see the package doc): the tar's cap
+	// is where the disk limit holds.
+	out, err := w.outputs.Pack(w.dir, w.diskBytes)
+	if err != nil {
+		return executor.Output{}, fmt.Errorf("docker.Outputs: %w", err)
 	}
-	return *w.out, nil
+	return out, nil
 }

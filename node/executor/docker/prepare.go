@@ -30,14 +30,15 @@ type workload struct {
 	// lifecycle orders Start and Stop's check-then-act on the container.
 	lifecycle sync.Mutex
 
+	outputs executor.OutputTar
+
 	mu      sync.Mutex
-	timer   *time.Timer      // the max-duration deadline, once started
-	out     *executor.Output // packed outputs, once asked for
-	changed chan struct{}    // closed and replaced on Start and Stop-before-start
+	timer   *time.Timer   // the max-duration deadline, once started
+	changed chan struct{} // closed and replaced on Start and Stop-before-start
 }
 
 func newWorkload(h executor.Handle, dir string) *workload {
-	return &workload{h: h, dir: dir, outDir: filepath.Join(dir, "out"), changed: make(chan struct{})}
+	return &workload{h: h, dir: dir, outDir: executor.OutDir(dir), changed: make(chan struct{})}
 }
 
 // notify wakes Waits blocked on a not-yet-started container.
@@ -57,11 +58,11 @@ func (w *workload) disarm() {
 	}
 }
 
-// Files in a work directory, next to out/.
+// Files in a work directory, next to out/ and out.tar (see
+// executor.OutputTar).
 const (
-	stdinFile  = "stdin"   // Spec.Stdin, written to the container at Start
-	reasonFile = "reason"  // why the executor ended the container, see markEnd
-	tarFile    = "out.tar" // packed outputs
+	stdinFile  = "stdin"  // Spec.Stdin, written to the container at Start
+	reasonFile = "reason" // why the executor ended the container, see markEnd
 )
 
 // Prepare implements executor.Executor: it checks the spec, resolves the
@@ -75,13 +76,10 @@ func (e *Executor) Prepare(ctx context.Context, spec executor.Spec) (executor.Ha
 	if err != nil {
 		return "", fmt.Errorf("docker.Prepare: %w", e.closedErr(err))
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
+	if err := e.workloads.Add(w.h, w); err != nil {
 		e.cleanup(w)
-		return "", fmt.Errorf("docker.Prepare: %w", executor.ErrClosed)
+		return "", fmt.Errorf("docker.Prepare: %w", err)
 	}
-	e.workloads[w.h] = w
 	e.log.Debug("prepared", "handle", w.h, "job", spec.JobID, "lease", spec.LeaseID, "image", spec.Image)
 	return w.h, nil
 }
@@ -102,7 +100,7 @@ func (e *Executor) prepare(ctx context.Context, spec executor.Spec) (*workload, 
 	w := newWorkload(h, e.workDir(h))
 	w.maxDuration, w.diskBytes = p.maxDuration, p.diskBytes
 	p.outDir = w.outDir
-	if err := os.MkdirAll(w.outDir, 0o700); err != nil {
+	if err := executor.MakeWorkDir(w.dir); err != nil {
 		return nil, err
 	}
 	// The workload may run as any user (nobody, or the image's); /out is
@@ -141,11 +139,8 @@ func (e *Executor) prepare(ctx context.Context, spec executor.Spec) (*workload, 
 
 // plan checks spec against the executor's limits and applies its defaults.
 func (e *Executor) plan(spec executor.Spec) (plan, error) {
-	if err := spec.Validate(); err != nil {
+	if err := spec.ValidateFor(Runtime); err != nil {
 		return plan{}, err
-	}
-	if spec.Runtime != Runtime {
-		return plan{}, fmt.Errorf("runtime %q: %w", spec.Runtime, executor.ErrUnsupported)
 	}
 	if spec.ModuleCID != "" {
 		return plan{}, fmt.Errorf("%w: module cid is for wasm; docker runs Image", executor.ErrInvalidSpec)
@@ -161,35 +156,32 @@ func (e *Executor) plan(spec executor.Spec) (plan, error) {
 		spec: spec, instance: e.cfg.Instance, allowRoot: e.cfg.AllowRoot, init: e.init,
 		maxLogBytes: e.cfg.MaxLogBytes,
 	}
-	memMiB := cmp(l.MemoryMiB, e.cfg.DefaultMemoryMiB)
-	if memMiB > e.cfg.MaxMemoryMiB {
-		return plan{}, fmt.Errorf("memory %d MiB > %d MiB: %w", memMiB, e.cfg.MaxMemoryMiB, executor.ErrLimit)
+	size, err := executor.Defaults{
+		MemoryMiB: e.cfg.DefaultMemoryMiB, MaxMemoryMiB: e.cfg.MaxMemoryMiB,
+		DiskMiB: e.cfg.DefaultDiskMiB, MaxDuration: e.cfg.DefaultMaxDuration,
+	}.Size(l)
+	if err != nil {
+		return plan{}, err
 	}
-	if memMiB < 6 {
-		return plan{}, fmt.Errorf("%w: memory %d MiB: the engine needs at least 6", executor.ErrInvalidSpec, memMiB)
+	if size.MemoryMiB < 6 {
+		return plan{}, fmt.Errorf("%w: memory %d MiB: the engine needs at least 6", executor.ErrInvalidSpec, size.MemoryMiB)
 	}
-	p.pids = cmp(l.PIDs, e.cfg.DefaultPIDs)
+	if p.pids = l.PIDs; p.pids == 0 {
+		p.pids = e.cfg.DefaultPIDs
+	}
 	if p.pids > e.cfg.MaxPIDs {
 		return plan{}, fmt.Errorf("pids %d > %d: %w", p.pids, e.cfg.MaxPIDs, executor.ErrLimit)
 	}
-	p.memBytes = memMiB << 20
-	p.diskBytes = cmp(l.DiskMiB, e.cfg.DefaultDiskMiB) << 20
-	p.maxDuration = cmp(l.MaxDuration, e.cfg.DefaultMaxDuration)
+	p.memBytes = size.MemoryMiB << 20
+	p.diskBytes = size.DiskMiB << 20
+	p.maxDuration = size.MaxDuration
 	return p, nil
-}
-
-// cmp returns v, or def when v is zero.
-func cmp[T int64 | time.Duration](v, def T) T {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // Remove implements executor.Executor: it force-removes the container
 // (killing it if it runs) and deletes the work directory.
 func (e *Executor) Remove(ctx context.Context, h executor.Handle) error {
-	w, err := e.get(h)
+	w, err := e.workloads.Get(h)
 	if err != nil {
 		return fmt.Errorf("docker.Remove: %w", err)
 	}
@@ -198,9 +190,7 @@ func (e *Executor) Remove(ctx context.Context, h executor.Handle) error {
 	if err := e.destroy(ctx, w); err != nil {
 		return fmt.Errorf("docker.Remove: %w", e.closedErr(err))
 	}
-	e.mu.Lock()
-	delete(e.workloads, h)
-	e.mu.Unlock()
+	e.workloads.Delete(h)
 	w.notify()
 	return nil
 }

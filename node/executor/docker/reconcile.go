@@ -55,7 +55,7 @@ func (e *Executor) reconcile(ctx context.Context, tracked []executor.Handle) ([]
 			continue // labelled as ours but not named by us: leave it alone
 		}
 		seen[h] = true
-		if e.known(h) {
+		if e.workloads.Has(h) {
 			continue
 		}
 		if want[h] {
@@ -87,7 +87,7 @@ func (e *Executor) reconcile(ctx context.Context, tracked []executor.Handle) ([]
 	}
 	for _, ent := range entries {
 		h := executor.Handle(ent.Name())
-		if !validHandle(ent.Name()) || seen[h] || e.known(h) {
+		if !validHandle(ent.Name()) || seen[h] || e.workloads.Has(h) {
 			continue
 		}
 		if err := os.RemoveAll(e.workDir(h)); err != nil {
@@ -95,13 +95,6 @@ func (e *Executor) reconcile(ctx context.Context, tracked []executor.Handle) ([]
 		}
 	}
 	return missing, errors.Join(errs...)
-}
-
-func (e *Executor) known(h executor.Handle) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	_, ok := e.workloads[h]
-	return ok
 }
 
 // reattach rebuilds the workload of container id from its labels and work
@@ -124,13 +117,9 @@ func (e *Executor) reattach(ctx context.Context, h executor.Handle, id string) e
 	if w.diskBytes = labelInt(labels, labelDiskBytes); w.diskBytes <= 0 {
 		w.diskBytes = e.cfg.DefaultDiskMiB << 20
 	}
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return executor.ErrClosed
+	if err := e.workloads.Add(h, w); err != nil {
+		return err
 	}
-	e.workloads[h] = w
-	e.mu.Unlock()
 	st := ins.State
 	if st == nil {
 		st = &container.State{}

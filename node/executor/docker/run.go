@@ -18,7 +18,7 @@ import (
 // attach made before the start, so the workload cannot miss its first
 // bytes, and arms the max-duration timer.
 func (e *Executor) Start(ctx context.Context, h executor.Handle) error {
-	w, err := e.get(h)
+	w, err := e.workloads.Get(h)
 	if err != nil {
 		return fmt.Errorf("docker.Start: %w", err)
 	}
@@ -75,7 +75,7 @@ func (e *Executor) start(ctx context.Context, w *workload) error {
 	// Taken after the engine recorded StartedAt, so the deadline is never
 	// earlier than StartedAt+maxDuration by the engine's clock.
 	deadline := time.Now().Add(w.maxDuration)
-	if att != nil && !e.goTracked(func() { e.writeStdin(w, att, stdin) }) {
+	if att != nil && !e.workloads.Go(func() { e.writeStdin(w, att, stdin) }) {
 		att.Close()
 	}
 	e.arm(w, deadline)
@@ -107,22 +107,6 @@ func (e *Executor) writeStdin(w *workload, att *types.HijackedResponse, data []b
 	}
 }
 
-// goTracked runs fn in a goroutine that Close waits for, unless the
-// executor is closed.
-func (e *Executor) goTracked(fn func()) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return false
-	}
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		fn()
-	}()
-	return true
-}
-
 // arm (re)sets w's max-duration timer to fire at deadline; a deadline in
 // the past (a reattached overdue workload) fires at once.
 func (e *Executor) arm(w *workload, deadline time.Time) {
@@ -132,7 +116,7 @@ func (e *Executor) arm(w *workload, deadline time.Time) {
 		w.timer.Stop()
 	}
 	w.timer = time.AfterFunc(time.Until(deadline), func() {
-		e.goTracked(func() { e.expire(w) })
+		e.workloads.Go(func() { e.expire(w) })
 	})
 }
 
@@ -163,7 +147,7 @@ func graceSeconds(grace time.Duration) int {
 // Stop implements executor.Executor: SIGTERM (or the image's STOPSIGNAL),
 // up to grace to exit, then SIGKILL; the engine does all three.
 func (e *Executor) Stop(ctx context.Context, h executor.Handle, grace time.Duration) error {
-	w, err := e.get(h)
+	w, err := e.workloads.Get(h)
 	if err != nil {
 		return fmt.Errorf("docker.Stop: %w", err)
 	}
@@ -206,7 +190,7 @@ func (e *Executor) stop(ctx context.Context, w *workload, grace time.Duration) e
 
 // Wait implements executor.Executor.
 func (e *Executor) Wait(ctx context.Context, h executor.Handle) (executor.Result, error) {
-	w, err := e.get(h)
+	w, err := e.workloads.Get(h)
 	if err != nil {
 		return executor.Result{}, fmt.Errorf("docker.Wait: %w", err)
 	}

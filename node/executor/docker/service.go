@@ -37,7 +37,7 @@ func (e *Executor) serviceNetwork(ctx context.Context) (string, error) {
 // Endpoint implements executor.Endpointer: the container's address on
 // its internal network, and port if the spec exposed it.
 func (e *Executor) Endpoint(ctx context.Context, h executor.Handle, port uint16) (string, error) {
-	w, err := e.get(h)
+	w, err := e.workloads.Get(h)
 	if err != nil {
 		return "", fmt.Errorf("docker.Endpoint: %w", err)
 	}

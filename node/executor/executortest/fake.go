@@ -87,11 +87,8 @@ func (f *Fake) Name() string {
 
 // Prepare implements executor.Executor.
 func (f *Fake) Prepare(ctx context.Context, spec executor.Spec) (executor.Handle, error) {
-	if err := spec.Validate(); err != nil {
+	if err := spec.ValidateFor(f.Name()); err != nil {
 		return "", fmt.Errorf("fake.Prepare: %w", err)
-	}
-	if spec.Runtime != f.Name() {
-		return "", fmt.Errorf("fake.Prepare: runtime %q: %w", spec.Runtime, executor.ErrUnsupported)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

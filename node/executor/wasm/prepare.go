@@ -32,10 +32,11 @@ type workload struct {
 	compiled    wazero.CompiledModule
 	log         *executor.LogFile
 
+	outputs executor.OutputTar
+
 	mu     sync.Mutex
 	state  int
 	cancel context.CancelCauseFunc // set while running
-	out    *executor.Output        // packed outputs, once asked for
 
 	done chan struct{} // closed once res is final
 	res  executor.Result
@@ -49,23 +50,17 @@ func (e *Executor) Prepare(ctx context.Context, spec executor.Spec) (executor.Ha
 	if err != nil {
 		return "", fmt.Errorf("wasm.Prepare: %w", err)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
+	if err := e.workloads.Add(w.h, w); err != nil {
 		w.release(ctx)
-		return "", fmt.Errorf("wasm.Prepare: %w", executor.ErrClosed)
+		return "", fmt.Errorf("wasm.Prepare: %w", err)
 	}
-	e.workloads[w.h] = w
 	e.log.Debug("prepared", "handle", w.h, "job", spec.JobID, "lease", spec.LeaseID, "module", spec.ModuleCID)
 	return w.h, nil
 }
 
 func (e *Executor) prepare(ctx context.Context, spec executor.Spec) (*workload, error) {
-	if err := spec.Validate(); err != nil {
+	if err := spec.ValidateFor(Runtime); err != nil {
 		return nil, err
-	}
-	if spec.Runtime != Runtime {
-		return nil, fmt.Errorf("runtime %q: %w", spec.Runtime, executor.ErrUnsupported)
 	}
 	if len(spec.Limits.GPUs) > 0 {
 		return nil, fmt.Errorf("gpus: %w", executor.ErrUnsupported)
@@ -78,20 +73,12 @@ func (e *Executor) prepare(ctx context.Context, spec executor.Spec) (*workload, 
 		// run something other than what the renter asked for.
 		return nil, fmt.Errorf("%w: command is not supported by wasm (use args)", executor.ErrInvalidSpec)
 	}
-	memMiB := spec.Limits.MemoryMiB
-	if memMiB == 0 {
-		memMiB = e.cfg.DefaultMemoryMiB
-	}
-	if memMiB > e.cfg.MaxMemoryMiB {
-		return nil, fmt.Errorf("memory %d MiB > %d MiB: %w", memMiB, e.cfg.MaxMemoryMiB, executor.ErrLimit)
-	}
-	diskMiB := spec.Limits.DiskMiB
-	if diskMiB == 0 {
-		diskMiB = e.cfg.DefaultDiskMiB
-	}
-	maxDur := spec.Limits.MaxDuration
-	if maxDur == 0 {
-		maxDur = e.cfg.DefaultMaxDuration
+	size, err := executor.Defaults{
+		MemoryMiB: e.cfg.DefaultMemoryMiB, MaxMemoryMiB: e.cfg.MaxMemoryMiB,
+		DiskMiB: e.cfg.DefaultDiskMiB, MaxDuration: e.cfg.DefaultMaxDuration,
+	}.Size(spec.Limits)
+	if err != nil {
+		return nil, err
 	}
 
 	bin, err := executor.ReadArtifact(ctx, e.cfg.Artifacts, spec.ModuleCID, e.cfg.MaxModuleBytes)
@@ -104,15 +91,15 @@ func (e *Executor) prepare(ctx context.Context, spec executor.Spec) (*workload, 
 	}
 	w := &workload{
 		h: newHandle(), spec: spec, compiled: compiled, done: make(chan struct{}),
-		memBytes: memMiB << 20, diskBytes: diskMiB << 20, maxDuration: maxDur,
+		memBytes: size.MemoryMiB << 20, diskBytes: size.DiskMiB << 20, maxDuration: size.MaxDuration,
 	}
 	if err := checkModule(compiled, bin, w.memBytes); err != nil {
 		w.release(ctx)
 		return nil, fmt.Errorf("module %s: %w", spec.ModuleCID, err)
 	}
 	w.dir = e.workDir(w.h)
-	w.outDir = filepath.Join(w.dir, "out")
-	if err := os.MkdirAll(w.outDir, 0o700); err != nil {
+	w.outDir = executor.OutDir(w.dir)
+	if err := executor.MakeWorkDir(w.dir); err != nil {
 		w.release(ctx)
 		return nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -28,14 +27,9 @@ var (
 
 // Start implements executor.Executor.
 func (e *Executor) Start(ctx context.Context, h executor.Handle) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return fmt.Errorf("wasm.Start: %w", executor.ErrClosed)
-	}
-	w, ok := e.workloads[h]
-	if !ok {
-		return fmt.Errorf("wasm.Start: %q: %w", h, executor.ErrUnknownHandle)
+	w, err := e.workloads.Get(h)
+	if err != nil {
+		return fmt.Errorf("wasm.Start: %w", err)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -47,13 +41,15 @@ func (e *Executor) Start(ctx context.Context, h executor.Handle) error {
 	started := time.Now() // before the deadline is set, so a timeout never looks early
 	rctx, cancel := context.WithCancelCause(context.Background())
 	rctx, cancelTimeout := context.WithTimeoutCause(rctx, w.maxDuration, errTimeout)
-	w.cancel = func(cause error) { cancel(cause); cancelTimeout() }
+	stop := func(cause error) { cancel(cause); cancelTimeout() }
+	// run takes w.mu only when the module has ended, so it waits for this
+	// Start to set the state.
+	if !e.workloads.Go(func() { e.run(rctx, w, started) }) {
+		stop(nil)
+		return fmt.Errorf("wasm.Start: %w", executor.ErrClosed)
+	}
+	w.cancel = stop
 	w.state = stateRunning
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		e.run(rctx, w, started)
-	}()
 	return nil
 }
 
@@ -159,7 +155,7 @@ func firstLine(s string) string {
 
 // Wait implements executor.Executor.
 func (e *Executor) Wait(ctx context.Context, h executor.Handle) (executor.Result, error) {
-	w, err := e.get(h)
+	w, err := e.workloads.Get(h)
 	if err != nil {
 		return executor.Result{}, fmt.Errorf("wasm.Wait: %w", err)
 	}
@@ -173,7 +169,7 @@ func (e *Executor) Wait(ctx context.Context, h executor.Handle) (executor.Result
 
 // Logs implements executor.Executor.
 func (e *Executor) Logs(ctx context.Context, h executor.Handle, follow bool) (io.ReadCloser, error) {
-	w, err := e.get(h)
+	w, err := e.workloads.Get(h)
 	if err != nil {
 		return nil, fmt.Errorf("wasm.Logs: %w", err)
 	}
@@ -184,7 +180,7 @@ func (e *Executor) Logs(ctx context.Context, h executor.Handle, follow bool) (io
 // with, so Stop cancels the run at once (wazero closes the module at its
 // next function call or loop iteration) and grace only bounds the wait.
 func (e *Executor) Stop(ctx context.Context, h executor.Handle, grace time.Duration) error {
-	w, err := e.get(h)
+	w, err := e.workloads.Get(h)
 	if err != nil {
 		return fmt.Errorf("wasm.Stop: %w", err)
 	}
@@ -223,7 +219,7 @@ func (w *workload) stop(ctx context.Context, grace time.Duration) error {
 // Outputs implements executor.Executor. The tar is packed once and kept
 // until Remove.
 func (e *Executor) Outputs(ctx context.Context, h executor.Handle) (executor.Output, error) {
-	w, err := e.get(h)
+	w, err := e.workloads.Get(h)
 	if err != nil {
 		return executor.Output{}, fmt.Errorf("wasm.Outputs: %w", err)
 	}
@@ -232,34 +228,30 @@ func (e *Executor) Outputs(ctx context.Context, h executor.Handle) (executor.Out
 	default:
 		return executor.Output{}, fmt.Errorf("wasm.Outputs: %w: still running", executor.ErrState)
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.out == nil {
-		// The tar may hold the whole quota plus tar headers.
-		maxTar := w.diskBytes + w.diskBytes/8 + 1<<20
-		out, err := executor.PackOutputs(w.outDir, filepath.Join(w.dir, "out.tar"), maxTar)
-		if err != nil {
-			return executor.Output{}, fmt.Errorf("wasm.Outputs: %w", err)
-		}
-		w.out = &out
+	out, err := w.outputs.Pack(w.dir, w.diskBytes)
+	if err != nil {
+		return executor.Output{}, fmt.Errorf("wasm.Outputs: %w", err)
 	}
-	return *w.out, nil
+	return out, nil
 }
 
 // Remove implements executor.Executor.
 func (e *Executor) Remove(ctx context.Context, h executor.Handle) error {
-	w, err := e.get(h)
+	w, err := e.workloads.Get(h)
 	if err != nil {
 		return fmt.Errorf("wasm.Remove: %w", err)
 	}
-	if err := w.stop(ctx, 30*time.Second); err != nil {
-		return fmt.Errorf("wasm.Remove: %w", err)
-	}
-	e.mu.Lock()
-	delete(e.workloads, h)
-	e.mu.Unlock()
-	if err := w.release(ctx); err != nil {
+	if err := e.remove(ctx, w); err != nil {
 		return fmt.Errorf("wasm.Remove: %w", err)
 	}
 	return nil
+}
+
+// remove stops w, forgets it and frees what it holds.
+func (e *Executor) remove(ctx context.Context, w *workload) error {
+	if err := w.stop(ctx, 30*time.Second); err != nil {
+		return err
+	}
+	e.workloads.Delete(w.h)
+	return w.release(ctx)
 }

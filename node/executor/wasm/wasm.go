@@ -24,7 +24,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -98,10 +97,8 @@ type Executor struct {
 	rt    wazero.Runtime
 	cache wazero.CompilationCache
 
-	mu        sync.Mutex
-	closed    bool
-	workloads map[executor.Handle]*workload
-	wg        sync.WaitGroup // run goroutines
+	// workloads also tracks the run goroutines (Go).
+	workloads executor.Workloads[*workload]
 }
 
 var _ executor.Executor = (*Executor)(nil)
@@ -140,7 +137,6 @@ func New(cfg Config, logger *slog.Logger) (*Executor, error) {
 	}
 	return &Executor{
 		cfg: cfg, log: logger.With("executor", Runtime), rt: rt, cache: cache,
-		workloads: make(map[executor.Handle]*workload),
 	}, nil
 }
 
@@ -152,24 +148,17 @@ func (e *Executor) Name() string { return Runtime }
 // Close stops every workload, removes their work directories and releases
 // the runtime. It is idempotent.
 func (e *Executor) Close() error {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
+	tracked, first := e.workloads.Close()
+	if !first {
 		return nil
 	}
-	e.closed = true
-	hs := make([]executor.Handle, 0, len(e.workloads))
-	for h := range e.workloads {
-		hs = append(hs, h)
-	}
-	e.mu.Unlock()
 	var errs []error
-	for _, h := range hs {
-		if err := e.Remove(context.Background(), h); err != nil {
+	for _, w := range tracked {
+		if err := e.remove(context.Background(), w); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	e.wg.Wait()
+	e.workloads.Wait()
 	ctx := context.Background()
 	errs = append(errs, e.rt.Close(ctx))
 	if e.cache != nil {
@@ -179,16 +168,6 @@ func (e *Executor) Close() error {
 		return fmt.Errorf("wasm.Close: %w", err)
 	}
 	return nil
-}
-
-func (e *Executor) get(h executor.Handle) (*workload, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	w, ok := e.workloads[h]
-	if !ok {
-		return nil, fmt.Errorf("%q: %w", h, executor.ErrUnknownHandle)
-	}
-	return w, nil
 }
 
 func newHandle() executor.Handle { return executor.Handle("wasm-" + rand.Text()) }

@@ -1,9 +1,12 @@
 // Package hostile is an adversarial idlegrid peer for tests: a real libp2p
-// host (loopback TCP, Noise, yamux) that speaks idlegrid's private gossip
-// and DHT protocols and abuses them the way a throw-away identity would:
-// garbage, oversized and replayed gossip signed by itself, forged DHT
-// record PUTs, idle, garbage and slowloris streams on any protocol, and
-// connection floods from fresh identities (flood.go).
+// host (loopback TCP, Noise, yamux, or any host the test hands it, such as
+// a mocknet peer) that speaks idlegrid's private gossip and DHT protocols
+// and abuses them the way a throw-away identity would: garbage, oversized
+// and replayed gossip signed by itself, valid gossip signed by any number
+// of other keys that never connect (PublishAs: a sybil army behind one
+// connection), forged DHT record PUTs, idle, garbage and slowloris
+// streams on any protocol, request/response servers that lie
+// (ServeRequests), and connection floods from fresh identities (flood.go).
 //
 // It knows no market types. Callers that need realistic payloads (stale
 // or future RFQs, forged renters) build the bytes and hand them over.
@@ -73,14 +76,21 @@ func newHost(listen bool) (host.Host, error) {
 	return h, nil
 }
 
-// New builds an attacker. Its gossipsub speaks idlegrid's protocol ID,
-// signs every message with its own key, accepts messages up to 8 MiB (so
-// it can send oversized ones) and publishes to every topic peer.
+// New builds an attacker on a fresh loopback TCP host. Its gossipsub
+// speaks idlegrid's protocol ID, signs every message with its own key
+// (PublishAs signs with another), accepts messages up to 8 MiB (so it can
+// send oversized ones) and publishes to every topic peer.
 func New() (*Attacker, error) {
 	h, err := newHost(true)
 	if err != nil {
 		return nil, err
 	}
+	return NewOn(h)
+}
+
+// NewOn builds an attacker on h (a mocknet peer, say, with an address of
+// the test's choosing); it closes h when it is closed or fails.
+func NewOn(h host.Host) (*Attacker, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ps, err := pubsub.NewGossipSub(ctx, h,
 		pubsub.WithGossipSubProtocols([]protocol.ID{p2p.GossipProtocol}, func(pubsub.GossipSubFeature, protocol.ID) bool { return true }),
@@ -171,6 +181,24 @@ func (a *Attacker) Publish(ctx context.Context, topic string, data []byte) error
 	}
 	if err := t.Publish(ctx, data); err != nil {
 		return fmt.Errorf("hostile: publish on %q: %w", topic, err)
+	}
+	return nil
+}
+
+// PublishAs sends data on topic signed by key, as if its owner had
+// published it and the attacker only passed it on: one connection
+// carrying the messages of any number of identities that never connect.
+func (a *Attacker) PublishAs(ctx context.Context, topic string, key crypto.PrivKey, data []byte) error {
+	t, err := a.topic(topic)
+	if err != nil {
+		return err
+	}
+	id, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return fmt.Errorf("hostile: publish as: %w", err)
+	}
+	if err := t.Publish(ctx, data, pubsub.WithSecretKeyAndPeerId(key, id)); err != nil {
+		return fmt.Errorf("hostile: publish on %q as %s: %w", topic, id, err)
 	}
 	return nil
 }

@@ -151,3 +151,28 @@ func (a *Attacker) PutRecord(ctx context.Context, p peer.ID, key string, value [
 	}
 	return true, nil
 }
+
+// ServeRequests answers proto the way a p2p request/response server does
+// (one varint-framed request, one framed response), with whatever answer
+// returns: a server that lies. A nil answer resets the stream. Set it
+// before connecting, so identify announces the protocol.
+func (a *Attacker) ServeRequests(proto protocol.ID, answer func(from peer.ID, req []byte) []byte) {
+	a.host.SetStreamHandler(proto, func(s network.Stream) {
+		defer func() { _ = s.Close() }()
+		_ = s.SetDeadline(time.Now().Add(time.Minute))
+		r := msgio.NewVarintReaderSize(s, 1<<20)
+		req, err := r.ReadMsg()
+		if err != nil {
+			_ = s.Reset()
+			return
+		}
+		resp := answer(s.Conn().RemotePeer(), req)
+		if resp == nil {
+			_ = s.Reset()
+			return
+		}
+		if err := msgio.NewVarintWriter(s).WriteMsg(resp); err != nil {
+			_ = s.Reset()
+		}
+	})
+}

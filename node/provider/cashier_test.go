@@ -45,18 +45,18 @@ func (r *room) voucher(t *testing.T, l *store.Lease, seq uint64, until time.Time
 // when a voucher catches up.
 func TestUnpaidWorkRule(t *testing.T) {
 	r := newRoom(t, 1)
-	terms := r.p.cfg.Attest // interval 1m, window 1m, grace 30s
+	terms := r.p.cashier.terms // interval 1m, window 1m, grace 30s
 	allow := max(terms.VoucherInterval, terms.Window) + terms.VoucherGrace
 	start := r.prov.Clock.Now()
 	l := r.runningLease(t, start)
-	run := r.p.runner
+	cash := r.p.cashier
 	check := func(want bool) {
 		t.Helper()
 		cur, err := r.prov.Store.GetLease(l.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if late, got := run.unpaid(cur); got != want {
+		if late, got := cash.unpaid(cur); got != want {
 			t.Fatalf("at +%s (late %s): unpaid %v, want %v", r.prov.Clock.Now().Sub(start), late, got, want)
 		}
 	}
@@ -67,16 +67,16 @@ func TestUnpaidWorkRule(t *testing.T) {
 	check(true)
 
 	v := r.voucher(t, l, 1, r.prov.Clock.Now())
-	if _, err := run.acceptVoucher(r.renter.ID, l, v); err != nil {
+	if _, err := cash.acceptVoucher(r.renter.ID, l, v); err != nil {
 		t.Fatal(err)
 	}
 	check(false)
 	// An older voucher never replaces a newer one.
-	if _, err := run.acceptVoucher(r.renter.ID, l, r.voucher(t, l, 1, start)); err == nil {
+	if _, err := cash.acceptVoucher(r.renter.ID, l, r.voucher(t, l, 1, start)); err == nil {
 		t.Fatal("a voucher that does not supersede the stored one was accepted")
 	}
 	// A voucher signed by someone else for this lease is refused.
-	if _, err := run.acceptVoucher(r.prov.ID, l, v); err == nil {
+	if _, err := cash.acceptVoucher(r.prov.ID, l, v); err == nil {
 		t.Fatal("a voucher delivered by a peer other than the renter was accepted")
 	}
 	r.prov.Clock.Advance(allow + time.Millisecond)
@@ -87,16 +87,16 @@ func TestUnpaidWorkRule(t *testing.T) {
 // unpaid before two intervals plus the allowance pass.
 func TestPrepaidIntervalsCountAsPaid(t *testing.T) {
 	r := newRoom(t, 1)
-	r.p.cfg.Attest.PrepayIntervals = 2
-	terms := r.p.cfg.Attest
+	r.p.cashier.terms.PrepayIntervals = 2
+	terms := r.p.cashier.terms
 	start := r.prov.Clock.Now()
 	l := r.runningLease(t, start)
 	r.prov.Clock.Advance(2*terms.VoucherInterval + max(terms.VoucherInterval, terms.Window) + terms.VoucherGrace)
-	if _, unpaid := r.p.runner.unpaid(l); unpaid {
+	if _, unpaid := r.p.cashier.unpaid(l); unpaid {
 		t.Fatal("unpaid within the prepaid intervals and the allowance")
 	}
 	r.prov.Clock.Advance(time.Millisecond)
-	if _, unpaid := r.p.runner.unpaid(l); !unpaid {
+	if _, unpaid := r.p.cashier.unpaid(l); !unpaid {
 		t.Fatal("not unpaid past the prepaid intervals and the allowance")
 	}
 }
@@ -109,8 +109,8 @@ func TestReceiptIssuedOncePerLease(t *testing.T) {
 	r := newRoom(t, 1)
 	start := r.prov.Clock.Now()
 	l := r.runningLease(t, start)
-	run := r.p.runner
-	if _, err := run.acceptVoucher(r.renter.ID, l, r.voucher(t, l, 1, start.Add(time.Minute))); err != nil {
+	cash := r.p.cashier
+	if _, err := cash.acceptVoucher(r.renter.ID, l, r.voucher(t, l, 1, start.Add(time.Minute))); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := r.prov.Leases.Finish(l.ID, lease.Completed, "", func(l *store.Lease) { l.WorkFinishedMs = start.Add(time.Minute).UnixMilli() }); err != nil {
@@ -121,7 +121,7 @@ func TestReceiptIssuedOncePerLease(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			cur, _ := r.prov.Store.GetLease(l.ID)
-			run.issueReceipt(ctx, cur)
+			cash.issueReceipt(ctx, cur)
 		})
 	}
 	wg.Wait()
@@ -139,12 +139,12 @@ func TestReceiptIssuedOncePerLease(t *testing.T) {
 	// The renter's final voucher arrives after the end: one more receipt,
 	// over the later voucher, now on the lease.
 	cur, _ := r.prov.Store.GetLease(l.ID)
-	if _, err := run.acceptVoucher(r.renter.ID, cur, r.voucher(t, cur, 2, start.Add(2*time.Minute))); err != nil {
+	if _, err := cash.acceptVoucher(r.renter.ID, cur, r.voucher(t, cur, 2, start.Add(2*time.Minute))); err != nil {
 		t.Fatal(err)
 	}
 	cur, _ = r.prov.Store.GetLease(l.ID)
-	run.issueReceipt(ctx, cur)
-	run.issueReceipt(ctx, cur)
+	cash.issueReceipt(ctx, cur)
+	cash.issueReceipt(ctx, cur)
 	if n := receipts(); n != 2 {
 		t.Fatalf("%d receipts after a later voucher, want 2", n)
 	}

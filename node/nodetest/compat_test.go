@@ -1,0 +1,201 @@
+package nodetest_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"testing"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	pb "github.com/libp2p/go-libp2p-pubsub/pb"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/libp2p/go-libp2p/core/record"
+	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node/nodetest"
+	"github.com/idlegrid/idlegrid/p2p"
+)
+
+// TestOtherVersionRecordsCostTheirSenderNothing: a node of a later
+// release (a bare gossipsub client here) gossips records this release
+// cannot read: an RFQ (on the providers' shard) and a chain entry
+// (idlegrid/attest/1) of a newer
+// "v", and the same with a field this release does not know. Every node
+// skips them (docs/protocol.md §5.1): none is delivered, and the sender
+// keeps a gossip score of at least 0 and no abuse points anywhere.
+func TestOtherVersionRecordsCostTheirSenderNothing(t *testing.T) {
+	c := nodetest.New(t, 6, nodetest.Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h, err := c.Net.GenPeer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Net.LinkAll(); err != nil {
+		t.Fatal(err)
+	}
+	key := h.Peerstore().PrivKey(h.ID())
+	ps, err := pubsub.NewGossipSub(ctx, h,
+		pubsub.WithGossipSubProtocols([]protocol.ID{p2p.GossipProtocol}, func(f pubsub.GossipSubFeature, p protocol.ID) bool {
+			return p == p2p.GossipProtocol && f == pubsub.GossipSubFeatureMesh
+		}),
+		pubsub.WithMessageSignaturePolicy(pubsub.StrictSign),
+		pubsub.WithMessageIdFn(func(m *pb.Message) string { s := sha256.Sum256(m.Data); return string(s[:]) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The providers' RFQ shard (nodetest's simulated GPUs are A10s).
+	rfqTopic := auction.GPUShard("a10").RFQTopic()
+	topics := map[string]*pubsub.Topic{}
+	for _, name := range []string{rfqTopic, p2p.TopicAttest} {
+		tp, err := ps.Join(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tp.Close()
+		topics[name] = tp
+	}
+	targets := c.Members[1:4]
+	for _, m := range targets {
+		if err := h.Connect(ctx, peer.AddrInfo{ID: m.Node.ID(), Addrs: []ma.Multiaddr{m.Addr}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nodetest.WaitFor(ctx, "the later node in both topics", func() bool {
+		return len(topics[rfqTopic].ListPeers()) >= 2 && len(topics[p2p.TopicAttest].ListPeers()) >= 2
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	spec, err := auction.ParseJobSpec([]byte("module: " + auction.CapabilityCID("m").String() + "\ngpus: 1\nmax_price: 1\nduration: 1m\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rfq, err := spec.RFQ(h.ID(), []byte("0123456789abcdef"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rfqRaw, err := auction.SealRFQ(rfq, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err := attest.NewChain(key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry, _, err := chain.Append(time.Now().UnixMilli(), &attest.Fingerprint{Driver: "550.54.15", CUDA: "12.4", GPUs: []attest.GPUFact{{
+		UUID: "GPU-11111111-2222-3333-4444-555555555555", Name: "NVIDIA A10", PCIDeviceID: 0x223610de,
+		MemoryMiB: 24564, ComputeCap: "8.6", PowerLimitMW: 150_000,
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := func(m map[string]any) { m["v"] = uint64(2) }
+	added := func(m map[string]any) { m["zz_added_later"] = true }
+	sent := 0
+	for topic, raw := range map[string][]byte{rfqTopic: rfqRaw, p2p.TopicAttest: entry} {
+		for _, edit := range []func(map[string]any){newer, added} {
+			if err := topics[topic].Publish(ctx, resign(t, raw, key, edit)); err != nil {
+				t.Fatal(err)
+			}
+			sent++
+		}
+	}
+	if err := nodetest.WaitFor(ctx, "the targets to skip what was sent", func() bool {
+		skipped := 0.0
+		for _, m := range targets {
+			skipped += verdicts(t, m.Registry, "skip")
+		}
+		return skipped >= float64(sent)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range c.Members {
+		if s := m.Node.P2P().GossipScore(h.ID()); s < 0 {
+			t.Errorf("member %d scores the later node %v", m.Index, s)
+		}
+		for _, pa := range m.Node.P2P().PeerAbuse() {
+			if pa.ID == h.ID() && (pa.AbusePoints > 0 || pa.Graylisted || pa.Banned) {
+				t.Errorf("member %d charged the later node: %+v", m.Index, pa)
+			}
+		}
+		for _, topic := range []string{rfqTopic, p2p.TopicAttest} {
+			if got := len(m.Node.RecentGossip(topic)); got != 0 {
+				t.Errorf("member %d delivered %d messages on %s", m.Index, got, topic)
+			}
+		}
+	}
+}
+
+// resign signs raw's payload, changed by edit, again under raw's kind.
+func resign(t *testing.T, raw []byte, key crypto.PrivKey, edit func(map[string]any)) []byte {
+	t.Helper()
+	env, err := record.UnmarshalEnvelope(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind, ok := attest.KindByPayloadType(env.PayloadType)
+	if !ok {
+		t.Fatalf("no kind for payload type %q", env.PayloadType)
+	}
+	var payload map[string]any
+	if err := cbor.Unmarshal(env.RawPayload, &payload); err != nil {
+		t.Fatal(err)
+	}
+	edit(payload)
+	b, err := attest.Marshal(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := record.Seal(&rawPayload{kind: kind, payload: b}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := out.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sealed
+}
+
+type rawPayload struct {
+	kind    *attest.Kind
+	payload []byte
+}
+
+func (r *rawPayload) Domain() string                 { return r.kind.Domain }
+func (r *rawPayload) Codec() []byte                  { return r.kind.PayloadType }
+func (r *rawPayload) MarshalRecord() ([]byte, error) { return r.payload, nil }
+func (r *rawPayload) UnmarshalRecord([]byte) error   { return nil }
+
+// verdicts sums idlegrid_gossip_validation_total{result} over topics.
+func verdicts(t *testing.T, reg *prometheus.Registry, result string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != "idlegrid_gossip_validation_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" && l.GetValue() == result {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}

@@ -1,0 +1,175 @@
+package renter
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/p2p"
+	"github.com/idlegrid/idlegrid/store"
+)
+
+// awardValidity is how long a provider has to countersign an award.
+const awardValidity = 10 * time.Second
+
+// inflightAward is an award sent and not yet countersigned: its provider
+// may already ask for the spec before the renter stored the lease.
+type inflightAward struct {
+	provider string
+	jobID    string // the renter's job
+}
+
+// inflightAwards are the awards sent and not yet countersigned, by award
+// ID: the awarder adds them, the job server reads them.
+type inflightAwards struct {
+	mu sync.Mutex
+	m  map[string]inflightAward
+}
+
+func newInflightAwards() *inflightAwards {
+	return &inflightAwards{m: map[string]inflightAward{}}
+}
+
+func (f *inflightAwards) add(awardID string, in inflightAward) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.m[awardID] = in
+}
+
+func (f *inflightAwards) remove(awardID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.m, awardID)
+}
+
+func (f *inflightAwards) get(awardID string) (inflightAward, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	in, ok := f.m[awardID]
+	return in, ok
+}
+
+// offerAward sends one signed award and waits for the countersignature.
+func (ar *awarder) offerAward(ctx context.Context, jobID string, rfq *auction.RFQ, rfqID string, bid *auction.Bid, bidID string, alloc auction.Allocation, part, parts uint32) (*store.Lease, error) {
+	nonce := make([]byte, 16)
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	now := ar.now()
+	aw := &auction.Award{
+		V: auction.MessagesVersion, Renter: ar.self.String(), Provider: bid.Provider,
+		RFQ: rfqID, Bid: bidID, JobCID: rfq.JobCID, GPUs: alloc.GPUs, PriceMicro: alloc.PriceMicro,
+		Tier: rfq.Tier, MaxDurationSec: rfq.MaxDurationSec, NoticeSec: bid.NoticeSec,
+		Part: part, Parts: parts, Nonce: nonce,
+		IssuedAtMs: now.UnixMilli(), ExpiresAtMs: now.Add(awardValidity).UnixMilli(),
+	}
+	raw, err := auction.SealAward(aw, ar.key)
+	if err != nil {
+		return nil, fmt.Errorf("seal award: %w", err)
+	}
+	awardID := attest.RecordID(raw).String()
+	provider, err := peer.Decode(bid.Provider)
+	if err != nil {
+		return nil, err
+	}
+	// The provider may ask for the job spec as soon as it countersigned,
+	// before the lease below is stored.
+	ar.inflight.add(awardID, inflightAward{provider: bid.Provider, jobID: jobID})
+	defer ar.inflight.remove(awardID)
+	resp, err := ar.p2p.Request(ctx, provider, lease.LeaseProto, raw, lease.LeaseLimits)
+	if err != nil {
+		return nil, fmt.Errorf("award: %w", err)
+	}
+	if len(resp) < 2 {
+		return nil, errors.New("award: empty response")
+	}
+	switch resp[0] {
+	case lease.TagDecline:
+		d, signer, err := auction.OpenDecline(resp[1:])
+		if err != nil || signer != provider || d.Award != awardID {
+			return nil, fmt.Errorf("award: malformed decline: %v", err)
+		}
+		return nil, fmt.Errorf("declined: %s", d.Reason)
+	case lease.TagAccept:
+	default:
+		return nil, fmt.Errorf("award: unknown response tag %q", resp[0])
+	}
+	acc, signer, err := auction.OpenLeaseAcceptance(resp[1:])
+	if err != nil {
+		return nil, fmt.Errorf("award: acceptance: %w", err)
+	}
+	if signer != provider || acc.Award != awardID || !sameSizedSet(acc.GPUs, aw.GPUs) {
+		return nil, errors.New("award: acceptance does not match the award")
+	}
+	// A bid holds nothing, so the provider may have committed other GPUs
+	// of the bid's model than the award named (ones taken meanwhile are
+	// substituted); the lease runs on the GPUs it accepted with.
+	// The provider says when the work starts (after any preemption notice
+	// it owes); both sides then agree on the lease's state.
+	start := time.UnixMilli(acc.StartsAtMs)
+	l := &store.Lease{
+		ID: awardID, Side: "renter", Award: raw, Acceptance: resp[1:], JobCID: rfq.JobCID, JobID: jobID,
+		Renter: aw.Renter, Provider: aw.Provider, GPUs: acc.GPUs, PriceMicro: aw.PriceMicro, Model: bid.Model,
+		Tier: string(aw.Tier), NoticeSec: aw.NoticeSec, ExpectedSec: rfq.ExpectedDurationSec, Runtime: rfq.Runtime,
+		State: lease.Awarded, StartsAtMs: start.UnixMilli(),
+		EndsAtMs: start.Add(time.Duration(rfq.MaxDurationSec) * time.Second).UnixMilli(),
+	}
+	if rfq.Resources.GPUs == 0 {
+		l.CPUCores, l.RAMMiB = auction.CPUCoresOf(rfq.Resources), rfq.Resources.RAMMiB
+	}
+	if err := ar.leases.Put(l); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// sameSizedSet reports whether an acceptance's GPUs can stand for an
+// award's: as many, each named once and none empty. Which GPUs they are is
+// the provider's to say (it substitutes for GPUs taken since its bid);
+// the award's price and model bind it whatever their names.
+func sameSizedSet(accepted, awarded []string) bool {
+	if len(accepted) != len(awarded) {
+		return false
+	}
+	seen := make(map[string]bool, len(accepted))
+	for _, g := range accepted {
+		if g == "" || seen[g] {
+			return false
+		}
+		seen[g] = true
+	}
+	return true
+}
+
+// publishSummary gossips the cleared price for the market price index. It
+// also tells the auction's losing bidders that it is over, so they release
+// any firm holds of their bids at once instead of when the holds end.
+//
+// The summary carries the lease (award and acceptance), so the price index
+// counts it as an award both parties signed, and vouches for the auction's
+// bidders (issue 23).
+func (ar *awarder) publishSummary(ctx context.Context, l *store.Lease, bidders []string) {
+	sum, err := auction.SummaryOfLease(l.Award, l.Acceptance, l.Model, bidders, ar.now())
+	if err != nil {
+		ar.log.Warn("award summary", "err", err)
+		return
+	}
+	raw, err := auction.SealAwardSummary(sum, ar.key)
+	if err != nil {
+		ar.log.Warn("seal award summary", "err", err)
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := ar.p2p.Publish(pctx, p2p.TopicAttest, raw, 0); err != nil {
+		ar.log.Warn("publish award summary", "err", err)
+	}
+}

@@ -1,0 +1,221 @@
+package renter
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/store"
+)
+
+// jobDriverDeps are what the job driver needs of the room: the other
+// components' steps, as callbacks.
+type jobDriverDeps struct {
+	log   *slog.Logger
+	db    *store.DB
+	jobs  *jobTracker
+	bg    *background
+	runs  *jobRuns
+	avoid *avoidList
+	// auction runs one auction (auctioneer.run).
+	auction func(ctx context.Context, jobID string, spec *auction.JobSpec, round int) ([]*store.Lease, bool)
+	// follow mirrors a lease until it ends (follower.followLease);
+	// cancelLease stops one (follower.cancelLease).
+	follow      func(ctx context.Context, l *store.Lease) *store.Lease
+	cancelLease func(ctx context.Context, l *store.Lease, reason string)
+	// pay pays a lease while it runs (payments.payLease); settle fetches
+	// an ended lease's receipt (payments.fetchReceipt).
+	pay    func(ctx context.Context, l *store.Lease)
+	settle func(ctx context.Context, l *store.Lease)
+	// preemptions delivers the job's leases whose preemption notice ran
+	// out (preemptions.of).
+	preemptions func(jobID string) chan string
+}
+
+// jobDriver carries a job from its auction to its end: it follows the
+// leases an auction won, pays for them, and re-auctions the work when a
+// lease is preempted or its provider becomes unreachable or unhealthy.
+type jobDriver struct {
+	jobDriverDeps
+	reauction bool // Config.Reauction
+}
+
+// start runs a new job's auction and the following of its leases in the
+// background, cancellable by the job's ID.
+func (d *jobDriver) start(jobID string, spec *auction.JobSpec) error {
+	return d.bg.Go(func(ctx context.Context) {
+		d.runs.run(ctx, jobID, func(ctx context.Context) { d.drive(ctx, jobID, spec, 0, nil) })
+	})
+}
+
+// drive runs the job's auctions (from round, or first follows leases it
+// already holds) until the job ends: an auction retried after its backoff
+// or work to re-auction runs the next round.
+func (d *jobDriver) drive(ctx context.Context, jobID string, spec *auction.JobSpec, round int, leases []*store.Lease) {
+	for {
+		if len(leases) == 0 {
+			var again bool
+			if leases, again = d.auction(ctx, jobID, spec, round); len(leases) == 0 {
+				if !again {
+					return
+				}
+				round++
+				continue
+			}
+		}
+		if !d.watchCompletion(ctx, jobID, leases, round) {
+			return
+		}
+		leases, round = nil, round+1
+	}
+}
+
+// resume picks up the jobs a restart interrupted: auctions run again,
+// running jobs wait for their leases again, and preempted work is
+// re-auctioned.
+func (d *jobDriver) resume(ctx context.Context) {
+	jobs, err := d.db.Jobs()
+	if err != nil {
+		d.log.Warn("resume jobs", "err", err)
+		return
+	}
+	for _, j := range jobs {
+		if lease.JobState(j.State).Terminal() {
+			continue
+		}
+		spec, err := auction.ParseJobSpec(j.Spec)
+		if err != nil {
+			d.jobs.set(j.ID, lease.JobFailed, "failed", "stored spec no longer parses: %v", err)
+			continue
+		}
+		switch j.State {
+		case lease.JobRunning:
+			var leases []*store.Lease
+			for _, id := range j.Leases {
+				if l, err := d.db.GetLease(id); err == nil && !lease.State(l.State).Terminal() {
+					leases = append(leases, l)
+				}
+			}
+			if len(leases) > 0 {
+				d.jobs.event(j.ID, "resumed", "following %d lease(s) again after a node restart", len(leases))
+				d.bg.track(func() {
+					d.runs.run(ctx, j.ID, func(ctx context.Context) { d.drive(ctx, j.ID, spec, 0, leases) })
+				})
+				continue
+			}
+			d.jobs.event(j.ID, "resumed", "no live lease left after a node restart; auctioning again")
+		default:
+			d.jobs.event(j.ID, "resumed", "auction restarted after a node restart")
+		}
+		if _, err := d.jobs.setState(j.ID, lease.JobAuctioning, "", ""); err != nil {
+			continue
+		}
+		d.bg.track(func() { d.runs.run(ctx, j.ID, func(ctx context.Context) { d.drive(ctx, j.ID, spec, 0, nil) }) })
+	}
+}
+
+// watchCompletion follows the job's leases until their work ends. All
+// completed: the job completed. One preempted, or failed with its
+// provider unreachable or unhealthy: the others are cancelled and it
+// reports that the work is to be re-auctioned. One failed, expired or
+// cancelled: the others are cancelled and the job ends with that lease's
+// outcome.
+func (d *jobDriver) watchCompletion(ctx context.Context, jobID string, leases []*store.Lease, round int) (reauction bool) {
+	fctx, stopFollowing := context.WithCancel(ctx)
+	defer stopFollowing()
+	ended := make(chan *store.Lease, len(leases))
+	for _, l := range leases {
+		d.bg.track(func() { ended <- d.follow(fctx, l) })
+		// The payer outlives the job's following: it pays for the last
+		// window even when the lease's end is heard first, and stops by
+		// itself once the lease ended and its chain is read.
+		_ = d.bg.Go(func(ctx context.Context) { d.pay(ctx, l) })
+	}
+	preempted := d.preemptions(jobID)
+	live := map[string]*store.Lease{}
+	for _, l := range leases {
+		live[l.ID] = l
+	}
+	cancelOthers := func(reason string) {
+		for _, l := range live {
+			d.cancelLease(context.WithoutCancel(ctx), l, reason)
+		}
+	}
+	for len(live) > 0 {
+		var l *store.Lease
+		select {
+		case <-ctx.Done():
+			return false
+		case l = <-ended:
+		case lid := <-preempted:
+			if cur, err := d.db.GetLease(lid); err == nil && live[lid] != nil {
+				l = cur
+			} else {
+				continue
+			}
+		}
+		if l == nil || live[l.ID] == nil {
+			continue
+		}
+		delete(live, l.ID)
+		if ctx.Err() != nil {
+			return false // the job was cancelled or the node stops
+		}
+		_ = d.bg.Go(func(ctx context.Context) { d.settle(ctx, l) })
+		switch l.State {
+		case lease.Completed:
+			continue
+		case lease.Preempted:
+			stopFollowing()
+			d.jobs.set(jobID, lease.JobPreempted, "preempted", "lease %s preempted by its provider", lease.Short(l.ID))
+			cancelOthers("sibling lease preempted; job re-auctioned")
+			if !d.reauction {
+				d.jobs.set(jobID, lease.JobFailed, "failed", "preempted and market.reauction is off")
+				return false
+			}
+			d.jobs.set(jobID, lease.JobAuctioning, "reauction", "re-auctioning the preempted work")
+			return true
+		case lease.Failed:
+			movable := strings.HasPrefix(l.Reason, reasonUnreachable) || strings.HasPrefix(l.Reason, reasonUnhealthy)
+			if !movable || !d.reauction || round+1 >= maxReauctions {
+				break
+			}
+			stopFollowing()
+			d.avoid.add(jobID, l.Provider)
+			cancelOthers("sibling lease's provider unreachable or unhealthy; job re-auctioned")
+			d.jobs.set(jobID, lease.JobAuctioning, "reauction", "lease %s: %s; re-auctioning the work", lease.Short(l.ID), l.Reason)
+			return true
+		}
+		switch l.State {
+		case lease.Completed, lease.Preempted:
+		default:
+			stopFollowing()
+			cancelOthers(fmt.Sprintf("sibling lease %s", l.State))
+			state := lease.JobFailed
+			switch l.State {
+			case lease.Expired:
+				state = lease.JobExpired
+			case lease.Cancelled:
+				state = lease.JobCancelled
+			}
+			d.jobs.set(jobID, state, state, "lease %s %s: %s", lease.Short(l.ID), l.State, l.Reason)
+			return false
+		}
+	}
+	d.jobs.set(jobID, lease.JobCompleted, "completed", "%s", completionSummary(leases, d.db))
+	return false
+}
+
+// completionSummary says how a completed job's leases ended.
+func completionSummary(leases []*store.Lease, db *store.DB) string {
+	if len(leases) == 1 {
+		if l, err := db.GetLease(leases[0].ID); err == nil && l.OutputCID != "" {
+			return fmt.Sprintf("exited 0; output %s (a %d-byte tar)", l.OutputCID, l.OutputSize)
+		}
+		return "exited 0"
+	}
+	return fmt.Sprintf("all %d leases exited 0", len(leases))
+}

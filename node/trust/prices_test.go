@@ -1,0 +1,141 @@
+package trust
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/auction/auctiontest"
+	"github.com/idlegrid/idlegrid/node/roomtest"
+	"github.com/idlegrid/idlegrid/p2p"
+)
+
+func newKey(t *testing.T) (crypto.PrivKey, peer.ID) {
+	t.Helper()
+	sk, _, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := peer.IDFromPrivateKey(sk)
+	return sk, id
+}
+
+// gossipSummary hands a summary to tr as the attest topic would.
+func gossipSummary(t *testing.T, tr *Trust, renter, provider crypto.PrivKey, price uint64, at time.Time) p2p.Verdict {
+	t.Helper()
+	raw, err := auctiontest.Summary(renter, provider, auctiontest.Lease{Model: "a10-24gb", Tier: auction.TierBronze, GPUs: 1, PriceMicro: price, At: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rid, _ := peer.IDFromPrivateKey(renter)
+	v := tr.ValidateAttest(context.Background(), rid, rid, raw)
+	if v == p2p.Accept {
+		tr.OnAttest(context.Background(), raw)
+	}
+	return v
+}
+
+// TestPriceIndexCountsEvidence: summaries between backed parties set the
+// index; fifty pairs of fresh keys co-signing summaries at ten times the
+// price, and renters forging summaries nobody accepted, do not move it.
+func TestPriceIndexCountsEvidence(t *testing.T) {
+	peers := roomtest.Peers(t, 1)
+	tr := newTrust(t, peers[0])
+	recs := fakeRecords(tr)
+	now := peers[0].Clock.Now()
+	renterKey, _ := newKey(t)
+	for i := range 4 {
+		sk, id := provider(t, recs, now)
+		offer(t, tr, id, sealedDigest(t, sk, now, 1))
+		drainChecks(t, tr)
+		if v := gossipSummary(t, tr, renterKey, sk, uint64(1_000_000+i*10_000), now); v != p2p.Accept {
+			t.Fatalf("honest summary: %v", v)
+		}
+	}
+	median := func() uint64 {
+		t.Helper()
+		stats, err := tr.PriceIndex(time.Time{}, time.Time{})
+		if err != nil || len(stats) != 1 {
+			t.Fatalf("price index: %+v, %v", stats, err)
+		}
+		return stats[0].MedianMicro
+	}
+	base := median()
+	for range 50 {
+		r, _ := newKey(t)
+		p, _ := newKey(t)
+		if v := gossipSummary(t, tr, r, p, 10_000_000, now); v != p2p.Accept {
+			t.Fatalf("a fresh pair's summary: %v", v)
+		}
+	}
+	if got := median(); got != base {
+		t.Fatalf("fifty fresh pairs moved the median from %d to %d", base, got)
+	}
+	// A renter alone cannot make one: a summary whose acceptance is
+	// another award's is rejected at the edge.
+	r, _ := newKey(t)
+	p, _ := newKey(t)
+	good, _ := auctiontest.Summary(r, p, auctiontest.Lease{Model: "a10-24gb", Tier: auction.TierBronze, GPUs: 1, PriceMicro: 9_000_000, At: now})
+	other, _ := auctiontest.Summary(r, p, auctiontest.Lease{Model: "a10-24gb", Tier: auction.TierBronze, GPUs: 1, PriceMicro: 9_000_000, At: now})
+	s, _, err := auction.OpenAwardSummary(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _, _ := auction.OpenAwardSummary(other)
+	s.AcceptEnv = o.AcceptEnv
+	forged, err := auction.SealAwardSummary(s, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rid, _ := peer.IDFromPrivateKey(r)
+	if v := tr.ValidateAttest(context.Background(), rid, rid, forged); v != p2p.Reject {
+		t.Fatalf("a summary without its provider's acceptance: %v, want reject", v)
+	}
+	if got := median(); got != base {
+		t.Fatalf("the index moved from %d to %d", base, got)
+	}
+}
+
+// TestRenownedRentersVouchForBidders: a summary's list of bidders makes
+// them proven (bid-selection view) only when its renter holds receipts.
+func TestRenownedRentersVouchForBidders(t *testing.T) {
+	peers := roomtest.Peers(t, 1)
+	tr := newTrust(t, peers[0])
+	recs := fakeRecords(tr)
+	now := peers[0].Clock.Now()
+	var winnerKey crypto.PrivKey
+	var bidders []string
+	for i := range 3 {
+		sk, id := provider(t, recs, now)
+		offer(t, tr, id, sealedDigest(t, sk, now, 1))
+		bidders = append(bidders, id.String())
+		if i == 0 {
+			winnerKey = sk
+		}
+	}
+	drainChecks(t, tr)
+	slices.Sort(bidders)
+	renterKey, renter := newKey(t)
+	raw, err := auctiontest.Summary(renterKey, winnerKey, auctiontest.Lease{
+		Model: "a10", Tier: auction.TierBronze, GPUs: 1, PriceMicro: 1_000_000, At: now, Bidders: bidders,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := tr.ValidateAttest(context.Background(), renter, renter, raw); v != p2p.Accept {
+		t.Fatalf("summary: %v", v)
+	}
+	tr.OnAttest(context.Background(), raw)
+	if got := len(tr.Digests(auction.GPUShard("a10"))); got != 1 {
+		t.Fatalf("a fresh renter's word proved %d providers; want only the winner, whose acceptance it carries", got)
+	}
+	tr.renown.renters = map[string]bool{renter.String(): true}
+	if got := len(tr.Digests(auction.GPUShard("a10"))); got != 3 {
+		t.Fatalf("a renowned renter's bidders: %d proven, want 3", got)
+	}
+}

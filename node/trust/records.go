@@ -1,0 +1,192 @@
+package trust
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/p2p"
+)
+
+// Record checks: a provider's digest is backed once its capacity record,
+// fetched from the DHT, matches it (auction.DigestMatchesRecord). A few
+// workers fetch records from a bounded queue, so a flood of held digests
+// costs a bounded number of lookups; a digest that waits in a full queue
+// stays held (moving nothing) until its provider's next digest.
+const (
+	recordCheckWorkers = 4
+	recordCheckQueue   = 4096
+	recordCheckTimeout = 15 * time.Second
+	// A provider whose own digest came before its record was found is
+	// tried again after recordRetryAfter, twice: it may have been put a
+	// moment ago.
+	recordRetryAfter = 3 * time.Second
+	recordTries      = 3
+	// A backed provider's record is fetched again recheckBefore the
+	// matched one expires (records live 30 min and are put again every
+	// 10), and at most every recheckEvery when its digest names a newer
+	// record.
+	recheckBefore = 5 * time.Minute
+	recheckEvery  = time.Minute
+)
+
+// AbuseDigestUnbacked is charged to the peer that introduced a digest
+// whose provider's record did not back it (a sync source, or the peer
+// that gossiped it first: honest relays pass on only digests they
+// checked). unbackedPoints is its cost: 25 digests that do not check out
+// cost a ban (BanPoints 200), well within the newPeersPerSource a source
+// may put into the book unchecked. A provider that gossips its own digest is not charged (its record
+// may not have spread yet); a peer that passes on a stranger's is.
+const (
+	AbuseDigestUnbacked p2p.AbuseReason = "digest_unbacked"
+	unbackedPoints                      = 8
+)
+
+// queueCheck queues a record check of p unless one is queued or running.
+// It reports whether p is being checked.
+func (t *Trust) queueCheck(p string) bool {
+	queued := false
+	t.ev.update(p, t.now(), func(ev *peerEvidence) {
+		if ev.checking {
+			queued = true
+			return
+		}
+		select {
+		case t.checks <- p:
+			ev.checking, queued = true, true
+		default:
+		}
+	})
+	return queued
+}
+
+// runRecordChecks runs the check workers until ctx ends.
+func (t *Trust) runRecordChecks(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range recordCheckWorkers {
+		wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case p := <-t.checks:
+					t.checkRecord(ctx, p)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// checkRecord fetches p's record and judges the digest held for it.
+func (t *Trust) checkRecord(ctx context.Context, p string) {
+	d, _, ok := t.digests.Get(p)
+	id, err := peer.Decode(p)
+	if !ok || err != nil {
+		t.checkDone(p, nil, nil, nil) // the digest expired or was evicted meanwhile
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, recordCheckTimeout)
+	rec, err := t.fetchRecord(cctx, id)
+	cancel()
+	if ctx.Err() != nil {
+		t.ev.update(p, t.now(), func(ev *peerEvidence) { ev.checking = false })
+		return
+	}
+	if err == nil {
+		err = auction.DigestMatchesRecord(d, rec, t.now())
+	}
+	if err != nil && t.retryCheck(p) {
+		return
+	}
+	t.checkDone(p, d, rec, err)
+}
+
+// retryCheck schedules one more check of a held provider whose record
+// was not there yet; it reports whether it did. Only a provider's own
+// digest is retried: it may have outrun its record, while a peer passes
+// on (or serves) only digests it checked.
+func (t *Trust) retryCheck(p string) bool {
+	retry := false
+	t.ev.update(p, t.now(), func(ev *peerEvidence) {
+		own := ev.blame == "" || string(ev.blame) == p
+		if ev.held && own && ev.tries+1 < recordTries {
+			ev.tries++
+			ev.checking = false
+			retry = true
+		}
+	})
+	if retry {
+		time.AfterFunc(recordRetryAfter, func() { t.queueCheck(p) })
+	}
+	return retry
+}
+
+// checkDone records a check's outcome: err nil means rec backs d.
+func (t *Trust) checkDone(p string, d *auction.Digest, rec *auction.Capacity, err error) {
+	now := t.now()
+	var wasHeld, backed bool
+	var sources []string
+	var blame peer.ID
+	t.ev.update(p, now, func(ev *peerEvidence) {
+		ev.checking, ev.checkedAt, ev.tries = false, now, 0
+		wasHeld, sources, blame = ev.held, ev.sources, ev.blame
+		ev.held, ev.sources, ev.blame = false, nil, ""
+		if d != nil && err == nil {
+			ev.RecordUntil, ev.capSeq, ev.everBacked = time.UnixMilli(rec.ExpiresAtMs), rec.Seq, true
+		}
+		backed = ev.Backed(now)
+		if !backed && d != nil {
+			// A provider's own digest may just have outrun its record: it
+			// is checked again sooner than a digest someone passed on.
+			until := unbackedFor
+			if blame == "" || string(blame) == p {
+				until = time.Minute
+			}
+			ev.unbackedUntil = now.Add(until)
+		}
+	})
+	switch {
+	case d == nil:
+		if wasHeld {
+			t.newPeers.give(now, sources...)
+		}
+	case err == nil:
+		if wasHeld {
+			t.newPeers.give(now, sources...)
+			t.learnt(d)
+		}
+	case !backed:
+		t.digests.Remove(p)
+		t.log.Debug("digest dropped: its record does not back it", "provider", p, "err", err)
+		if wasHeld && blame != "" && string(blame) != p && blame != t.self {
+			t.p2p.Guard().Charge(blame, AbuseDigestUnbacked, unbackedPoints)
+		}
+	}
+}
+
+// recheckRecords queues a check of every backed provider in the book
+// whose matched record expires within recheckBefore, and of every held
+// one a full queue left unchecked (or lets it go when its digest is gone).
+func (t *Trust) recheckRecords() {
+	now := t.now()
+	var due []string
+	t.ev.mu.Lock()
+	for p, ev := range t.ev.by {
+		renew := ev.Backed(now) && ev.RecordUntil.Sub(now) < recheckBefore && now.Sub(ev.checkedAt) >= recheckEvery
+		if !ev.checking && (renew || ev.held) {
+			due = append(due, p)
+		}
+	}
+	t.ev.mu.Unlock()
+	for _, p := range due {
+		if _, _, ok := t.digests.Get(p); ok {
+			t.queueCheck(p)
+		} else if t.ev.of(p).held {
+			t.checkDone(p, nil, nil, nil)
+		}
+	}
+}
