@@ -21,13 +21,13 @@ const (
 	recordCheckWorkers = 4
 	recordCheckQueue   = 4096
 	recordCheckTimeout = 15 * time.Second
-	// A held digest whose record was not found (or did not match) is
-	// tried again after recordRetryAfter, then twice that, and so on,
-	// recordTries in all (about 20 s): its record may have been put a
-	// moment ago and not have reached the peers this node asks. A check
-	// this node cannot run yet (no DHT peers) is not a try.
+	// A provider whose own digest came before its record was found is
+	// tried again after recordRetryAfter, then twice that: recordTries in
+	// all, over about 10 s, as its record may have been put a moment ago.
+	// A check this node cannot run yet (no DHT peers: it has just started)
+	// is no try, for any digest: it waits for the routing table.
 	recordRetryAfter = 3 * time.Second
-	recordTries      = 4
+	recordTries      = 3
 	// A backed provider's record is fetched again recheckBefore the
 	// matched one expires (records live 30 min and are put again every
 	// 10), and at most every recheckEvery when its digest names a newer
@@ -114,16 +114,16 @@ func (t *Trust) checkRecord(ctx context.Context, p string) {
 }
 
 // retryCheck schedules one more check of a held provider whose record
-// did not back its digest yet; it reports whether it did. A digest passed
-// on is retried like a provider's own: the peer that passed it on found
-// the record, but a record put a moment ago reaches the peers this node
-// asks later than those it asked, and a small network's lookups are
-// uneven.
+// was not there yet; it reports whether it did. Only a provider's own
+// digest is retried: it may have outrun its record, while a peer passes
+// on (or serves) only digests it checked. (Retrying those too would give
+// a forwarder of made-up providers recordTries lookups per key.)
 func (t *Trust) retryCheck(p string) bool {
 	retry := false
 	var after time.Duration
 	t.ev.update(p, t.now(), func(ev *peerEvidence) {
-		if ev.held && ev.tries+1 < recordTries {
+		own := ev.blame == "" || string(ev.blame) == p
+		if ev.held && own && ev.tries+1 < recordTries {
 			after = recordRetryAfter << ev.tries
 			ev.tries++
 			ev.checking = false
