@@ -33,6 +33,7 @@ const (
 	RejectVRAM        = "vram"        // VRAM below the minimum
 	RejectNotice      = "notice"      // bronze notice shorter than MinNoticeSec
 	RejectStart       = "start"       // earliest start after StartByMs
+	RejectTerms       = "terms"       // lease terms the renter cannot accept (MatchInput.Terms)
 	// Feasible bids that did not win; they are also listed in Plan.Backups.
 	RejectOutranked = "outranked" // feasible, but better bids filled the request
 	RejectUnfilled  = "unfilled"  // feasible, but the feasible bids cannot fill it
@@ -170,6 +171,10 @@ type MatchInput struct {
 	// (for instance the price index median), so a thin market does not
 	// clear at the renter's maximum; never below a winner's own bid.
 	ReserveMicro map[string]uint64
+	// Terms are the lease terms this renter accepts; a bid whose terms
+	// fall outside them loses with RejectTerms. Nil accepts any terms
+	// within the protocol's bounds.
+	Terms *TermsLimits
 }
 
 // Plan is the matcher's decision.

@@ -159,6 +159,11 @@ func (f *filter) check(i int, b *Bid, latest map[string]int) (code, reason strin
 	if rfq.StartByMs != 0 && b.EarliestStartMs > rfq.StartByMs {
 		return RejectStart, fmt.Sprintf("earliest start %d after start-by %d", b.EarliestStartMs, rfq.StartByMs)
 	}
+	if f.in.Terms != nil {
+		if why := f.in.Terms.Accepts(b.LeaseTerms()); why != "" {
+			return RejectTerms, why
+		}
+	}
 	return "", ""
 }
 

@@ -79,6 +79,9 @@ func (b *bidder) commit(aw *auction.Award, awardID string, raw []byte, inventory
 	if aw.NoticeSec != sb.bid.NoticeSec {
 		return nil, nil, "award changes the promised preemption notice"
 	}
+	if aw.LeaseTerms() != sb.bid.LeaseTerms() {
+		return nil, nil, "award changes the lease terms of the bid"
+	}
 	if aw.PriceMicro < sb.bid.PriceMicro {
 		return nil, nil, fmt.Sprintf("price %d below the bid %d", aw.PriceMicro, sb.bid.PriceMicro)
 	}

@@ -51,6 +51,9 @@ type bidderDeps struct {
 	leases *lease.Book
 	gpus   gpu.Backend
 	policy auction.BidPolicy
+	// terms are the lease terms every bid offers ([attest]); a lease runs
+	// by the terms its award accepted.
+	terms auction.LeaseTerms
 	// admit is the operator's award admission policy; nil admits all.
 	admit AdmitAward
 	// firm are the firm holds and cpu the CPU share; the bidder changes
@@ -278,6 +281,7 @@ func (b *bidder) quote(rfq *auction.RFQ, rfqID, holdID string) (*auction.Bid, er
 	}
 	bid := q.Bid
 	bid.Provider = b.self
+	bid.SetTerms(b.terms)
 	if held := b.firm.grant(rfq.Renter, holdID, bid.GPUs, now, time.UnixMilli(bid.ValidUntilMs)); len(held) > 0 {
 		b.changed() // the record shows them held
 	}

@@ -175,7 +175,7 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
 	p.cashier = newCashier(cashierDeps{
-		log: log.With("component", "cashier"), now: now, key: key, p2p: network, db: db, book: book, terms: cfg.Attest,
+		log: log.With("component", "cashier"), now: now, key: key, p2p: network, db: db, book: book,
 		notePaid: p.firm.notePaid, background: p.tasks.spawn,
 	})
 	// The runner and the bidder call each other: the bidder starts on the
@@ -189,7 +189,7 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 		ended: func(l *store.Lease) { b.leaseEnded(l) },
 	})
 	b = newBidder(bidderDeps{
-		log: bidLog, now: now, key: key, p2p: network, db: db, leases: book, gpus: gpus, policy: bidPolicy(offer), admit: deps.AdmitAward,
+		log: bidLog, now: now, key: key, p2p: network, db: db, leases: book, gpus: gpus, policy: bidPolicy(offer), terms: cfg.Attest.Offer(), admit: deps.AdmitAward,
 		firm: p.firm, cpu: p.cpu, capacity: p.adv.build, changed: p.adv.signal, diskOpen: p.disk.open,
 		selected: p.market.selected, market: p.market.signal,
 		start: p.runner.start, preempt: p.runner.preempt, background: p.tasks.spawn,

@@ -156,6 +156,7 @@ func (r *room) award(t *testing.T, rfqRaw []byte, rfq *auction.RFQ, bid gotBid, 
 		NoticeSec: bid.NoticeSec, Part: 1, Parts: 1, Nonce: []byte("0123456789abcdef"),
 		IssuedAtMs: now.UnixMilli(), ExpiresAtMs: now.Add(10 * time.Second).UnixMilli(),
 	}
+	aw.SetTerms(bid.LeaseTerms())
 	raw, err := auction.SealAward(aw, r.renter.Key)
 	if err != nil {
 		t.Fatal(err)

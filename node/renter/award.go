@@ -47,6 +47,8 @@ type awarder struct {
 	awarderDeps
 	reliabilityPrior float64 // Config.ReliabilityPrior
 	goldNeedsBadge   bool    // Config.GoldNeedsBadge
+	// terms are the lease terms this renter accepts of a bid ([attest]).
+	terms auction.TermsLimits
 }
 
 // award runs the matcher over the collected bids and turns the plan into
@@ -191,6 +193,6 @@ func (ar *awarder) matchInput(rfq *auction.RFQ, rfqID string, bids []*auction.Bi
 	return auction.MatchInput{
 		RFQ: rfq, RFQID: rfqID, Bids: bids,
 		Reputation: ar.rep.Scores(), Prior: ar.reliabilityPrior,
-		RTT: rtt, Now: ar.now(), Weights: auction.DefaultWeights(),
+		RTT: rtt, Now: ar.now(), Weights: auction.DefaultWeights(), Terms: &ar.terms,
 	}
 }

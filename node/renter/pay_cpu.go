@@ -15,7 +15,7 @@ import (
 // payments verified.
 func (py *payer) payByTime(ctx context.Context) {
 	d := py.d
-	t := time.NewTicker(max(d.terms.VoucherInterval, 10*time.Millisecond))
+	t := time.NewTicker(max(py.terms.VoucherInterval(), 10*time.Millisecond))
 	defer t.Stop()
 	for {
 		cur, err := d.db.GetLease(py.l.ID)

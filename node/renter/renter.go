@@ -105,7 +105,7 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 				log: log, now: now, key: deps.Key, self: self, p2p: network, leases: deps.Leases, jobs: r.jobs,
 				rep: deps.Reputation, inflight: inflight, avoid: avoid,
 			},
-			reliabilityPrior: cfg.ReliabilityPrior, goldNeedsBadge: cfg.GoldNeedsBadge,
+			reliabilityPrior: cfg.ReliabilityPrior, goldNeedsBadge: cfg.GoldNeedsBadge, terms: cfg.Attest.Limits(),
 		},
 	}
 	r.follower = &follower{
@@ -121,7 +121,7 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 	})
 	r.payments = newPayments(payerDeps{
 		log: log, now: now, key: deps.Key, self: self, db: deps.Store, leases: deps.Leases, jobs: r.jobs,
-		terms: cfg.Attest, call: call, withhold: deps.WithholdPayment, reportFraud: reportFraud,
+		call: call, withhold: deps.WithholdPayment, reportFraud: reportFraud,
 		publishFraud: func(ctx context.Context, proof []byte) error {
 			return network.Publish(ctx, p2p.TopicFraud, proof, 0)
 		},
