@@ -235,6 +235,7 @@ func (n *Node) Run(ctx context.Context) error {
 	wg.Go(func() { n.protectLoop(ctx) })
 	wg.Go(func() { n.healGossipLoop(ctx) })
 	wg.Go(func() { n.watchReachability(ctx) })
+	wg.Go(func() { n.watchLiveness(ctx) })
 	wg.Wait()
 	return nil
 }

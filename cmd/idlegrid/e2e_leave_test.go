@@ -46,22 +46,37 @@ func TestProvidersLeaveTheRenterView(t *testing.T) {
 		return in, fmt.Sprintf("connected to the provider: %v", in)
 	}
 
+	// Steady state first: both providers backed in the renter's view, so
+	// its search reads the digest book (right after start it walks the DHT).
+	backed := func() (bool, string) {
+		st, err := d.renter.client.Status(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return st.MarketView.Backed == 2, fmt.Sprintf("market view %+v", st.MarketView)
+	}
+	waitFor(t, ctx, "both providers backed in the renter's market view", d.all, backed)
 	p.kill9(t)
 	killed := time.Now()
-	var peerGone time.Duration
-	waitFor(t, ctx, "the killed provider to leave the renter's peer list", d.all, func() (bool, string) {
+	var peerGone, killGone time.Duration
+	waitFor(t, ctx, "the killed provider to leave the renter's peer list and market search", d.all, func() (bool, string) {
 		in, why := connected()
-		return !in, why
+		if !in && peerGone == 0 {
+			peerGone = time.Since(killed)
+		}
+		found, swhy := inSearch()
+		if !found && killGone == 0 {
+			killGone = time.Since(killed)
+		}
+		return peerGone > 0 && killGone > 0, why + "; " + swhy
 	})
-	peerGone = time.Since(killed)
 	if peerGone > 30*time.Second {
 		t.Errorf("the killed provider left the peer list after %s, want within 30 s", peerGone)
 	}
-	waitFor(t, ctx, "the killed provider to leave the renter's market search", d.all, gone)
-	killGone := time.Since(killed)
 
 	p.start(t, d.bin)
 	waitFor(t, ctx, "the restarted provider in the renter's market search", d.all, inSearch)
+	waitFor(t, ctx, "both providers backed in the renter's market view", d.all, backed)
 	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
