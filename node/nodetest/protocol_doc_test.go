@@ -110,8 +110,8 @@ func topicPattern(topic string) string {
 	return auction.DigestShardPrefix + shard
 }
 
-// tableColumn returns the first column's code spans of the first table
-// after the heading.
+// tableColumn returns the code spans of the first column of the first
+// table after the heading.
 func tableColumn(t *testing.T, doc, heading string) []string {
 	t.Helper()
 	_, rest, ok := strings.Cut(doc, heading+"\n")
@@ -128,9 +128,11 @@ func tableColumn(t *testing.T, doc, heading string) []string {
 			continue
 		}
 		inTable = true
-		cell := strings.TrimSpace(strings.Split(line, "|")[1])
-		if code, ok := strings.CutPrefix(cell, "`"); ok {
-			out = append(out, strings.TrimSuffix(code, "`"))
+		cell := strings.Split(line, "|")[1]
+		for i, span := range strings.Split(cell, "`") {
+			if i%2 == 1 { // inside a code span
+				out = append(out, span)
+			}
 		}
 	}
 	if len(out) == 0 {
