@@ -1,7 +1,9 @@
 // Package golden pins encodings in testdata files: a test renders a value
 // and Check compares it with the file, so that a changed wire format fails
-// a test instead of reaching peers unnoticed. Run the tests with -update to
-// rewrite the files after a deliberate change.
+// a test instead of reaching peers unnoticed. Vector renders a sealed
+// record as a protocol test vector (docs/protocol.md §5.2), and
+// CheckSection pins a generated part of a document. Run the tests with
+// -update to rewrite the files after a deliberate change.
 //
 // It is for tests only (importing it registers the -update flag), and it
 // imports nothing of idlegrid, so the tests of every package may use it,
