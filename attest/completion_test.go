@@ -33,7 +33,10 @@ func TestVerifyCompletionRefuses(t *testing.T) {
 		{"no end", func(_ *testing.T, s *segment, _ *Completion) [][]byte { return s.raws[:len(s.raws)-1] }, "does not record the lease's end"},
 		{"other output", func(_ *testing.T, s *segment, w *Completion) [][]byte { w.Output = fakeID("empty tar"); return s.raws }, "names output"},
 		{"other job", func(_ *testing.T, s *segment, w *Completion) [][]byte { w.Job = fakeID("other job"); return s.raws }, "for job spec"},
-		{"other provider", func(t *testing.T, s *segment, w *Completion) [][]byte { w.Provider = peerOf(t, otherSeed); return s.raws }, "not the lease's provider"},
+		{"other provider", func(t *testing.T, s *segment, w *Completion) [][]byte {
+			w.Provider = peerOf(t, otherSeed)
+			return s.raws
+		}, "not the lease's provider"},
 		{"exit code", func(t *testing.T, s *segment, _ *Completion) [][]byte {
 			s.entries[len(s.entries)-1].Job.ExitCode = 3
 			return reseal(t, s.key, s.entries)
