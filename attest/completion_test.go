@@ -62,3 +62,14 @@ func TestVerifyCompletionRefuses(t *testing.T) {
 		})
 	}
 }
+
+// A run shorter than one allowed gap owes no telemetry window.
+func TestVerifyCompletionShortRun(t *testing.T) {
+	s := honestSegment(t)
+	es := []*Entry{s.entries[0], s.entries[1], s.entries[len(s.entries)-1]}
+	es[2].AtMs = es[1].AtMs + 500
+	raws := reseal(t, s.key, es)
+	if _, err := VerifyCompletion(raws, s.completion(t), s.opts()); err != nil {
+		t.Fatal(err)
+	}
+}

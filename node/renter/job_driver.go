@@ -120,9 +120,10 @@ func (d *jobDriver) resume(ctx context.Context) {
 // watchCompletion follows the job's leases until their work ends. All
 // completed: the job completed. One preempted, or failed with its
 // provider unreachable or unhealthy: the others are cancelled and it
-// reports that the work is to be re-auctioned. One failed, expired or
-// cancelled: the others are cancelled and the job ends with that lease's
-// outcome.
+// reports that the work is to be re-auctioned. One failed, expired,
+// cancelled or unverified (reported completed without the chain and output
+// to prove it): the others are cancelled and the job ends with that
+// lease's outcome.
 func (d *jobDriver) watchCompletion(ctx context.Context, jobID string, leases []*store.Lease, round int) (reauction bool) {
 	fctx, stopFollowing := context.WithCancel(ctx)
 	defer stopFollowing()
@@ -200,6 +201,8 @@ func (d *jobDriver) watchCompletion(ctx context.Context, jobID string, leases []
 				state = lease.JobExpired
 			case lease.Cancelled:
 				state = lease.JobCancelled
+			case lease.Unverified:
+				state = lease.JobUnverified
 			}
 			d.jobs.set(jobID, state, state, "lease %s %s: %s", lease.Short(l.ID), l.State, l.Reason)
 			return false

@@ -108,10 +108,19 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 			reliabilityPrior: cfg.ReliabilityPrior, goldNeedsBadge: cfg.GoldNeedsBadge,
 		},
 	}
+	r.fetcher = newFetcher(fetcherDeps{log: log, db: deps.Store, call: call}, filepath.Join(deps.WorkDir, "downloads"))
+	verifier := &completionVerifier{verifierDeps{
+		log: log, now: now, db: deps.Store, leases: deps.Leases, jobs: r.jobs, terms: cfg.Attest, call: call,
+		download: func(ctx context.Context, jobID, leaseID string) error {
+			_, _, err := r.fetcher.result(ctx, jobID, leaseID)
+			return err
+		},
+		invalidate: deps.Reputation.Invalidate,
+	}}
 	r.follower = &follower{
 		followerDeps: followerDeps{
 			log: log, now: now, db: deps.Store, leases: deps.Leases, jobs: r.jobs, call: call,
-			invalidate: deps.Reputation.Invalidate, background: r.bg.Go,
+			invalidate: deps.Reputation.Invalidate, background: r.bg.Go, verify: verifier.verify,
 		},
 		providerTimeout: cfg.ProviderTimeout, cancelWait: cfg.CancelWait,
 	}
@@ -136,7 +145,6 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 		reauction: cfg.Reauction,
 	}
 	r.server = &jobServer{db: deps.Store, artifacts: deps.Artifacts, inflight: inflight}
-	r.fetcher = newFetcher(fetcherDeps{log: log, db: deps.Store, call: call}, filepath.Join(deps.WorkDir, "downloads"))
 	r.forwards = &forwards{forwardDeps: forwardDeps{
 		log: log, now: now, db: deps.Store, registerer: deps.Registerer, watch: r.jobs.watch, background: r.bg.Go,
 		openTunnel: func(ctx context.Context, p peer.ID, hdr []byte) (io.ReadWriteCloser, error) {
