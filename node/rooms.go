@@ -75,7 +75,8 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 			Logger: n.log, Clock: time.Now, Key: n.key, P2P: n.p2p, Store: n.db, Leases: n.leases,
 			Artifacts: artifacts, WorkDir: n.workDir,
 			Offers: n.trust.Offers, Shards: n.trust.ShardsFor, ExpectBidders: n.trust.ExpectedBidders,
-			Reputation: n.trust.Reputation(), ReportFraud: n.trust.ApplyFraud,
+			ProviderRecord: n.trust.ProviderRecord,
+			Reputation:     n.trust.Reputation(), ReportFraud: n.trust.ApplyFraud,
 			WithholdPayment: deps.WithholdPayment, Registerer: n.reg,
 		}); err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idlegrid/idlegrid/attest/reputation"
@@ -77,6 +78,10 @@ type Deps struct {
 	ExpectBidders func(r *auction.RFQ, rfqID string, shards []auction.Shard) map[string]bool
 	// Reputation scores providers for the matcher and the gold badge.
 	Reputation Reputation
+	// ProviderRecord fetches and verifies a provider's current capacity
+	// record; a bid counts only when it backs the bid
+	// (auction.BidBacking). nil: bids are not checked (tests).
+	ProviderRecord func(ctx context.Context, id peer.ID) (*auction.Capacity, error)
 	// ReportFraud hands a sealed fraud proof this renter built (a double
 	// lease it caught) to trust, which applies and gossips it.
 	ReportFraud func(proof []byte)

@@ -103,7 +103,7 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 		awarder: &awarder{
 			awarderDeps: awarderDeps{
 				log: log, now: now, key: deps.Key, self: self, p2p: network, leases: deps.Leases, jobs: r.jobs,
-				rep: deps.Reputation, inflight: inflight, avoid: avoid,
+				rep: deps.Reputation, inflight: inflight, avoid: avoid, record: deps.ProviderRecord,
 			},
 			reliabilityPrior: cfg.ReliabilityPrior, goldNeedsBadge: cfg.GoldNeedsBadge,
 		},
