@@ -29,6 +29,9 @@ type Config struct {
 	// GoldNeedsBadge awards gold-tier work only to providers whose
 	// reputation earned the gold badge (market.gold_needs_badge).
 	GoldNeedsBadge bool
+	// CanaryRate is the share of deterministic jobs re-run on a second
+	// provider to check their output (canary.go), 0..1; 0: none.
+	CanaryRate float64
 	// ProviderTimeout is how long a running lease's provider may stay
 	// silent before the lease is failed as unreachable (and its work
 	// re-auctioned when Reauction is on); 0: only past the lease's end

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/lease"
@@ -33,6 +34,9 @@ type jobDriverDeps struct {
 	// preemptions delivers the job's leases whose preemption notice ran
 	// out (preemptions.of).
 	preemptions func(jobID string) chan string
+	// submitCanary records and starts a canary run of a job, avoiding
+	// the provider that ran it (submitter.canary).
+	submitCanary func(origin *store.Job, avoid string) (*store.Job, error)
 }
 
 // jobDriver carries a job from its auction to its end: it follows the
@@ -40,7 +44,10 @@ type jobDriverDeps struct {
 // lease is preempted or its provider becomes unreachable or unhealthy.
 type jobDriver struct {
 	jobDriverDeps
-	reauction bool // Config.Reauction
+	reauction  bool    // Config.Reauction
+	canaryRate float64 // Config.CanaryRate
+	// deterministic counts the deterministic jobs completed (canary.go).
+	deterministic atomic.Uint64
 }
 
 // start runs a new job's auction and the following of its leases in the
@@ -209,6 +216,7 @@ func (d *jobDriver) watchCompletion(ctx context.Context, jobID string, leases []
 		}
 	}
 	d.jobs.set(jobID, lease.JobCompleted, "completed", "%s", completionSummary(leases, d.db))
+	d.maybeCanary(jobID, leases)
 	return false
 }
 

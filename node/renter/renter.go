@@ -142,7 +142,7 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 			auction: r.auctioneer.run, follow: r.follower.followLease, cancelLease: r.follower.cancelLease,
 			pay: r.payments.payLease, settle: r.payments.fetchReceipt, preemptions: r.preempts.of,
 		},
-		reauction: cfg.Reauction,
+		reauction: cfg.Reauction, canaryRate: cfg.CanaryRate,
 	}
 	r.server = &jobServer{db: deps.Store, artifacts: deps.Artifacts, inflight: inflight}
 	r.forwards = &forwards{forwardDeps: forwardDeps{
@@ -153,8 +153,9 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 	}}
 	r.submitter = &submitter{submitterDeps: submitterDeps{
 		now: now, self: self, db: deps.Store, jobs: r.jobs, artifacts: deps.Artifacts, offers: deps.Offers,
-		start: r.driver.start,
+		start: r.driver.start, avoid: avoid.add,
 	}}
+	r.driver.submitCanary = r.submitter.canary
 	return r, nil
 }
 
