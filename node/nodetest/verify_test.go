@@ -2,6 +2,7 @@ package nodetest_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -127,5 +128,68 @@ func TestNoRunPeerIsNeverCompleted(t *testing.T) {
 		return r.OwnFailures == 1 && r.OwnSuccesses == 0
 	}); err != nil {
 		t.Fatalf("%v: %+v", err, renter.Trust().Reputation().Of(cheater.ID().String()))
+	}
+}
+
+// canaryJob is a deterministic job (the fake "wasm" runtime) with an output.
+func canaryJob(name string) []byte {
+	return fmt.Appendf(nil, "name: %s\nmodule: %s\ncommand: [\"write:result.txt=42\"]\ngpus: 1\ngpu: [a10]\ntier: bronze\nmax_price: 5\nduration: 10m\nbid_window: 3s\n",
+		name, nodetest.DemoModule)
+}
+
+// TestCanaryCatchesAWrongOutput: with market.canary_rate 1 every
+// deterministic job is re-run on a second provider. The cheapest provider
+// returns a wrong output for every second job: its first job agrees with
+// the canary run, its second does not, and that job and its canary end
+// unverified naming both providers.
+func TestCanaryCatchesAWrongOutput(t *testing.T) {
+	o := nodetest.Options{
+		Configure: func(_ int, cfg *node.Config) { cfg.Market.CanaryRate = 1 },
+		Executors: func(i int, dir string) []executor.Executor {
+			fake := executortest.NewFake(filepath.Join(dir, "fake"), nil)
+			fake.Runtime = "wasm"
+			if i == 1 { // the cheapest provider
+				fake.WrongEvery = 2
+			}
+			return []executor.Executor{fake}
+		},
+	}
+	c, renter := auctionCluster(t, []provOpts{{gpus: 1, bronze: 0.5}, {gpus: 1, bronze: 0.6}}, o)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cheat := c.ByRole(node.RoleProvider)[0].Node.ID().String()
+
+	hasEvent := func(id, kind string) bool {
+		j, err := renter.Store().GetJob(id)
+		if err != nil {
+			return false
+		}
+		for _, ev := range j.Events {
+			if ev.Kind == kind {
+				return true
+			}
+		}
+		return false
+	}
+	for round, want := range []string{"canary-agreed", "canary-disagreed"} {
+		j, err := renter.Renter().Submit(canaryJob(fmt.Sprintf("canary-%d", round)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		j = waitJob(t, ctx, renter, j.ID, lease.JobCompleted, lease.JobUnverified, lease.JobFailed, lease.JobUnfilled)
+		if ls := jobLeases(t, renter, j); len(ls) != 1 || ls[0].Provider != cheat {
+			t.Fatalf("job %d: leases %+v, want one on the cheapest provider", round, ls)
+		}
+		if err := nodetest.WaitFor(ctx, "the canary's verdict "+want, func() bool { return hasEvent(j.ID, want) }); err != nil {
+			j, _ = renter.Store().GetJob(j.ID)
+			t.Fatalf("job %d: %v; events %+v", round, err, j.Events)
+		}
+		j, _ = renter.Store().GetJob(j.ID)
+		if want == "canary-disagreed" && (j.State != lease.JobUnverified || !strings.Contains(j.Reason, lease.Short(cheat))) {
+			t.Fatalf("job %d: %s %q, want unverified naming the cheating provider", round, j.State, j.Reason)
+		}
+		if want == "canary-agreed" && j.State != lease.JobCompleted {
+			t.Fatalf("job %d: %s %q after the canary agreed", round, j.State, j.Reason)
+		}
 	}
 }
