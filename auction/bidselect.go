@@ -332,3 +332,12 @@ func DigestFitsOn(r *RFQ, d *Digest, s Shard) (priceMicro uint64, gpus int, ok b
 	}
 	return price, best, best > 0
 }
+
+// ExpectedStayedSilent reports whether fewer than half of the providers
+// an auction expected to bid answered it: the cheap prefix of the view
+// may be held by providers that never bid (sybil digests, dead shards),
+// so the renter's next round asks for EveryoneBids instead of waiting
+// on them again.
+func ExpectedStayedSilent(expected, answered int) bool {
+	return expected > 0 && 2*answered < expected
+}

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -57,6 +58,8 @@ type bidderDeps struct {
 	// them under its lock.
 	firm *firmHolds
 	cpu  *cpuPool
+	// takeUps bound what renters' awards hold before they are taken up.
+	takeUps *takeUps
 	// capacity builds the capacity record as of now; changed re-publishes
 	// it (GPUs held, the CPU share leased or freed).
 	capacity func(seq uint64) (*auction.Capacity, error)
@@ -102,6 +105,9 @@ func bidPolicy(c OfferConfig) auction.BidPolicy {
 }
 
 func newBidder(d bidderDeps) *bidder {
+	if d.takeUps == nil {
+		d.takeUps = newTakeUps(auction.DefaultTakeUpLimits(), d.now)
+	}
 	return &bidder{bidderDeps: d, self: d.p2p.ID().String(), bids: map[string]sentBid{}, committed: map[string]commitment{}}
 }
 
@@ -133,6 +139,7 @@ func (b *bidder) restore() error {
 // leaseEnded frees what an ended lease held: its part of the CPU share
 // and its GPUs' commitments.
 func (b *bidder) leaseEnded(l *store.Lease) {
+	b.takeUps.tookUp(l.ID)
 	if b.cpu.release(l.ID) {
 		b.changed()
 	}
@@ -252,6 +259,9 @@ func (b *bidder) quote(rfq *auction.RFQ, rfqID, holdID string) (*auction.Bid, er
 	capacity, err := b.capacity(1)
 	if err != nil {
 		return nil, err
+	}
+	if why := b.takeUps.admit(rfq.Renter, int(rfq.Resources.GPUs), len(capacity.GPUs), b.firm.hasPaid(rfq.Renter)); why != "" {
+		return nil, errors.New(why)
 	}
 	health := b.health()
 	market := b.market(rfq)

@@ -77,12 +77,32 @@ func (w *bidWindows) forget(rfqID string) {
 }
 
 // expect records the providers the market view expects to answer pa, so
-// its window closes as soon as all of them have.
+// its window closes as soon as all of them have. A view that knows the
+// shards and expects nobody (every provider that could serve is absent:
+// silent, unbacked or none) closes the window after nobodyGrace, which
+// leaves providers the view does not know a chance at a fraction of the
+// window.
 func (w *bidWindows) expect(pa *pendingAuction, expected map[string]bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	pa.expected = expected
 	w.maybeCloseEarly(pa)
+	if expected != nil && len(expected) == 0 {
+		time.AfterFunc(nobodyGrace(time.Duration(pa.rfq.BidWindowMs)*time.Millisecond), func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if !pa.closed {
+				pa.closed = true
+				close(pa.early)
+			}
+		})
+	}
+}
+
+// nobodyGrace is how long a bid window expecting nobody stays open: a
+// quarter of it, at least 2 s (or the whole window when shorter).
+func nobodyGrace(window time.Duration) time.Duration {
+	return max(window/4, min(window, 2*time.Second))
 }
 
 // close closes pa's window and returns its bids; early reports that the
@@ -93,6 +113,20 @@ func (w *bidWindows) close(pa *pendingAuction) (bids []*auction.Bid, bidIDs []st
 	early = pa.closed
 	pa.closed = true
 	return slices.Clone(pa.bids), slices.Clone(pa.bidIDs), early
+}
+
+// turnout is how many providers pa expected (0 while the view did not
+// know) and how many of them answered.
+func (w *bidWindows) turnout(pa *pendingAuction) (expected, answered int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for p := range pa.expected {
+		expected++
+		if pa.answered[p] {
+			answered++
+		}
+	}
+	return expected, answered
 }
 
 // maybeCloseEarly closes the window once every expected provider
