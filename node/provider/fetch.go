@@ -33,7 +33,11 @@ func (r *leaseRunner) workload(ctx context.Context, l *store.Lease) (*auction.Wo
 			return nil, err
 		}
 		var h *jobproto.Header
-		err = r.retry(ctx, "fetch the job spec", auction.TakeUpPatience, func(ctx context.Context) error {
+		// A renter that holds the stream open without answering gets no
+		// more than the patience either.
+		sctx, cancel := context.WithTimeout(ctx, auction.TakeUpPatience)
+		defer cancel()
+		err = r.retry(sctx, "fetch the job spec", auction.TakeUpPatience, func(ctx context.Context) error {
 			hdr, fr, err := lease.Call(ctx, r.p2p, renter, &jobproto.Request{Op: jobproto.OpSpec, Lease: l.ID})
 			if err != nil {
 				return err
