@@ -11,14 +11,15 @@ import (
 )
 
 // An AbandonNote is a provider's signed word that a renter awarded it a
-// lease and then never sent the job's spec, gossiped on
-// idlegrid/abandon/1 so one renter key cannot abandon awards at every
-// provider in turn (docs/protocol.md §6.6). It carries the award itself:
+// lease and then never sent the job's spec, gossiped on idlegrid/attest/1
+// so one renter key cannot abandon awards at every provider in turn
+// (docs/protocol.md §7.8). It carries the award itself:
 // the renter's signature shows the renter did award this provider, so a
 // provider can note only renters that awarded it. That the renter then
 // abandoned it is the provider's word alone, so a note only tightens what
-// a provider accepts from a renter without paid history (node/provider),
-// and takes notes from several providers to refuse one.
+// a provider accepts from the renter (TakeUpLimits: treated as one
+// without paid history), and it takes notes of several providers to
+// refuse it.
 type AbandonNote struct {
 	V        uint   `cbor:"v"`
 	Provider string `cbor:"provider"`

@@ -31,8 +31,9 @@ type RenterStanding struct {
 	// Paid: the renter paid for a lease this provider receipted.
 	Paid bool
 	// Unconfirmed is how many of the renter's awards here are not taken
-	// up yet (spec not served).
-	Unconfirmed int
+	// up yet (spec not served), and UnconfirmedGPUs their GPUs.
+	Unconfirmed     int
+	UnconfirmedGPUs int
 	// Abandoned counts the renter's awards here that it abandoned within
 	// AbandonNoteFor.
 	Abandoned int
@@ -90,32 +91,63 @@ type FreshLoad struct {
 	Awards, GPUs int
 	// TotalGPUs is the provider's GPU count.
 	TotalGPUs int
+	// Abandoned: a renter abandoned an award here within AbandonAlertFor.
+	// Then a renter without paid history gets no more than the share,
+	// its own outstanding awards included, so keys made for one attack
+	// round each cannot take a whole provider in turn.
+	Abandoned bool
 }
 
-// AdmitUnconfirmed says why a provider declines (or does not bid for) a
-// new award of gpus GPUs from a renter with standing s, given what fresh
-// renters hold already, or "" when it may take it. Taking it up releases
-// it from these limits at once.
-func (lim TakeUpLimits) AdmitUnconfirmed(s RenterStanding, gpus int, fresh FreshLoad) string {
+// AbandonAlertFor is how long after an abandoned award a provider keeps
+// renters without paid history within the share (FreshLoad.Abandoned).
+const AbandonAlertFor = 10 * time.Minute
+
+// Unbounded is the allowance of a renter the take-up limits do not bound.
+const Unbounded = math.MaxInt
+
+// Allowance is how many GPUs a provider may bid and commit to a renter
+// with standing s now (Unbounded: no bound here), and why none when 0.
+func (lim TakeUpLimits) Allowance(s RenterStanding, fresh FreshLoad) (gpus int, why string) {
 	if why := lim.Refused(s); why != "" {
-		return why
+		return 0, why
 	}
-	trusted := s.Paid && !s.Suspect()
-	if trusted {
+	if s.Paid && !s.Suspect() {
 		if lim.PaidUnconfirmed > 0 && s.Unconfirmed >= lim.PaidUnconfirmed {
-			return fmt.Sprintf("the renter has %d awards here not taken up yet", s.Unconfirmed)
+			return 0, fmt.Sprintf("the renter has %d awards here not taken up yet", s.Unconfirmed)
 		}
-		return ""
+		return Unbounded, ""
 	}
 	if lim.FreshUnconfirmed > 0 && s.Unconfirmed >= lim.FreshUnconfirmed {
-		return fmt.Sprintf("the renter has %d awards here not taken up yet (a renter without paid history: at most %d)", s.Unconfirmed, lim.FreshUnconfirmed)
+		return 0, fmt.Sprintf("the renter has %d awards here not taken up yet (a renter without paid history: at most %d)", s.Unconfirmed, lim.FreshUnconfirmed)
 	}
-	if fresh.Awards == 0 || lim.FreshShare <= 0 {
-		return ""
+	if lim.FreshShare <= 0 {
+		return Unbounded, ""
+	}
+	used := fresh.GPUs
+	switch {
+	case fresh.Abandoned:
+		used += s.UnconfirmedGPUs
+	case fresh.Awards == 0:
+		return Unbounded, ""
 	}
 	share := int(math.Ceil(lim.FreshShare * float64(fresh.TotalGPUs)))
-	if fresh.GPUs+gpus > share {
-		return fmt.Sprintf("other renters without paid history hold %d of this provider's %d GPUs in awards not taken up yet (at most %d)", fresh.GPUs, fresh.TotalGPUs, share)
+	if left := share - used; left > 0 {
+		return left, ""
+	}
+	return 0, fmt.Sprintf("renters without paid history hold %d of this provider's %d GPUs in awards not taken up yet (at most %d)", used, fresh.TotalGPUs, share)
+}
+
+// AdmitUnconfirmed says why a provider declines a new award of gpus GPUs
+// from a renter with standing s, given what other fresh renters hold
+// already, or "" when it may take it (Allowance). Taking it up releases
+// it from these limits at once.
+func (lim TakeUpLimits) AdmitUnconfirmed(s RenterStanding, gpus int, fresh FreshLoad) string {
+	n, why := lim.Allowance(s, fresh)
+	switch {
+	case why != "":
+		return why
+	case gpus > n:
+		return fmt.Sprintf("a renter without paid history may have %d more GPUs here in awards not taken up yet, not %d", n, gpus)
 	}
 	return ""
 }

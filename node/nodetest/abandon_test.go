@@ -38,7 +38,7 @@ type abandonedAward struct {
 	at       time.Time
 }
 
-func newAbandoner(t *testing.T, ctx context.Context, m *nodetest.Member, gpus int) *abandoner {
+func newAbandoner(t testing.TB, ctx context.Context, m *nodetest.Member, gpus int) *abandoner {
 	t.Helper()
 	spec, err := auction.ParseJobSpec(fmt.Appendf(nil, "module: %s\ngpus: %d\ngpu: [a10]\ntier: bronze\nmax_price: 100\nduration: 10m\nbid_window: 2s\n",
 		testModule, gpus))
@@ -137,6 +137,52 @@ func (a *abandoner) snapshot() (accepted []abandonedAward, rounds int) {
 	return slices.Clone(a.accepted), a.rounds
 }
 
+// abandonMarket is the market of the award-and-abandon attack: a
+// bootstrap peer, abandonProviders providers of abandonGPUs A10s each
+// (bronze floor $0.50), attacker renters and an honest renter.
+type abandonMarket struct {
+	c         *nodetest.Cluster
+	attackers []*nodetest.Member
+	honest    *node.Node
+	provByID  map[string]*node.Node
+}
+
+const abandonProviders, abandonGPUs = 4, 2
+
+func newAbandonMarket(tb testing.TB, ctx context.Context, attackers int) *abandonMarket {
+	tb.Helper()
+	n := abandonProviders + attackers + 2
+	c := nodetest.New(tb, n, nodetest.Options{
+		Role: func(i, n int) node.Role {
+			switch {
+			case i == 0:
+				return node.RoleBootstrap
+			case i > abandonProviders:
+				return node.RoleRenter
+			}
+			return node.RoleProvider
+		},
+		Configure: func(i int, cfg *node.Config) {
+			cfg.P2P.GossipHeartbeat = 100 * time.Millisecond
+			if i >= 1 && i <= abandonProviders {
+				cfg.GPU.Sim.Profiles = slices.Repeat([]string{"a10"}, abandonGPUs)
+				cfg.Provider.FloorUSD = node.FloorUSD{Gold: 1.5, Silver: 1, Bronze: 0.5}
+			}
+		},
+	})
+	if err := c.WaitReady(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	m := &abandonMarket{c: c, attackers: c.Members[abandonProviders+1 : n-1], honest: c.Members[n-1].Node, provByID: map[string]*node.Node{}}
+	if err := nodetest.WaitSearchable(ctx, m.honest, abandonProviders); err != nil {
+		tb.Fatal(err)
+	}
+	for _, p := range c.ByRole(node.RoleProvider) {
+		m.provByID[p.Node.ID().String()] = p.Node
+	}
+	return m
+}
+
 // TestAwardAndAbandon: the award-and-abandon attack of issue 23. A renter
 // with a fresh key asks every provider for all its GPUs (4 providers x 2
 // GPUs), awards every bid and never serves a spec. Before, each award held
@@ -148,41 +194,13 @@ func (a *abandoner) snapshot() (accepted []abandonedAward, rounds int) {
 // gets at most two awards from each in all. An honest renter's jobs posted
 // while the attack goes on are all leased.
 func TestAwardAndAbandon(t *testing.T) {
-	const providers, gpusEach, honestJobs = 4, 2, 5
-	n := providers + 3 // bootstrap, providers, attacker, honest renter
-	attackerIdx, honestIdx := n-2, n-1
-	c := nodetest.New(t, n, nodetest.Options{
-		Role: func(i, n int) node.Role {
-			switch {
-			case i == 0:
-				return node.RoleBootstrap
-			case i >= attackerIdx:
-				return node.RoleRenter
-			}
-			return node.RoleProvider
-		},
-		Configure: func(i int, cfg *node.Config) {
-			cfg.P2P.GossipHeartbeat = 100 * time.Millisecond
-			if i >= 1 && i <= providers {
-				cfg.GPU.Sim.Profiles = slices.Repeat([]string{"a10"}, gpusEach)
-				cfg.Provider.FloorUSD = node.FloorUSD{Gold: 1.5, Silver: 1, Bronze: 0.5}
-			}
-		},
-	})
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	honest := c.Members[honestIdx].Node
-	waitAllAdvertised(t, ctx, c, honest, providers)
-	provByID := map[string]*node.Node{}
-	for _, m := range c.ByRole(node.RoleProvider) {
-		provByID[m.Node.ID().String()] = m.Node
-	}
+	m := newAbandonMarket(t, ctx, 1)
+	honest, provByID := m.honest, m.provByID
 
 	attackCtx, stopAttack := context.WithCancel(ctx)
-	att := newAbandoner(t, attackCtx, c.Members[attackerIdx], providers*gpusEach)
+	att := newAbandoner(t, attackCtx, m.attackers[0], abandonProviders*abandonGPUs)
 	attackDone := make(chan struct{})
 	go func() {
 		defer close(attackDone)
@@ -203,7 +221,7 @@ func TestAwardAndAbandon(t *testing.T) {
 		for _, a := range acc {
 			seen[a.provider] = true
 		}
-		return len(seen) == providers
+		return len(seen) == abandonProviders
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +253,7 @@ func TestAwardAndAbandon(t *testing.T) {
 
 	// Honest jobs posted while the attack goes on are all leased.
 	var ids []string
-	for i := range honestJobs {
+	for i := range 5 {
 		j, err := honest.Renter().Submit(jobYAML(jobOpts{name: fmt.Sprintf("honest-%d", i), gpus: 1, duration: "2s"}))
 		if err != nil {
 			t.Fatal(err)

@@ -260,8 +260,17 @@ func (b *bidder) quote(rfq *auction.RFQ, rfqID, holdID string) (*auction.Bid, er
 	if err != nil {
 		return nil, err
 	}
-	if why := b.takeUps.admit(rfq.Renter, int(rfq.Resources.GPUs), len(capacity.GPUs), b.firm.hasPaid(rfq.Renter)); why != "" {
+	// A renter the take-up limits bound is offered no more than its
+	// allowance (auction.TakeUpLimits): a bid for fewer GPUs than asked,
+	// which the renter may pool with others.
+	allow, why := b.takeUps.allowance(rfq.Renter, len(capacity.GPUs), b.firm.hasPaid(rfq.Renter))
+	if allow == 0 {
 		return nil, errors.New(why)
+	}
+	if rfq.Resources.GPUs > 0 && uint64(allow) < uint64(rfq.Resources.GPUs) {
+		bounded := *rfq
+		bounded.Resources.GPUs = uint32(allow)
+		rfq = &bounded
 	}
 	health := b.health()
 	market := b.market(rfq)

@@ -27,7 +27,9 @@ type takeUps struct {
 	pending map[string]pendingAward
 	// abandoned: renter -> when it abandoned awards here.
 	abandoned map[string][]time.Time
-	notes     *abandonNotes
+	// lastAbandon is when a renter last abandoned an award here.
+	lastAbandon time.Time
+	notes       *abandonNotes
 }
 
 type pendingAward struct {
@@ -55,6 +57,7 @@ func (t *takeUps) standingLocked(renter string, paid bool, now time.Time) auctio
 	for _, p := range t.pending {
 		if p.renter == renter {
 			s.Unconfirmed++
+			s.UnconfirmedGPUs += p.gpus
 		}
 	}
 	kept := t.abandoned[renter][:0]
@@ -75,7 +78,7 @@ func (t *takeUps) standingLocked(renter string, paid bool, now time.Time) auctio
 // freshLoadLocked is what awards of renters other than renter, without
 // paid history, hold not taken up. Callers hold t.mu.
 func (t *takeUps) freshLoadLocked(renter string, total int) auction.FreshLoad {
-	f := auction.FreshLoad{TotalGPUs: total}
+	f := auction.FreshLoad{TotalGPUs: total, Abandoned: !t.lastAbandon.IsZero() && t.now().Sub(t.lastAbandon) <= auction.AbandonAlertFor}
 	for _, p := range t.pending {
 		if p.fresh && p.renter != renter {
 			f.Awards++
@@ -85,13 +88,22 @@ func (t *takeUps) freshLoadLocked(renter string, total int) auction.FreshLoad {
 	return f
 }
 
-// admit says why the provider neither bids for nor takes an award of gpus
-// GPUs from renter (paid: it paid here before) out of total GPUs, or "".
+// admit says why the provider does not take an award of gpus GPUs from
+// renter (paid: it paid here before) out of total GPUs, or "".
 func (t *takeUps) admit(renter string, gpus, total int, paid bool) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.standingLocked(renter, paid, t.now())
 	return t.lim.AdmitUnconfirmed(s, gpus, t.freshLoadLocked(renter, total))
+}
+
+// allowance is how many GPUs the provider may bid to renter now
+// (auction.Unbounded: no bound), and why none when 0.
+func (t *takeUps) allowance(renter string, total int, paid bool) (int, string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.standingLocked(renter, paid, t.now())
+	return t.lim.Allowance(s, t.freshLoadLocked(renter, total))
 }
 
 // awarded records a countersigned award of gpus GPUs from renter (admitted
@@ -116,6 +128,7 @@ func (t *takeUps) abandon(leaseID, renter string, at time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.pending, leaseID)
+	t.lastAbandon = at
 	if len(t.abandoned) >= maxNotedRenters {
 		t.abandoned = map[string][]time.Time{} // a flood of fresh keys: start over, nothing is lost but an hour of memory
 	}

@@ -176,3 +176,33 @@ func TestAbandonNotesBoundedPerSource(t *testing.T) {
 		t.Fatal("a note older than AbandonNoteFor counted")
 	}
 }
+
+// TestAfterAnAbandonFreshRentersGetHalf: once a renter abandoned an award
+// here, a renter without paid history is bid and awarded at most half the
+// provider's GPUs, its own outstanding awards included.
+func TestAfterAnAbandonFreshRentersGetHalf(t *testing.T) {
+	r := newRoom(t, 4)
+	tu := r.withTakeUp()
+	raw, _ := r.rfq(t, 4, auction.TierSilver)
+	if bid := r.bidOn(t, raw); bid == nil || len(bid.GPUs) != 4 {
+		t.Fatalf("before any abandon: bid %v, want all 4 GPUs", bid)
+	}
+	tu.abandon("l1", "someone-else", r.prov.Clock.Now())
+	raw, rfq := r.rfq(t, 4, auction.TierSilver)
+	bid := r.bidOn(t, raw)
+	if bid == nil || len(bid.GPUs) != 2 {
+		t.Fatalf("after an abandon: bid %v, want 2 GPUs of 4", bid)
+	}
+	if _, reason := r.awardResp(t, raw, rfq, *bid, 2); reason != "" {
+		t.Fatalf("award within the share declined: %s", reason)
+	}
+	raw, _ = r.rfq(t, 1, auction.TierSilver)
+	if bid := r.bidOn(t, raw); bid != nil {
+		t.Fatal("a fresh renter holding half the provider untaken got another bid")
+	}
+	r.prov.Clock.Advance(auction.AbandonAlertFor + time.Minute)
+	raw, _ = r.rfq(t, 1, auction.TierSilver)
+	if bid := r.bidOn(t, raw); bid == nil {
+		t.Fatal("the alert outlived AbandonAlertFor")
+	}
+}
