@@ -124,7 +124,7 @@ func (au *auctioneer) runOnce(ctx context.Context, jobID string, spec *auction.J
 	bids, bidIDs, early := au.bids.close(pa)
 	expected, answered := au.bids.turnout(pa)
 	if au.silence != nil {
-		au.silence.settle(shards, expected, answered, au.now())
+		au.silence.settle(shards, len(bids), expected, answered, au.now())
 	}
 	if len(bids) == 0 && !everyone && auction.ExpectedStayedSilent(expected, answered) {
 		au.jobs.event(jobID, "retry", "none of the %s the market view expected bid; asking every provider", words.Plural(expected, "provider"))

@@ -8,12 +8,12 @@ import (
 )
 
 // shardSilence remembers the shards whose expected bidders stayed silent
-// (auction.ExpectedStayedSilent) and those whose RFQ found no subscriber,
+// (auction.ExpectedStayedSilent) and sent no bid, and those whose RFQ
+// found no subscriber,
 // so the renter's next RFQ there asks every provider to bid
 // (auction.EveryoneBids) instead of waiting on the same silent prefix
 // again, and publishes without waiting for a subscriber that was not
-// there last time. An auction whose expected bidders answered clears its
-// shards.
+// there last time. An auction that got bids clears its shards.
 type shardSilence struct {
 	mu      sync.Mutex
 	silent  map[auction.Shard]time.Time // until when the shard asks everyone
@@ -47,15 +47,20 @@ func (s *shardSilence) everyone(shards []auction.Shard, now time.Time) bool {
 	return false
 }
 
-// settle records how an auction's expected bidders answered on shards.
-func (s *shardSilence) settle(shards []auction.Shard, expected, answered int, now time.Time) {
+// settle records how an auction on shards went: bids in all, and how
+// many of the providers expected answered. Only an auction that got no
+// bid while its expected bidders stayed silent marks its shards (asking
+// everyone costs every feasible provider a bid); one that got bids
+// clears them.
+func (s *shardSilence) settle(shards []auction.Shard, bids, expected, answered int, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	silent := auction.ExpectedStayedSilent(expected, answered)
+	silent := bids == 0 && auction.ExpectedStayedSilent(expected, answered)
 	for _, sh := range shards {
-		if silent {
+		switch {
+		case silent:
 			s.markLocked(s.silent, sh, now)
-		} else if expected > 0 {
+		case bids > 0:
 			delete(s.silent, sh)
 		}
 	}
