@@ -29,7 +29,7 @@ type pendingAuction struct {
 	bidIDs   []string
 	answered map[string]bool
 	expected map[string]bool // nil until the market view is known
-	early    chan struct{}   // closed when every expected provider answered
+	early    chan struct{}   // closed when every expected provider answered (or nobodyGrace passed expecting nobody)
 	closed   bool
 	firstBid store.JobEvent // the first bid's event, stored when the window closes
 	pings    sync.WaitGroup // the bidders' RTT measurements (rtt.go)
@@ -106,7 +106,8 @@ func nobodyGrace(window time.Duration) time.Duration {
 }
 
 // close closes pa's window and returns its bids; early reports that the
-// window had closed because every expected provider answered.
+// window had closed before its end: every expected provider answered, or
+// it expected nobody.
 func (w *bidWindows) close(pa *pendingAuction) (bids []*auction.Bid, bidIDs []string, early bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
