@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"os/exec"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -62,8 +63,14 @@ func TestDevnetRunsTheDemoJob(t *testing.T) {
 			_ = exec.Command("docker", "rmi", "-f", strings.TrimPrefix(f[0], "idlegrid-devnet/hello@")).Run()
 		})
 	}
+	// The auction had competition. A renter that has seen no provider bid
+	// yet publishes an RFQ to the cheapest auction.MaxUnprovenShards GPU
+	// families that fit (docs/protocol.md, shard choice), so the demo's
+	// first auction reaches two of the three providers' families.
+	if !regexp.MustCompile(`window closed with ([2-9]|\d\d+) bids`).MatchString(all) {
+		t.Errorf("devnet output lacks an auction with at least 2 bids:\n%s", all)
+	}
 	for _, want := range []string{
-		"window closed with 3 bids",       // the auction: every provider bid
 		"lease-running",                   // the lease ran
 		"done: n=160 checksum=3306940650", // the log, from the provider
 		"CID verified",                    // the output

@@ -44,13 +44,21 @@ func jobYAML(o jobOpts) []byte {
 	// A generous window: it closes early once every provider the renter
 	// expects has answered, and a loaded CI machine must not make a slow
 	// bid lose by arriving late.
-	// The providers' fake runtime runs the command as a script: the work
-	// lasts the job's expected duration.
 	if o.bidWindow == "" {
 		o.bidWindow = "3s"
 	}
+	// The providers' fake runtime runs the command as a script: the work
+	// lasts the job's duration less a margin (half of it, at most 5 s).
+	// The duration is the lease's maximum, counted from the award: work
+	// that lasted all of it expired instead of completing whenever a
+	// loaded machine was slow to start it.
+	d, err := time.ParseDuration(o.duration)
+	if err != nil {
+		panic(fmt.Sprintf("jobYAML: duration %q: %v", o.duration, err))
+	}
+	work := d - min(d/2, 5*time.Second)
 	s := fmt.Sprintf("name: %s\nmodule: %s\ncommand: [\"sleep:%s\"]\ngpus: %d\ngpu: [%s]\ntier: %s\nmax_price: %g\nduration: %s\nbid_window: %s\n",
-		o.name, testModule, o.duration, o.gpus, o.model, o.tier, o.maxPrice, o.duration, o.bidWindow)
+		o.name, testModule, work, o.gpus, o.model, o.tier, o.maxPrice, o.duration, o.bidWindow)
 	if o.minNotice != "" {
 		s += "min_notice: " + o.minNotice + "\n"
 	}

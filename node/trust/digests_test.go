@@ -232,6 +232,46 @@ func TestUnbackedDigestsAreDroppedAndCharged(t *testing.T) {
 	}
 }
 
+// TestDigestCheckWaitsForRoutes: a node that has just started has no DHT
+// peers, and every lookup would come back "not found" without asking
+// anyone. A digest an honest peer passed on (or served) meanwhile is no
+// evidence against anyone: its check waits for the routing table, then
+// backs the provider, and the peer is not charged.
+func TestDigestCheckWaitsForRoutes(t *testing.T) {
+	peers := roomtest.Peers(t, 2)
+	tr := newTrust(t, peers[0])
+	recs := fakeRecords(tr)
+	noRoutes := true
+	lookup := tr.fetchRecord
+	tr.fetchRecord = func(ctx context.Context, p peer.ID) (*auction.Capacity, error) {
+		if noRoutes {
+			return nil, fmt.Errorf("capacity record of %s: %w", p, errNoRoutes)
+		}
+		return lookup(ctx, p)
+	}
+	relay := peers[1].ID
+	now := peers[0].Clock.Now()
+	sk, id := provider(t, recs, now)
+	if v := offer(t, tr, relay, sealedDigest(t, sk, now, 1)); v != p2p.Withhold {
+		t.Fatalf("a passed-on digest of an unchecked provider: %v, want withhold", v)
+	}
+	for range 5 { // whatever the tries, none counts while there are no routes
+		tr.checkRecord(context.Background(), id.String())
+	}
+	if ev := tr.ev.of(id.String()); !ev.held || ev.tries != 0 {
+		t.Fatalf("after checks with no DHT peers: held %v, tries %d; want still held, no try spent", ev.held, ev.tries)
+	}
+	noRoutes = false
+	tr.queueCheck(id.String()) // what the timer does
+	drainChecks(t, tr)
+	if offers, held, _ := tr.digestOffers(); len(offers) != 1 || held != 0 {
+		t.Fatalf("%d backed, %d held; want the provider backed once this node has routes", len(offers), held)
+	}
+	if pts := peers[0].P2P.Guard().Points(relay); pts != 0 {
+		t.Fatalf("the peer that passed on a real provider's digest was charged %.1f points", pts)
+	}
+}
+
 // TestBudgetGivenBackWhenBacked: a source of real providers is never cut
 // off: each provider its record backs gives the source's token back.
 func TestBudgetGivenBackWhenBacked(t *testing.T) {

@@ -21,6 +21,13 @@ import (
 // ErrNotFound is returned for a provider with no valid capacity record.
 var ErrNotFound = errors.New("no valid capacity record")
 
+// errNoRoutes is returned for a lookup this node cannot run yet: its
+// routing table is empty (it has just started, or lost every DHT peer), so
+// the DHT answers "not found" for every key without asking anyone. That is
+// no evidence about the provider, nor about the peer that passed its
+// digest on.
+var errNoRoutes = errors.New("no DHT peers to look records up with yet")
+
 // ErrIncomplete is returned with the offers found when the search
 // deadline came before the DHT lookups finished: more providers may exist.
 var ErrIncomplete = errors.New("market view incomplete: the DHT lookups ran out of time")
@@ -94,6 +101,9 @@ func (m *market) record(ctx context.Context, p peer.ID) (*auction.Capacity, erro
 // check needs the record as it is now), and caches it.
 func (m *market) lookup(ctx context.Context, p peer.ID) (*auction.Capacity, error) {
 	now := m.now()
+	if m.p2p.DHT().RoutingTable().Size() == 0 {
+		return nil, fmt.Errorf("capacity record of %s: %w", p, errNoRoutes)
+	}
 	raw, err := m.fetch(ctx, auction.CapacityKey(p))
 	if err != nil {
 		return nil, fmt.Errorf("%w for %s: %v", ErrNotFound, p, err)

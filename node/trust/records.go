@@ -2,6 +2,7 @@ package trust
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -21,8 +22,10 @@ const (
 	recordCheckQueue   = 4096
 	recordCheckTimeout = 15 * time.Second
 	// A provider whose own digest came before its record was found is
-	// tried again after recordRetryAfter, twice: it may have been put a
-	// moment ago.
+	// tried again after recordRetryAfter, then twice that: recordTries in
+	// all, over about 10 s, as its record may have been put a moment ago.
+	// A check this node cannot run yet (no DHT peers: it has just started)
+	// is no try, for any digest: it waits for the routing table.
 	recordRetryAfter = 3 * time.Second
 	recordTries      = 3
 	// A backed provider's record is fetched again recheckBefore the
@@ -96,6 +99,11 @@ func (t *Trust) checkRecord(ctx context.Context, p string) {
 		t.ev.update(p, t.now(), func(ev *peerEvidence) { ev.checking = false })
 		return
 	}
+	if errors.Is(err, errNoRoutes) {
+		t.ev.update(p, t.now(), func(ev *peerEvidence) { ev.checking = false })
+		time.AfterFunc(recordRetryAfter, func() { t.queueCheck(p) })
+		return
+	}
 	if err == nil {
 		err = auction.DigestMatchesRecord(d, rec, t.now())
 	}
@@ -108,19 +116,22 @@ func (t *Trust) checkRecord(ctx context.Context, p string) {
 // retryCheck schedules one more check of a held provider whose record
 // was not there yet; it reports whether it did. Only a provider's own
 // digest is retried: it may have outrun its record, while a peer passes
-// on (or serves) only digests it checked.
+// on (or serves) only digests it checked. (Retrying those too would give
+// a forwarder of made-up providers recordTries lookups per key.)
 func (t *Trust) retryCheck(p string) bool {
 	retry := false
+	var after time.Duration
 	t.ev.update(p, t.now(), func(ev *peerEvidence) {
 		own := ev.blame == "" || string(ev.blame) == p
 		if ev.held && own && ev.tries+1 < recordTries {
+			after = recordRetryAfter << ev.tries
 			ev.tries++
 			ev.checking = false
 			retry = true
 		}
 	})
 	if retry {
-		time.AfterFunc(recordRetryAfter, func() { t.queueCheck(p) })
+		time.AfterFunc(after, func() { t.queueCheck(p) })
 	}
 	return retry
 }
