@@ -13,7 +13,8 @@ import (
 // so the renter's next RFQ there asks every provider to bid
 // (auction.EveryoneBids) instead of waiting on the same silent prefix
 // again, and publishes without waiting for a subscriber that was not
-// there last time. An auction that got bids clears its shards.
+// there last time. An auction whose expected bidders answered clears its
+// shards.
 type shardSilence struct {
 	mu      sync.Mutex
 	silent  map[auction.Shard]time.Time // until when the shard asks everyone
@@ -48,19 +49,21 @@ func (s *shardSilence) everyone(shards []auction.Shard, now time.Time) bool {
 }
 
 // settle records how an auction on shards went: bids in all, and how
-// many of the providers expected answered. Only an auction that got no
-// bid while its expected bidders stayed silent marks its shards (asking
-// everyone costs every feasible provider a bid); one that got bids
-// clears them.
+// many of the providers expected answered. An auction that got no bid
+// while its expected bidders stayed silent marks its shards (asking
+// everyone costs every feasible provider a bid, so not while some bid);
+// one whose expected bidders answered clears them. An auction that asked
+// everyone and got bids only from providers outside the silent ones
+// leaves the mark: the silent ones are still expected.
 func (s *shardSilence) settle(shards []auction.Shard, bids, expected, answered int, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	silent := bids == 0 && auction.ExpectedStayedSilent(expected, answered)
+	silent := auction.ExpectedStayedSilent(expected, answered)
 	for _, sh := range shards {
 		switch {
-		case silent:
+		case silent && bids == 0:
 			s.markLocked(s.silent, sh, now)
-		case bids > 0:
+		case !silent && expected > 0:
 			delete(s.silent, sh)
 		}
 	}

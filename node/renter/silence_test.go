@@ -8,8 +8,9 @@ import (
 )
 
 // TestShardSilence: a shard whose expected bidders stayed silent and sent
-// no bid asks everyone for silenceFor, until an auction there gets bids;
-// a shard without a subscriber gets no wait for as long.
+// no bid asks everyone for silenceFor, until an auction there has its
+// expected bidders answer; a shard without a subscriber gets no wait for
+// as long.
 func TestShardSilence(t *testing.T) {
 	s := newShardSilence()
 	now := time.UnixMilli(1_700_000_000_000)
@@ -26,12 +27,16 @@ func TestShardSilence(t *testing.T) {
 	if !s.everyone([]auction.Shard{t4, a10}, now) || s.everyone([]auction.Shard{t4}, now) {
 		t.Fatal("only the silent shard asks everyone")
 	}
+	s.settle([]auction.Shard{a10}, 1, 201, 1, now)
+	if !s.everyone([]auction.Shard{a10}, now) {
+		t.Fatal("a bid from outside the silent expected bidders cleared the shard")
+	}
 	if s.everyone([]auction.Shard{a10}, now.Add(silenceFor)) {
 		t.Fatal("silence outlived silenceFor")
 	}
 	s.settle([]auction.Shard{a10}, 4, 4, 4, now)
 	if s.everyone([]auction.Shard{a10}, now) {
-		t.Fatal("an auction with bids does not clear the shard")
+		t.Fatal("an auction whose expected bidders answered does not clear the shard")
 	}
 	s.subscribers(t4, false, now)
 	if s.waitForSubscriber(t4, now) || !s.waitForSubscriber(a10, now) || !s.waitForSubscriber(t4, now.Add(silenceFor)) {
