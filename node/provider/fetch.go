@@ -50,7 +50,7 @@ func (r *leaseRunner) workload(ctx context.Context, l *store.Lease) (*auction.Wo
 			if ctx.Err() == nil && r.abandoned != nil {
 				r.abandoned(l)
 			}
-			return nil, fmt.Errorf("the renter did not send the job's spec within %s (award abandoned): %w", auction.TakeUpPatience, err)
+			return nil, fmt.Errorf("the renter did not send the job's spec (award abandoned): %w", err)
 		}
 		raw = h.Spec
 		if r.tookUp != nil {
