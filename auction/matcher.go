@@ -22,6 +22,7 @@ const (
 	RejectWrongRFQ    = "wrong_rfq"   // bid names another RFQ or job
 	RejectDeclined    = "declined"    // provider declined an award for this RFQ
 	RejectSuperseded  = "superseded"  // the provider sent a later bid
+	RejectUnbacked    = "unbacked"    // no capacity record backs the bid (MatchInput.Unbacked)
 	RejectMalformed   = "malformed"   // nil bid, empty or repeated GPU UUIDs, too many GPUs
 	RejectNoGPUs      = "no_gpus"     // bid offers zero GPUs
 	RejectExpired     = "expired"     // ValidUntilMs is not after Now
@@ -164,6 +165,10 @@ type MatchInput struct {
 	// for this RFQ; their bids lose with RejectDeclined. Re-running Match
 	// with the decliner added is how an award passes to the next best.
 	Declined map[string]bool
+	// Unbacked maps providers whose capacity record does not back their
+	// bid to the reason (BidBacking); their bids lose with
+	// RejectUnbacked. nil: bids are not checked against records.
+	Unbacked map[string]string
 	Now      time.Time
 	Weights  Weights
 	// ReserveMicro caps the PaySecond clearing price per GPU model slug

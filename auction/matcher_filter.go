@@ -124,6 +124,8 @@ func (f *filter) check(i int, b *Bid, latest map[string]int) (code, reason strin
 	case latest[b.Provider] != i:
 		return RejectSuperseded, fmt.Sprintf("superseded by the provider's bid %d (issued %d, this one %d)",
 			latest[b.Provider], f.in.Bids[latest[b.Provider]].IssuedAtMs, b.IssuedAtMs)
+	case f.in.Unbacked[b.Provider] != "":
+		return RejectUnbacked, f.in.Unbacked[b.Provider]
 	case len(b.GPUs) == 0 && rfq.Resources.GPUs > 0:
 		return RejectNoGPUs, "bid offers no GPUs"
 	case len(b.GPUs) > 0 && rfq.Resources.GPUs == 0:

@@ -159,7 +159,7 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	digestDue := newWakeup()
 	if p.adv, err = newAdvertiser(offer, advertiserDeps{
 		log: log.With("component", "advertiser"), now: now, key: key, p2p: network, db: db, gpus: gpus, host: host, version: cfg.Version,
-		firmHeld: p.firm.heldNow, cpuOffer: p.cpu.offer, onChange: digestDue.notify,
+		firmHeld: p.firm.heldNow, cpuOffer: p.cpu.offer, fingerprintID: p.attest.fingerprintID, onChange: digestDue.notify,
 	}); err != nil {
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}

@@ -104,15 +104,24 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 		awarder: &awarder{
 			awarderDeps: awarderDeps{
 				log: log, now: now, key: deps.Key, self: self, p2p: network, leases: deps.Leases, jobs: r.jobs,
-				rep: deps.Reputation, inflight: inflight, avoid: avoid,
+				rep: deps.Reputation, inflight: inflight, avoid: avoid, record: deps.ProviderRecord,
 			},
 			reliabilityPrior: cfg.ReliabilityPrior, goldNeedsBadge: cfg.GoldNeedsBadge,
 		},
 	}
+	r.fetcher = newFetcher(fetcherDeps{log: log, db: deps.Store, call: call}, filepath.Join(deps.WorkDir, "downloads"))
+	verifier := &completionVerifier{verifierDeps{
+		log: log, now: now, db: deps.Store, leases: deps.Leases, jobs: r.jobs, terms: cfg.Attest, call: call,
+		download: func(ctx context.Context, jobID, leaseID string) error {
+			_, _, err := r.fetcher.result(ctx, jobID, leaseID)
+			return err
+		},
+		invalidate: deps.Reputation.Invalidate,
+	}}
 	r.follower = &follower{
 		followerDeps: followerDeps{
 			log: log, now: now, db: deps.Store, leases: deps.Leases, jobs: r.jobs, call: call,
-			invalidate: deps.Reputation.Invalidate, background: r.bg.Go,
+			invalidate: deps.Reputation.Invalidate, background: r.bg.Go, verify: verifier.verify,
 		},
 		providerTimeout: cfg.ProviderTimeout, cancelWait: cfg.CancelWait,
 	}
@@ -134,10 +143,9 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 			auction: r.auctioneer.run, follow: r.follower.followLease, cancelLease: r.follower.cancelLease,
 			pay: r.payments.payLease, settle: r.payments.fetchReceipt, preemptions: r.preempts.of,
 		},
-		reauction: cfg.Reauction,
+		reauction: cfg.Reauction, canaryRate: cfg.CanaryRate,
 	}
 	r.server = &jobServer{db: deps.Store, artifacts: deps.Artifacts, inflight: inflight}
-	r.fetcher = newFetcher(fetcherDeps{log: log, db: deps.Store, call: call}, filepath.Join(deps.WorkDir, "downloads"))
 	r.forwards = &forwards{forwardDeps: forwardDeps{
 		log: log, now: now, db: deps.Store, registerer: deps.Registerer, watch: r.jobs.watch, background: r.bg.Go,
 		openTunnel: func(ctx context.Context, p peer.ID, hdr []byte) (io.ReadWriteCloser, error) {
@@ -146,8 +154,9 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 	}}
 	r.submitter = &submitter{submitterDeps: submitterDeps{
 		now: now, self: self, db: deps.Store, jobs: r.jobs, artifacts: deps.Artifacts, offers: deps.Offers,
-		start: r.driver.start,
+		start: r.driver.start, avoid: avoid.add,
 	}}
+	r.driver.submitCanary = r.submitter.canary
 	return r, nil
 }
 
