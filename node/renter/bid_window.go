@@ -29,7 +29,10 @@ type pendingAuction struct {
 	bidIDs   []string
 	answered map[string]bool
 	expected map[string]bool // nil until the market view is known
-	early    chan struct{}   // closed when every expected provider answered (or nobodyGrace passed expecting nobody)
+	// skip are providers not waited for: silent in the auction this one
+	// runs again (asking everyone).
+	skip     map[string]bool
+	early    chan struct{} // closed when every expected provider answered (or nobodyGrace passed expecting nobody)
 	closed   bool
 	firstBid store.JobEvent // the first bid's event, stored when the window closes
 	pings    sync.WaitGroup // the bidders' RTT measurements (rtt.go)
@@ -85,6 +88,15 @@ func (w *bidWindows) forget(rfqID string) {
 func (w *bidWindows) expect(pa *pendingAuction, expected map[string]bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if expected != nil && len(pa.skip) > 0 {
+		kept := map[string]bool{}
+		for p := range expected {
+			if !pa.skip[p] {
+				kept[p] = true
+			}
+		}
+		expected = kept
+	}
 	pa.expected = expected
 	w.maybeCloseEarly(pa)
 	if expected != nil && len(expected) == 0 {
@@ -117,17 +129,20 @@ func (w *bidWindows) close(pa *pendingAuction) (bids []*auction.Bid, bidIDs []st
 }
 
 // turnout is how many providers pa expected (0 while the view did not
-// know) and how many of them answered.
-func (w *bidWindows) turnout(pa *pendingAuction) (expected, answered int) {
+// know) and how many of them answered, and the ones that did not.
+func (w *bidWindows) turnout(pa *pendingAuction) (expected, answered int, silent map[string]bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	silent = map[string]bool{}
 	for p := range pa.expected {
 		expected++
 		if pa.answered[p] {
 			answered++
+		} else {
+			silent[p] = true
 		}
 	}
-	return expected, answered
+	return expected, answered, silent
 }
 
 // maybeCloseEarly closes the window once every expected provider
