@@ -20,7 +20,7 @@ import (
 func TestDocFieldPresence(t *testing.T) {
 	kinds := []attest.Payload{
 		&Capacity{}, &Digest{}, &RFQ{}, &Bid{}, &Award{}, &LeaseAcceptance{}, &Decline{}, &PreemptNotice{},
-		&AwardSummary{}, &attest.Entry{}, &attest.Voucher{}, &attest.Receipt{}, &attest.FraudProof{},
+		&AwardSummary{}, &AbandonNote{}, &attest.Entry{}, &attest.Voucher{}, &attest.Receipt{}, &attest.FraudProof{},
 	}
 	var b strings.Builder
 	b.WriteString("| kind | always present, even when zero | omitted when zero, false or empty |\n|---|---|---|\n")

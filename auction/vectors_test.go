@@ -34,6 +34,7 @@ func vectorKinds(t testing.TB) []vectorKind {
 		// the vector shows one.
 		"rfq":           Shard("gpu/h100").RFQTopic(),
 		"award-summary": "idlegrid/attest/1",
+		"abandon-note":  "idlegrid/attest/1",
 	}
 	for _, k := range msgKinds {
 		m := k.fixture(t)

@@ -56,6 +56,7 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 		// Advertise only the runtimes that can run here.
 		n.cfg.Provider.Runtimes = n.provider.Offered().Runtimes
 		tdeps.OnSummary = n.provider.AuctionClosed
+		tdeps.OnAbandon = n.provider.AbandonNoted
 		tdeps.SyncShards = n.provider.Shards
 		tdeps.LeaseEntries = n.provider.LeaseEntries
 	}

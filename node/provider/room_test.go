@@ -79,6 +79,8 @@ func newRoomWith(t *testing.T, gpus int, offer OfferConfig, prep ...func(prov *r
 		Executor: ExecutorConfig{StopGrace: time.Second, KeepResults: time.Hour},
 		Attest:   lease.Terms{Sample: time.Second, Window: time.Minute, VoucherInterval: time.Minute, VoucherGrace: 30 * time.Second},
 		Version:  "test",
+		// The rules under test here are others; takeup_test.go sets them.
+		TakeUp: &auction.TakeUpLimits{},
 	}, Deps{
 		Clock: r.prov.Clock.Now, Key: r.prov.Key, P2P: r.prov.P2P, Store: r.prov.Store, Leases: r.prov.Leases,
 		GPU: sim, Artifacts: arts, WorkDir: dir, Executors: []executor.Executor{fake},

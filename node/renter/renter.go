@@ -100,6 +100,7 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 			offers: deps.Offers, shards: deps.Shards, expectBidders: deps.ExpectBidders,
 		},
 		wantBids: cfg.WantBids,
+		silence:  newShardSilence(),
 		awarder: &awarder{
 			awarderDeps: awarderDeps{
 				log: log, now: now, key: deps.Key, self: self, p2p: network, leases: deps.Leases, jobs: r.jobs,
