@@ -18,6 +18,11 @@ import (
 // want_bids is per shard: a renter that publishes one RFQ on n shards
 // sets it to ceil(total / n), since a provider sees only its own shards'
 // digests and each shard's selection is made apart.
+//
+// want_bids at its maximum (EveryoneBids) sets the rule aside: every
+// feasible provider bids. A renter whose expected bidders stayed silent
+// asks for it on its next round: providers that never bid may fill the
+// cheapest prefix of the providers' views, which the renter cannot see.
 
 // BidSelectInput is one shard's view of one RFQ.
 type BidSelectInput struct {
@@ -64,6 +69,9 @@ type BidSelection struct {
 	// effective price (SelectBidders only).
 	Newcomers []string
 }
+
+// EveryoneBids is the want_bids at which every feasible provider bids.
+const EveryoneBids = MaxWantBids
 
 // MaxNewcomers bounds the newcomers SelectBidders considers, cheapest
 // first: each costs one run of the rule.
@@ -182,6 +190,19 @@ func planBids(in BidSelectInput) (BidSelection, []bidCandidate) {
 		cands = append(cands, bidCandidate{peer: d.Peer, eff: eff, gpus: gpus, coin: bidCoin(key, d.Peer)})
 	}
 	sel.Feasible = len(cands)
+	if sel.Want >= EveryoneBids {
+		order := make([]int, len(cands))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int { return compareBidCandidates(cands[a], cands[b]) })
+		for _, i := range order {
+			cands[i].always = true
+			sel.Always = append(sel.Always, cands[i].peer)
+		}
+		sel.Expected = float64(len(cands))
+		return sel, cands
+	}
 	need := int(r.Resources.GPUs)
 	top := cheapest(cands, max(2*sel.Want, need))
 	half := (sel.Want + 1) / 2
@@ -310,4 +331,13 @@ func DigestFitsOn(r *RFQ, d *Digest, s Shard) (priceMicro uint64, gpus int, ok b
 		best = max(best, int(min(m.Free, res.GPUs)))
 	}
 	return price, best, best > 0
+}
+
+// ExpectedStayedSilent reports whether fewer than half of the providers
+// an auction expected to bid answered it: the cheap prefix of the view
+// may be held by providers that never bid (sybil digests, dead shards),
+// so the renter's next round asks for EveryoneBids instead of waiting
+// on them again.
+func ExpectedStayedSilent(expected, answered int) bool {
+	return expected > 0 && 2*answered < expected
 }

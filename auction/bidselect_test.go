@@ -198,3 +198,25 @@ func BenchmarkSelectBidders10k(b *testing.B) {
 		ShouldBid(in, "p000042")
 	}
 }
+
+// TestEveryoneBids: at want_bids EveryoneBids every feasible provider bids,
+// cheapest first, however many cheaper ones fill the view (the renter's
+// fallback when the providers it expected stayed silent).
+func TestEveryoneBids(t *testing.T) {
+	view := []*Digest{selDigest("honest", 2, 1_500_000)}
+	for i := range 200 {
+		view = append(view, selDigest(fmt.Sprintf("sybil%03d", i), 8, 1_000))
+	}
+	in := BidSelectInput{RFQ: selRFQ(1, DefaultWantBids), RFQID: "r", Shard: GPUShard("a10"), Digests: view}
+	if ok, _ := ShouldBid(in, "honest"); ok {
+		t.Fatal("with the default want_bids the dear provider should be outside the cheap prefix")
+	}
+	in.RFQ.WantBids = EveryoneBids
+	sel := SelectBidders(in)
+	if len(sel.Always) != len(view) || sel.Always[len(sel.Always)-1] != "honest" || sel.Expected != float64(len(view)) {
+		t.Fatalf("everyone bids: %d always, last %q, expected %v", len(sel.Always), sel.Always[len(sel.Always)-1], sel.Expected)
+	}
+	if ok, _ := ShouldBid(in, "honest"); !ok {
+		t.Fatal("the dear provider does not bid when everyone is asked")
+	}
+}

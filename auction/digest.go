@@ -92,6 +92,11 @@ type DigestInput struct {
 	// TTL is the digest's lifetime (at most MaxDigestTTL, and never past
 	// the record's expiry); 0 means MaxDigestTTL.
 	TTL time.Duration
+	// Withdrawn makes the provider's last digest as it leaves on purpose:
+	// nothing is free, and with a short TTL it supersedes the digest every
+	// node holds and then expires, taking the provider out of their market
+	// views (docs/protocol.md §6.4).
+	Withdrawn bool
 }
 
 // NewDigest summarizes a capacity record at in.Now. Outside the record's
@@ -114,6 +119,7 @@ func NewDigest(in DigestInput) (*Digest, error) {
 		MaxDurationSec: c.Policy.MaxDurationSec, Egress: c.Policy.Egress,
 	}
 	factor, open := c.WindowAt(in.Now)
+	open = open && !in.Withdrawn
 	for _, t := range Tiers {
 		f := c.Floor.For(t)
 		if !c.Accepts(t) || f == 0 {

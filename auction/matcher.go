@@ -22,6 +22,7 @@ const (
 	RejectWrongRFQ    = "wrong_rfq"   // bid names another RFQ or job
 	RejectDeclined    = "declined"    // provider declined an award for this RFQ
 	RejectSuperseded  = "superseded"  // the provider sent a later bid
+	RejectUnbacked    = "unbacked"    // no capacity record backs the bid (MatchInput.Unbacked)
 	RejectMalformed   = "malformed"   // nil bid, empty or repeated GPU UUIDs, too many GPUs
 	RejectNoGPUs      = "no_gpus"     // bid offers zero GPUs
 	RejectExpired     = "expired"     // ValidUntilMs is not after Now
@@ -33,6 +34,7 @@ const (
 	RejectVRAM        = "vram"        // VRAM below the minimum
 	RejectNotice      = "notice"      // bronze notice shorter than MinNoticeSec
 	RejectStart       = "start"       // earliest start after StartByMs
+	RejectTerms       = "terms"       // lease terms the renter cannot accept (MatchInput.Terms)
 	// Feasible bids that did not win; they are also listed in Plan.Backups.
 	RejectOutranked = "outranked" // feasible, but better bids filled the request
 	RejectUnfilled  = "unfilled"  // feasible, but the feasible bids cannot fill it
@@ -164,12 +166,20 @@ type MatchInput struct {
 	// for this RFQ; their bids lose with RejectDeclined. Re-running Match
 	// with the decliner added is how an award passes to the next best.
 	Declined map[string]bool
+	// Unbacked maps providers whose capacity record does not back their
+	// bid to the reason (BidBacking); their bids lose with
+	// RejectUnbacked. nil: bids are not checked against records.
+	Unbacked map[string]string
 	Now      time.Time
 	Weights  Weights
 	// ReserveMicro caps the PaySecond clearing price per GPU model slug
 	// (for instance the price index median), so a thin market does not
 	// clear at the renter's maximum; never below a winner's own bid.
 	ReserveMicro map[string]uint64
+	// Terms are the lease terms this renter accepts; a bid whose terms
+	// fall outside them loses with RejectTerms. Nil accepts any terms
+	// within the protocol's bounds.
+	Terms *TermsLimits
 }
 
 // Plan is the matcher's decision.

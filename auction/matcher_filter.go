@@ -124,6 +124,8 @@ func (f *filter) check(i int, b *Bid, latest map[string]int) (code, reason strin
 	case latest[b.Provider] != i:
 		return RejectSuperseded, fmt.Sprintf("superseded by the provider's bid %d (issued %d, this one %d)",
 			latest[b.Provider], f.in.Bids[latest[b.Provider]].IssuedAtMs, b.IssuedAtMs)
+	case f.in.Unbacked[b.Provider] != "":
+		return RejectUnbacked, f.in.Unbacked[b.Provider]
 	case len(b.GPUs) == 0 && rfq.Resources.GPUs > 0:
 		return RejectNoGPUs, "bid offers no GPUs"
 	case len(b.GPUs) > 0 && rfq.Resources.GPUs == 0:
@@ -158,6 +160,11 @@ func (f *filter) check(i int, b *Bid, latest map[string]int) (code, reason strin
 	}
 	if rfq.StartByMs != 0 && b.EarliestStartMs > rfq.StartByMs {
 		return RejectStart, fmt.Sprintf("earliest start %d after start-by %d", b.EarliestStartMs, rfq.StartByMs)
+	}
+	if f.in.Terms != nil {
+		if why := f.in.Terms.Accepts(b.LeaseTerms()); why != "" {
+			return RejectTerms, why
+		}
 	}
 	return "", ""
 }

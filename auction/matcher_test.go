@@ -139,6 +139,9 @@ func TestMatchFilters(t *testing.T) {
 			later.IssuedAtMs = x.IssuedAtMs + 1
 			in.Bids = append(in.Bids, later)
 		}, RejectSuperseded},
+		{"no capacity record backs it", func(in *MatchInput, x *Bid) {
+			in.Unbacked = map[string]string{"x": "no capacity record of the provider was found"}
+		}, RejectUnbacked},
 		{"later bid supersedes even if dearer", func(in *MatchInput, x *Bid) {
 			earlier := matchBid("x", 1, 4)
 			earlier.IssuedAtMs = x.IssuedAtMs - 1

@@ -30,13 +30,14 @@ var (
 		Name: "rfq", Domain: "idlegrid-rfq", PayloadType: []byte("/idlegrid/rfq/1"),
 		Versions: []uint{MessagesVersion}, MaxSize: MaxRFQSize,
 	})
+	// Bids and awards of version 2 carry lease terms (terms.go).
 	BidKind = attest.Register(attest.Kind{
 		Name: "bid", Domain: "idlegrid-bid", PayloadType: []byte("/idlegrid/bid/1"),
-		Versions: []uint{MessagesVersion}, MaxSize: MaxBidSize,
+		Versions: []uint{MessagesVersion, TermsVersion}, MaxSize: MaxBidSize,
 	})
 	AwardKind = attest.Register(attest.Kind{
 		Name: "award", Domain: "idlegrid-award", PayloadType: []byte("/idlegrid/award/1"),
-		Versions: []uint{MessagesVersion}, MaxSize: MaxAwardSize,
+		Versions: []uint{MessagesVersion, TermsVersion}, MaxSize: MaxAwardSize,
 	})
 	AcceptKind = attest.Register(attest.Kind{
 		Name: "lease-acceptance", Domain: "idlegrid-lease-accept", PayloadType: []byte("/idlegrid/lease-accept/1"),
@@ -163,6 +164,10 @@ type Bid struct {
 	ValidUntilMs    int64 `cbor:"valid_until_ms"`
 	// NoticeSec is the preemption notice promised (bronze only).
 	NoticeSec uint32 `cbor:"notice_s,omitempty"`
+	// Terms are the lease terms the provider offers (version 2 only);
+	// absent, in a version 1 bid, they are DefaultLeaseTerms. Set them
+	// with SetTerms, read them with LeaseTerms.
+	Terms *LeaseTerms `cbor:"terms,omitempty"`
 }
 
 // Award is the renter's signed acceptance of (part of) a bid, sent to the
@@ -187,6 +192,10 @@ type Award struct {
 	Nonce       []byte `cbor:"nonce"`
 	IssuedAtMs  int64  `cbor:"issued_at_ms"`
 	ExpiresAtMs int64  `cbor:"expires_at_ms"` // the provider must countersign before
+	// Terms are the lease terms the renter accepts: the winning bid's,
+	// exactly (version 2 only; absent, in a version 1 award, they are
+	// DefaultLeaseTerms).
+	Terms *LeaseTerms `cbor:"terms,omitempty"`
 }
 
 // LeaseAcceptance is the provider's countersignature of an award. The

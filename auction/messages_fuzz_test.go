@@ -83,3 +83,7 @@ func FuzzOpenPreemptNotice(f *testing.F) {
 func FuzzOpenAwardSummary(f *testing.F) {
 	fuzzOpen(f, "award-summary", OpenAwardSummary, func(s *AwardSummary) string { return s.Renter })
 }
+
+func FuzzOpenAbandonNote(f *testing.F) {
+	fuzzOpen(f, "abandon-note", OpenAbandonNote, func(n *AbandonNote) string { return n.Provider })
+}

@@ -127,6 +127,16 @@ func msgLease(t testing.TB) (awardEnv, acceptEnv []byte) {
 	return awardEnv, acceptEnv
 }
 
+// msgAbandon notes msgAward abandoned ten seconds after it was issued.
+func msgAbandon(t testing.TB) *AbandonNote {
+	awardEnv, _ := msgLease(t)
+	n, err := NoteAbandoned(awardEnv, fixedNow.Add(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func bytesCloneStrings(xs []string) []string { return append([]string(nil), xs...) }
 
 // msgKind ties one message type to its fixture, codec and limits, so every
@@ -178,6 +188,11 @@ var msgKinds = []msgKind{
 			return SealAwardSummary(m.(*AwardSummary), k)
 		},
 		wrapOpen(OpenAwardSummary), msgRenterSeed, MaxSummarySize},
+	{"abandon-note", func(t testing.TB) auctionMessage { return msgAbandon(t) },
+		func(m auctionMessage, k crypto.PrivKey) ([]byte, error) {
+			return SealAbandonNote(m.(*AbandonNote), k)
+		},
+		wrapOpen(OpenAbandonNote), msgProviderSeed, MaxAbandonNoteSize},
 }
 
 // TestMessagesGolden pins the CBOR payload encoding of one fixed value of

@@ -127,7 +127,7 @@ func (r *RFQ) validateResources(p *problems) {
 // Validate checks the bid's structure without a clock.
 func (b *Bid) Validate() error {
 	var p problems
-	msgCheckVersion(&p, b.V)
+	checkTermsField(&p, b.V, b.Terms)
 	attest.CheckPeerID(&p, "provider", b.Provider)
 	attest.CheckRecordID(&p, "rfq", b.RFQ)
 	attest.CheckContentID(&p, "job", b.JobCID)
@@ -160,7 +160,7 @@ func (b *Bid) Validate() error {
 // Validate checks the award's structure without a clock.
 func (a *Award) Validate() error {
 	var p problems
-	msgCheckVersion(&p, a.V)
+	checkTermsField(&p, a.V, a.Terms)
 	attest.CheckPeerID(&p, "renter", a.Renter)
 	attest.CheckPeerID(&p, "provider", a.Provider)
 	attest.CheckRecordID(&p, "rfq", a.RFQ)

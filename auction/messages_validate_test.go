@@ -123,6 +123,16 @@ func TestBidValidate(t *testing.T) {
 		{"valid_until_before_issue", func(b *Bid) { b.ValidUntilMs = b.IssuedAtMs }, "valid_until_ms: must be after issued_at_ms"},
 		{"valid_too_long", func(b *Bid) { b.ValidUntilMs = b.IssuedAtMs + MaxBidLifetimeMs + 1 }, "valid_until_ms: lifetime"},
 		{"start_before_issue", func(b *Bid) { b.EarliestStartMs = b.IssuedAtMs - 1 }, "earliest_start_ms: "},
+		{"terms_v2", func(b *Bid) {
+			b.SetTerms(LeaseTerms{WindowMs: 500, VoucherMs: 250, GraceMs: 750, EnergyTolPermille: 150, MaxSkewMs: 1000})
+		}, ""},
+		{"terms_in_v1", func(b *Bid) { b.Terms = &LeaseTerms{} }, "terms: set in a version 1 record"},
+		{"v2_without_terms", func(b *Bid) { b.V = TermsVersion }, "terms: missing in a version 2 record"},
+		{"terms_out_of_bounds", func(b *Bid) {
+			b.V, b.Terms = TermsVersion, &LeaseTerms{WindowMs: 50, VoucherMs: MaxTermsPeriodMs + 1, GraceMs: MaxTermsGraceMs + 1, Prepay: 101, MaxSkewMs: 0}
+		},
+			"terms.window_ms: 50 out of range 100..600000; terms.voucher_ms: 600001 out of range 100..600000; terms.grace_ms: 600001 exceeds 600000; terms.prepay: 101 exceeds 100; terms.energy_tol_permille: 0 out of range 1..1000; terms.max_skew_ms: 0 out of range 1..600000"},
+		{"version_3", func(b *Bid) { b.V = 3 }, "v: version 3, want 1 or 2"},
 	})
 }
 
@@ -144,6 +154,11 @@ func TestAwardValidate(t *testing.T) {
 		{"parts_zero", func(a *Award) { a.Parts = 0 }, "parts: 0 out of range 1..64"},
 		{"long_nonce", func(a *Award) { a.Nonce = make([]byte, 17) }, "nonce: 17 bytes, want 16"},
 		{"lifetime_too_long", func(a *Award) { a.ExpiresAtMs = a.IssuedAtMs + MaxAwardLifetimeMs + 1 }, "expires_at_ms: lifetime"},
+		{"terms_v2", func(a *Award) {
+			a.SetTerms(LeaseTerms{WindowMs: 500, VoucherMs: 250, GraceMs: 750, EnergyTolPermille: 150, MaxSkewMs: 1000})
+		}, ""},
+		{"default_terms_stay_v1", func(a *Award) { a.SetTerms(DefaultLeaseTerms) }, ""},
+		{"v2_without_terms", func(a *Award) { a.V = TermsVersion }, "terms: missing in a version 2 record"},
 	})
 }
 

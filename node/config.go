@@ -133,6 +133,10 @@ type MarketConfig struct {
 	// silent before the renter fails the lease as unreachable and, with
 	// Reauction, auctions the work again.
 	ProviderTimeout time.Duration `toml:"provider_timeout"`
+	// CanaryRate is the share (0..1) of deterministic jobs (WASM, no
+	// network, not a service) re-run on a second provider whose output
+	// must match; 0: none.
+	CanaryRate float64 `toml:"canary_rate"`
 	// WantBids is how many bids an RFQ asks for (bounded bidding: the
 	// cheapest providers always bid, the others by lot, so an auction
 	// costs the same whatever the network's size).

@@ -89,6 +89,9 @@ func (c *Config) validateMarket() error {
 	if !(m.ReliabilityPrior >= 0 && m.ReliabilityPrior <= 1) {
 		return bad("market.reliability_prior", "%v: must be within 0..1", m.ReliabilityPrior)
 	}
+	if !(m.CanaryRate >= 0 && m.CanaryRate <= 1) {
+		return bad("market.canary_rate", "%v: must be within 0..1", m.CanaryRate)
+	}
 	if m.WantBids < 1 || m.WantBids > auction.MaxWantBids {
 		return bad("market.want_bids", "%d: must be within 1..%d", m.WantBids, auction.MaxWantBids)
 	}

@@ -9,6 +9,7 @@ import (
 
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/costs"
 	"github.com/idlegrid/idlegrid/node/words"
 	"github.com/idlegrid/idlegrid/p2p"
@@ -73,17 +74,22 @@ func (c *Config) Validate() error {
 		}
 		return bad("costs", "%v", err)
 	}
+	// The [attest] periods are the lease terms a provider offers, so they
+	// keep to the protocol's bounds on terms (docs/protocol.md §7.8).
+	period := func(d time.Duration) bool {
+		return d >= auction.MinTermsPeriodMs*time.Millisecond && d <= auction.MaxTermsPeriodMs*time.Millisecond
+	}
 	switch a := c.Attest; {
-	case a.Sample < 10*time.Millisecond || a.Window < a.Sample:
-		return bad("attest.window", "need 10ms <= sample (%s) <= window (%s)", dur(a.Sample), dur(a.Window))
-	case a.VoucherInterval < 10*time.Millisecond || a.VoucherGrace < 0:
-		return bad("attest.voucher_interval", "%s: need at least 10ms, and a grace (%s) that is not negative", dur(a.VoucherInterval), dur(a.VoucherGrace))
-	case a.PrepayIntervals < 0 || a.PrepayIntervals > 100:
-		return bad("attest.prepay_intervals", "%d: must be 0..100", a.PrepayIntervals)
-	case a.EnergyTolerance <= 0 || a.EnergyTolerance > 1:
-		return bad("attest.energy_tolerance", "%v: must be in (0, 1]", a.EnergyTolerance)
-	case a.MaxSkew < 0:
-		return bad("attest.max_skew", "must not be negative")
+	case a.Sample < 10*time.Millisecond || a.Window < a.Sample || !period(a.Window):
+		return bad("attest.window", "need 10ms <= sample (%s) <= window (%s), and a window of 100ms..10m", dur(a.Sample), dur(a.Window))
+	case !period(a.VoucherInterval) || a.VoucherGrace < 0 || a.VoucherGrace > auction.MaxTermsGraceMs*time.Millisecond:
+		return bad("attest.voucher_interval", "%s: need 100ms..10m, and a grace (%s) of 0s..10m", dur(a.VoucherInterval), dur(a.VoucherGrace))
+	case a.PrepayIntervals < 0 || a.PrepayIntervals > auction.MaxTermsPrepay:
+		return bad("attest.prepay_intervals", "%d: must be 0..%d", a.PrepayIntervals, auction.MaxTermsPrepay)
+	case a.EnergyTolerance < 0.001 || a.EnergyTolerance > 1:
+		return bad("attest.energy_tolerance", "%v: must be in 0.001..1", a.EnergyTolerance)
+	case a.MaxSkew < 0 || a.MaxSkew > auction.MaxTermsSkewMs*time.Millisecond:
+		return bad("attest.max_skew", "%s: must be 0s..10m (0: the default, 2m)", dur(a.MaxSkew))
 	}
 	switch e := c.Executor; {
 	case e.StopGrace < 0 || e.StopGrace > 10*time.Minute:

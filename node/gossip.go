@@ -47,6 +47,7 @@ func (b apiBackend) Identity() api.Identity {
 
 func (b apiBackend) Status() api.Status {
 	p := b.n.p2p
+	view := b.n.trust.MarketView()
 	return api.Status{
 		Role:           string(b.n.cfg.Role),
 		PeerID:         p.ID().String(),
@@ -61,6 +62,7 @@ func (b apiBackend) Status() api.Status {
 		TopicPeers:     p.TopicPeers(),
 		NotReady:       b.notReady(),
 		Reachability:   apiReachability(p.Reachability()),
+		MarketView:     api.MarketView{Backed: view.Backed, Proven: view.Proven, Held: view.Held},
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 func (n *Node) opsMetrics() (*opsmetrics.Metrics, error) {
 	m, err := opsmetrics.New(n.reg, opsmetrics.Deps{
 		Logger: n.log.With("component", "opsmetrics"), GPU: n.gpus, Leases: n.db.Leases, FreeSpace: n.db.FreeSpace,
-		Clock: time.Now, VoucherGrace: n.cfg.Attest.VoucherGrace,
+		Clock: time.Now,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ops metrics: %w", err)

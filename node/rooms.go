@@ -56,6 +56,7 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 		// Advertise only the runtimes that can run here.
 		n.cfg.Provider.Runtimes = n.provider.Offered().Runtimes
 		tdeps.OnSummary = n.provider.AuctionClosed
+		tdeps.OnAbandon = n.provider.AbandonNoted
 		tdeps.SyncShards = n.provider.Shards
 		tdeps.LeaseEntries = n.provider.LeaseEntries
 	}
@@ -69,13 +70,14 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 	if n.cfg.Role == RoleRenter {
 		if n.renter, err = renter.New(renter.Config{
 			ReliabilityPrior: m.ReliabilityPrior, Reauction: m.Reauction, GoldNeedsBadge: m.GoldNeedsBadge, WantBids: m.WantBids,
-			ProviderTimeout: m.ProviderTimeout,
-			Attest:          n.cfg.Attest, CancelWait: n.cfg.Executor.StopGrace,
+			ProviderTimeout: m.ProviderTimeout, CanaryRate: m.CanaryRate,
+			Attest: n.cfg.Attest, CancelWait: n.cfg.Executor.StopGrace,
 		}, renter.Deps{
 			Logger: n.log, Clock: time.Now, Key: n.key, P2P: n.p2p, Store: n.db, Leases: n.leases,
 			Artifacts: artifacts, WorkDir: n.workDir,
 			Offers: n.trust.Offers, Shards: n.trust.ShardsFor, ExpectBidders: n.trust.ExpectedBidders,
-			Reputation: n.trust.Reputation(), ReportFraud: n.trust.ApplyFraud,
+			ProviderRecord: n.trust.ProviderRecord,
+			Reputation:     n.trust.Reputation(), ReportFraud: n.trust.ApplyFraud,
 			WithholdPayment: deps.WithholdPayment, Registerer: n.reg,
 		}); err != nil {
 			return err

@@ -3,6 +3,7 @@ package p2p
 import (
 	"log/slog"
 	"math"
+	"sync"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -18,13 +19,20 @@ const scoreExplainEvery = time.Minute
 // that falls below the gossip threshold, one log line saying which parts
 // of the score put it there: an operator asking why a peer is cut off
 // gets the answer from the log, not from reading gossipsub.
+//
+// gossipsub calls inspect on a goroutine of its own each time
+// (score.go's inspectScoresExtended), so two calls can overlap: mu
+// serialises them.
 type scoreWatch struct {
 	log       *slog.Logger
 	set       func(map[peer.ID]float64)
-	explained map[peer.ID]time.Time // only touched by the inspect loop
+	mu        sync.Mutex
+	explained map[peer.ID]time.Time
 }
 
 func (w *scoreWatch) inspect(m map[peer.ID]*pubsub.PeerScoreSnapshot) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	scores := make(map[peer.ID]float64, len(m))
 	now := time.Now()
 	for p, s := range m {

@@ -245,6 +245,7 @@ func (n *Node) Run(ctx context.Context) error {
 	wg.Go(func() { n.healGossipLoop(ctx) })
 	wg.Go(func() { n.redoFailedIdentify(ctx) })
 	wg.Go(func() { n.watchReachability(ctx) })
+	wg.Go(func() { n.watchLiveness(ctx) })
 	wg.Wait()
 	return nil
 }

@@ -34,7 +34,7 @@ const IdempotencyKeyHeader = "Idempotency-Key"
 // Terminal reports whether the job will not change state again.
 func (j Job) Terminal() bool {
 	switch j.State {
-	case "completed", "failed", "unfilled", "cancelled", "expired":
+	case "completed", "failed", "unfilled", "cancelled", "expired", "unverified":
 		return true
 	}
 	return false

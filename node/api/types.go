@@ -36,6 +36,19 @@ type Status struct {
 	TopicPeers map[string]int `json:"topic_peers"`
 	// Reachability says how other nodes reach this one.
 	Reachability Reachability `json:"reachability"`
+	// MarketView counts the providers in this node's market view (its
+	// digest book, current digests only) by the evidence behind them
+	// (docs/protocol.md §6.5): backed ones are what `market search`
+	// shows, proven ones are backed and seen to bid, held ones wait for
+	// their record check.
+	MarketView MarketView `json:"market_view"`
+}
+
+// MarketView is the size of a node's market view by evidence level.
+type MarketView struct {
+	Backed int `json:"backed"`
+	Proven int `json:"proven"`
+	Held   int `json:"held"`
 }
 
 // Reachability is how other nodes reach this one.

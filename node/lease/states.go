@@ -22,23 +22,31 @@ const (
 	Cancelled = "cancelled"
 	Failed    = "failed"
 	Expired   = "expired"
+	// Unverified is the renter's record of a lease its provider reported
+	// completed but whose chain or output does not prove it (the reason
+	// says what is missing). Only the renter records it; it counts as a
+	// failure in reputation and is not paid past what telemetry proved.
+	Unverified = "unverified"
 )
 
 // Terminal reports whether a lease in s has ended for good.
 func (s State) Terminal() bool {
 	switch s {
-	case Completed, Preempted, Cancelled, Failed, Expired:
+	case Completed, Preempted, Cancelled, Failed, Expired, Unverified:
 		return true
 	}
 	return false
 }
 
-// Valid reports whether s is a lease state at all (a peer's status
-// report is checked against it).
+// Valid reports whether s is a state a provider may report (a peer's
+// status report is checked against it): Unverified is the renter's
+// verdict, never a provider's.
 func (s State) Valid() bool {
 	switch s {
 	case Awarded, Preparing, Running:
 		return true
+	case Unverified:
+		return false
 	}
 	return s.Terminal()
 }
@@ -56,12 +64,15 @@ const (
 	JobUnfilled   = "unfilled"
 	JobCancelled  = "cancelled"
 	JobExpired    = "expired"
+	// JobUnverified: a lease's provider said the work completed, but its
+	// signed chain or its output did not prove it.
+	JobUnverified = "unverified"
 )
 
 // Terminal reports whether a job in s has ended for good.
 func (s JobState) Terminal() bool {
 	switch s {
-	case JobCompleted, JobFailed, JobUnfilled, JobCancelled, JobExpired:
+	case JobCompleted, JobFailed, JobUnfilled, JobCancelled, JobExpired, JobUnverified:
 		return true
 	}
 	return false

@@ -184,6 +184,10 @@ func TestProviderStopsTelemetryRenterStopsPaying(t *testing.T) {
 	// catches it when the XID lands in a window the GPU still reported in;
 	// otherwise the GPU's telemetry just stops. Either way payment stops.
 	{
+		// A cluster of its own, with a deadline of its own: the first part
+		// may have used most of the first one on a loaded machine.
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+		defer cancel()
 		var sims2 []*gpu.Sim
 		_, r2 := auctionCluster(t, []provOpts{{gpus: 1, bronze: 0.5}}, nodetest.Options{Configure: fastAttest, GPU: simProvider(&sims2)})
 		j, err := r2.Renter().Submit(payJob("lost", "sleep:10m"))

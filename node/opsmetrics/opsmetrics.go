@@ -30,9 +30,6 @@ type Deps struct {
 	// FreeSpace is store.DB.FreeSpace.
 	FreeSpace func() (free uint64, low bool, err error)
 	Clock     func() time.Time
-	// VoucherGrace is attest.voucher_grace: a running lease paid up to
-	// more than this ago is unpaid.
-	VoucherGrace time.Duration
 }
 
 // Metrics is the collector plus the XID counter.
@@ -71,7 +68,7 @@ func New(reg prometheus.Registerer, d Deps) (*Metrics, error) {
 		eccUncorr: desc("idlegrid_gpu_ecc_uncorrected_errors", "Uncorrected ECC errors since the driver loaded.", "gpu"),
 		up:        desc("idlegrid_gpu_up", "1 when the GPU answered the last sample, 0 when it failed or is lost.", "gpu"),
 		leases:    desc("idlegrid_provider_leases", "Provider leases in the store by state.", "state"),
-		unpaid:    desc("idlegrid_provider_unpaid_leases", "Provider leases that ran but whose renter's vouchers lag: finished with nothing paid, or running paid up to more than voucher_grace ago."),
+		unpaid:    desc("idlegrid_provider_unpaid_leases", "Provider leases that ran but whose renter's vouchers lag: finished with nothing paid, or running paid up to more than its lease terms' grace ago."),
 		freeBytes: desc("idlegrid_store_free_bytes", "Free bytes on the store's filesystem."),
 		lowSpace:  desc("idlegrid_store_low_space", "1 while the store's free space is below store.low_space_mib (no bids, no writes)."),
 	}
@@ -166,7 +163,6 @@ func (m *Metrics) countLeases(ls []*store.Lease) (map[string]int, int) {
 	byState := map[string]int{}
 	unpaid := 0
 	now := m.d.Clock().UnixMilli()
-	grace := m.d.VoucherGrace.Milliseconds()
 	for _, l := range ls {
 		if l.Side != lease.SideProvider {
 			continue
@@ -176,7 +172,8 @@ func (m *Metrics) countLeases(ls []*store.Lease) (map[string]int, int) {
 		case l.WorkStartedMs == 0:
 		case st.Terminal() && l.PaidMicro == 0 && l.WorkFinishedMs > l.WorkStartedMs:
 			unpaid++
-		case st == lease.Running && now-max(l.PaidUntilMs, l.WorkStartedMs) > grace:
+		case st == lease.Running && now-max(l.PaidUntilMs, l.WorkStartedMs) > lease.Agreed(l).Grace().Milliseconds():
+			// Late by more than the grace of the lease's own terms.
 			unpaid++
 		}
 	}

@@ -37,11 +37,10 @@ func TestMetrics(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	m, err := New(reg, Deps{
-		GPU:          sim,
-		Leases:       func() ([]*store.Lease, error) { return leases, nil },
-		FreeSpace:    func() (uint64, bool, error) { return 100 << 20, true, nil },
-		Clock:        func() time.Time { return now },
-		VoucherGrace: 30 * time.Second,
+		GPU:       sim,
+		Leases:    func() ([]*store.Lease, error) { return leases, nil },
+		FreeSpace: func() (uint64, bool, error) { return 100 << 20, true, nil },
+		Clock:     func() time.Time { return now },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +65,7 @@ func TestMetrics(t *testing.T) {
 idlegrid_provider_leases{state="completed"} 2
 idlegrid_provider_leases{state="failed"} 1
 idlegrid_provider_leases{state="running"} 3
-# HELP idlegrid_provider_unpaid_leases Provider leases that ran but whose renter's vouchers lag: finished with nothing paid, or running paid up to more than voucher_grace ago.
+# HELP idlegrid_provider_unpaid_leases Provider leases that ran but whose renter's vouchers lag: finished with nothing paid, or running paid up to more than its lease terms' grace ago.
 # TYPE idlegrid_provider_unpaid_leases gauge
 idlegrid_provider_unpaid_leases 2
 # HELP idlegrid_store_low_space 1 while the store's free space is below store.low_space_mib (no bids, no writes).

@@ -80,6 +80,9 @@ type advertiserDeps struct {
 	firmHeld func() map[string]bool
 	// cpuOffer is the CPU share with what is free of it now; nil: none.
 	cpuOffer func() *auction.CPUOffer
+	// fingerprintID is the record ID of the hardware fingerprint in force
+	// in the chain (the attestor); nil or "": none.
+	fingerprintID func() string
 	// onChange is called when a GPU is leased or freed and after each
 	// record published (the digester gossips the change); may be nil.
 	onChange func()
@@ -214,6 +217,9 @@ func (a *advertiser) build(seq uint64) (*auction.Capacity, error) {
 		},
 		Datasets: slices.Clone(cfg.Datasets),
 		Version:  a.version,
+	}
+	if a.fingerprintID != nil {
+		c.FingerprintID = a.fingerprintID()
 	}
 	for _, t := range cfg.Tiers {
 		tier := auction.Tier(t)

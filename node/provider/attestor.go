@@ -124,11 +124,27 @@ func openAttestor(d attestorDeps) (*attestor, error) {
 			}
 		}
 	}
+	// The fingerprint is in the chain before the first capacity record
+	// names it (fingerprintID): renters refuse GPU bids a record without
+	// one backs.
+	if err := a.fingerprint(); err != nil {
+		a.log.Warn("fingerprint entry", "err", err)
+	}
 	return a, nil
 }
 
-// run appends the fingerprint, then samples the GPUs every cfg.Sample and
-// closes a telemetry window every cfg.Window, until ctx ends.
+// fingerprintID is the record ID of the fingerprint in force; "" before
+// one is appended (a host without GPUs never appends one).
+func (a *attestor) fingerprintID() string {
+	if h := a.chain.Head(); h != nil {
+		return h.Fingerprint
+	}
+	return ""
+}
+
+// run appends the fingerprint if the hardware changed since the chain was
+// opened, then samples the GPUs every cfg.Sample and closes a telemetry
+// window every cfg.Window, until ctx ends.
 func (a *attestor) run(ctx context.Context) {
 	if err := a.fingerprint(); err != nil {
 		a.log.Warn("fingerprint entry", "err", err)

@@ -62,10 +62,25 @@ func (b *bidder) handleAward(ctx context.Context, from peer.ID, req []byte) ([]b
 // commit re-checks an award against the bid it names and places it on
 // GPUs free now (placeAward), and if that succeeds, countersigns and
 // stores the lease, naming the GPUs committed, before anything runs.
-func (b *bidder) commit(aw *auction.Award, awardID string, raw []byte, inventory []auction.GPU) (*store.Lease, []preemption, string) {
+func (b *bidder) commit(aw *auction.Award, awardID string, raw []byte, inventory []auction.GPU) (l *store.Lease, preempt []preemption, reason string) {
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	// The renter's standing is checked under the bidder's lock, so two
+	// awards of one renter cannot both pass its bound.
+	paid := b.firm.hasPaid(aw.Renter)
+	if why := b.takeUps.admit(aw.Renter, len(aw.GPUs), len(inventory), paid); why != "" {
+		return nil, nil, why
+	}
+	l, preempt, reason = b.commitBid(aw, awardID, raw, inventory, now)
+	if reason == "" {
+		b.takeUps.awarded(awardID, aw.Renter, len(l.GPUs), paid)
+	}
+	return l, preempt, reason
+}
+
+// commitBid is commit's work under the bidder's lock.
+func (b *bidder) commitBid(aw *auction.Award, awardID string, raw []byte, inventory []auction.GPU, now time.Time) (*store.Lease, []preemption, string) {
 	sb, ok := b.bids[aw.Bid]
 	if !ok {
 		return nil, nil, "unknown or expired bid"
@@ -78,6 +93,9 @@ func (b *bidder) commit(aw *auction.Award, awardID string, raw []byte, inventory
 	}
 	if aw.NoticeSec != sb.bid.NoticeSec {
 		return nil, nil, "award changes the promised preemption notice"
+	}
+	if aw.LeaseTerms() != sb.bid.LeaseTerms() {
+		return nil, nil, "award changes the lease terms of the bid"
 	}
 	if aw.PriceMicro < sb.bid.PriceMicro {
 		return nil, nil, fmt.Sprintf("price %d below the bid %d", aw.PriceMicro, sb.bid.PriceMicro)

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -51,12 +52,17 @@ type bidderDeps struct {
 	leases *lease.Book
 	gpus   gpu.Backend
 	policy auction.BidPolicy
+	// terms are the lease terms every bid offers ([attest]); a lease runs
+	// by the terms its award accepted.
+	terms auction.LeaseTerms
 	// admit is the operator's award admission policy; nil admits all.
 	admit AdmitAward
 	// firm are the firm holds and cpu the CPU share; the bidder changes
 	// them under its lock.
 	firm *firmHolds
 	cpu  *cpuPool
+	// takeUps bound what renters' awards hold before they are taken up.
+	takeUps *takeUps
 	// capacity builds the capacity record as of now; changed re-publishes
 	// it (GPUs held, the CPU share leased or freed).
 	capacity func(seq uint64) (*auction.Capacity, error)
@@ -102,6 +108,9 @@ func bidPolicy(c OfferConfig) auction.BidPolicy {
 }
 
 func newBidder(d bidderDeps) *bidder {
+	if d.takeUps == nil {
+		d.takeUps = newTakeUps(auction.DefaultTakeUpLimits(), d.now)
+	}
 	return &bidder{bidderDeps: d, self: d.p2p.ID().String(), bids: map[string]sentBid{}, committed: map[string]commitment{}}
 }
 
@@ -133,6 +142,7 @@ func (b *bidder) restore() error {
 // leaseEnded frees what an ended lease held: its part of the CPU share
 // and its GPUs' commitments.
 func (b *bidder) leaseEnded(l *store.Lease) {
+	b.takeUps.tookUp(l.ID)
 	if b.cpu.release(l.ID) {
 		b.changed()
 	}
@@ -253,6 +263,18 @@ func (b *bidder) quote(rfq *auction.RFQ, rfqID, holdID string) (*auction.Bid, er
 	if err != nil {
 		return nil, err
 	}
+	// A renter the take-up limits bound is offered no more than its
+	// allowance (auction.TakeUpLimits): a bid for fewer GPUs than asked,
+	// which the renter may pool with others.
+	allow, why := b.takeUps.allowance(rfq.Renter, len(capacity.GPUs), b.firm.hasPaid(rfq.Renter))
+	if allow == 0 {
+		return nil, errors.New(why)
+	}
+	if rfq.Resources.GPUs > 0 && uint64(allow) < uint64(rfq.Resources.GPUs) {
+		bounded := *rfq
+		bounded.Resources.GPUs = uint32(allow)
+		rfq = &bounded
+	}
 	health := b.health()
 	market := b.market(rfq)
 	now := b.now()
@@ -278,6 +300,7 @@ func (b *bidder) quote(rfq *auction.RFQ, rfqID, holdID string) (*auction.Bid, er
 	}
 	bid := q.Bid
 	bid.Provider = b.self
+	bid.SetTerms(b.terms)
 	if held := b.firm.grant(rfq.Renter, holdID, bid.GPUs, now, time.UnixMilli(bid.ValidUntilMs)); len(held) > 0 {
 		b.changed() // the record shows them held
 	}

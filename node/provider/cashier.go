@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/failpoint"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/p2p"
@@ -34,13 +35,12 @@ type cashier struct {
 
 // cashierDeps are the cashier's collaborators.
 type cashierDeps struct {
-	log   *slog.Logger
-	now   func() time.Time
-	key   crypto.PrivKey
-	p2p   *p2p.Node
-	db    *store.DB
-	book  *lease.Book
-	terms lease.Terms
+	log  *slog.Logger
+	now  func() time.Time
+	key  crypto.PrivKey
+	p2p  *p2p.Node
+	db   *store.DB
+	book *lease.Book
 	// notePaid records a renter's paid, receipted lease: evidence for
 	// firm holds on its next bids.
 	notePaid func(renter string)
@@ -86,29 +86,27 @@ func (c *cashier) acceptVoucher(from peer.ID, l *store.Lease, raw []byte) (*stor
 	return cur, err
 }
 
-// unpaid is the stop-unpaid-work rule: a running lease whose vouchers
-// cover less than the time worked minus one voucher interval (or telemetry
-// window, whichever is longer) and the grace is unpaid; late is how far
-// past the covered time the clock is. The first PrepayIntervals intervals
+// unpaid is the stop-unpaid-work rule, by the terms t both parties signed
+// (never this node's config): a running lease whose vouchers cover less
+// than the time worked minus the terms' allowance (one voucher interval or
+// telemetry window, whichever is longer, and the grace) is unpaid; late is
+// how far past the covered time the clock is. The first Prepay intervals
 // count as paid.
-func (c *cashier) unpaid(l *store.Lease) (late time.Duration, unpaid bool) {
-	t := c.terms
-	paid := max(l.PaidUntilMs, l.WorkStartedMs+int64(t.PrepayIntervals)*t.VoucherInterval.Milliseconds())
+func (c *cashier) unpaid(l *store.Lease, t auction.LeaseTerms) (late time.Duration, unpaid bool) {
+	paid := max(l.PaidUntilMs, l.WorkStartedMs+t.Prepaid().Milliseconds())
 	late = c.now().Sub(time.UnixMilli(paid))
-	return late, late > c.allowance()
-}
-
-// allowance is how far the vouchers may fall behind the work: one voucher
-// interval (or telemetry window, whichever is longer) and the grace.
-func (c *cashier) allowance() time.Duration {
-	return max(c.terms.VoucherInterval, c.terms.Window) + c.terms.VoucherGrace
+	return late, late > t.Allowance()
 }
 
 // payWatch stops a running lease, through stop, once its renter stopped
-// paying: when the latest voucher covers less than now - (interval +
-// grace). Prepaid intervals count from the work's start.
+// paying by the lease's terms (unpaid).
 func (c *cashier) payWatch(ctx context.Context, id string, stop func()) {
-	t := time.NewTicker(min(time.Second, c.allowance()/4))
+	l, err := c.db.GetLease(id)
+	if err != nil {
+		return
+	}
+	terms := lease.Agreed(l)
+	t := time.NewTicker(min(time.Second, terms.Allowance()/4))
 	defer t.Stop()
 	for {
 		select {
@@ -120,10 +118,19 @@ func (c *cashier) payWatch(ctx context.Context, id string, stop func()) {
 		if err != nil || lease.State(l.State).Terminal() || l.WorkStartedMs == 0 {
 			continue
 		}
-		if late, unpaid := c.unpaid(l); unpaid {
-			c.log.Warn("stopping unpaid work", "lease", lease.Short(id), "paid_until", time.UnixMilli(l.PaidUntilMs), "late", late)
+		if late, unpaid := c.unpaid(l, terms); unpaid {
+			c.log.Warn("stopping unpaid work", "lease", lease.Short(id), "paid", paidWords(l), "late", late, "allowance", terms.Allowance())
 			stop()
 			return
 		}
 	}
+}
+
+// paidWords says how far a lease is paid, in words: "never paid" rather
+// than the zero time.
+func paidWords(l *store.Lease) string {
+	if l.PaidUntilMs == 0 {
+		return "never paid"
+	}
+	return "until " + time.UnixMilli(l.PaidUntilMs).UTC().Format(time.RFC3339Nano)
 }

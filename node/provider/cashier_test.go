@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/store"
 )
@@ -41,12 +42,14 @@ func (r *room) voucher(t *testing.T, l *store.Lease, seq uint64, until time.Time
 
 // TestUnpaidWorkRule drives the stop-unpaid-work rule with the clock: a
 // lease is paid while its vouchers keep up, unpaid once the covered time
-// falls behind by more than an interval plus the grace, and paid again
-// when a voucher catches up.
+// falls behind by more than the longer of window and interval plus the
+// grace of the lease's terms (not the provider's config: interval 1m,
+// window 1m, grace 30s), and paid again when a voucher catches up.
 func TestUnpaidWorkRule(t *testing.T) {
 	r := newRoom(t, 1)
-	terms := r.p.cashier.terms // interval 1m, window 1m, grace 30s
-	allow := max(terms.VoucherInterval, terms.Window) + terms.VoucherGrace
+	terms := auction.DefaultLeaseTerms
+	terms.WindowMs, terms.VoucherMs, terms.GraceMs = 120_000, 20_000, 5_000
+	allow := 2*time.Minute + 5*time.Second
 	start := r.prov.Clock.Now()
 	l := r.runningLease(t, start)
 	cash := r.p.cashier
@@ -56,7 +59,7 @@ func TestUnpaidWorkRule(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if late, got := cash.unpaid(cur); got != want {
+		if late, got := cash.unpaid(cur, terms); got != want {
 			t.Fatalf("at +%s (late %s): unpaid %v, want %v", r.prov.Clock.Now().Sub(start), late, got, want)
 		}
 	}
@@ -83,20 +86,20 @@ func TestUnpaidWorkRule(t *testing.T) {
 	check(true)
 }
 
-// TestPrepaidIntervalsCountAsPaid: with prepay_intervals 2 a lease is not
+// TestPrepaidIntervalsCountAsPaid: with 2 prepaid intervals a lease is not
 // unpaid before two intervals plus the allowance pass.
 func TestPrepaidIntervalsCountAsPaid(t *testing.T) {
 	r := newRoom(t, 1)
-	r.p.cashier.terms.PrepayIntervals = 2
-	terms := r.p.cashier.terms
+	terms := auction.DefaultLeaseTerms
+	terms.Prepay = 2
 	start := r.prov.Clock.Now()
 	l := r.runningLease(t, start)
-	r.prov.Clock.Advance(2*terms.VoucherInterval + max(terms.VoucherInterval, terms.Window) + terms.VoucherGrace)
-	if _, unpaid := r.p.cashier.unpaid(l); unpaid {
+	r.prov.Clock.Advance(2*terms.VoucherInterval() + max(terms.VoucherInterval(), terms.Window()) + terms.Grace())
+	if _, unpaid := r.p.cashier.unpaid(l, terms); unpaid {
 		t.Fatal("unpaid within the prepaid intervals and the allowance")
 	}
 	r.prov.Clock.Advance(time.Millisecond)
-	if _, unpaid := r.p.cashier.unpaid(l); !unpaid {
+	if _, unpaid := r.p.cashier.unpaid(l, terms); !unpaid {
 		t.Fatal("not unpaid past the prepaid intervals and the allowance")
 	}
 }

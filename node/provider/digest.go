@@ -16,6 +16,30 @@ import (
 // burst of leases and releases costs one digest a second, not one each.
 const digestMinGap = time.Second
 
+// A digest is sent again at least every digestRefresh (half the republish
+// interval when that is shorter) and lives digestLives refreshes: a
+// provider that stops without a word (crashed, cut off) leaves every
+// market view when its last digest goes stale, within minutes, long
+// before its capacity record's TTL.
+const (
+	digestRefresh = time.Minute
+	digestLives   = 3
+)
+
+// A provider that stops on purpose withdraws its offer: a last digest
+// with nothing free that lives withdrawnTTL, sent with withdrawTimeout to
+// spare, then withdrawLinger for gossip to carry it before the host
+// closes. It supersedes the digest every node holds (a higher seq, signed
+// by the provider's own key) and expires soon after, so the provider
+// leaves their market views within seconds; replayed later it is expired
+// or older than the provider's newer digests, so it never removes a live
+// provider.
+const (
+	withdrawnTTL    = 3 * time.Second
+	withdrawTimeout = 2 * time.Second
+	withdrawLinger  = 500 * time.Millisecond
+)
+
 // digester gossips this provider's signed capacity digest on the digest
 // topic of each of its shards: when its capacity changes (after the
 // advertiser publishes) and on the republish timer, well within the
@@ -53,7 +77,7 @@ func (d *digester) run(ctx context.Context) {
 	if err := d.p2p.WaitReady(ctx); err != nil {
 		return
 	}
-	every := max(d.republish/2, time.Second)
+	every := d.refresh()
 	// Right after start the shard's mesh is still forming and a digest
 	// reaches few peers: send it again a few times, sooner.
 	early := []time.Duration{2 * time.Second, 5 * time.Second, 15 * time.Second, 30 * time.Second}
@@ -70,12 +94,14 @@ func (d *digester) run(ctx context.Context) {
 		timer.Reset(next)
 		select {
 		case <-ctx.Done():
+			d.withdraw(context.WithoutCancel(ctx))
 			return
 		case <-timer.C:
 		case <-d.due:
 			if gap := digestMinGap - time.Since(lastSent); gap > 0 {
 				select {
 				case <-ctx.Done():
+					d.withdraw(context.WithoutCancel(ctx))
 					return
 				case <-time.After(gap):
 				}
@@ -84,12 +110,35 @@ func (d *digester) run(ctx context.Context) {
 	}
 }
 
-// publish builds, signs and gossips one digest.
-func (d *digester) publish(ctx context.Context) {
+// refresh is how often the digest is sent unchanged.
+func (d *digester) refresh() time.Duration {
+	return min(max(d.republish/2, time.Second), digestRefresh)
+}
+
+// withdraw sends the provider's last digest as it stops (see
+// withdrawnTTL).
+func (d *digester) withdraw(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, withdrawTimeout)
+	defer cancel()
+	if d.send(ctx, true) {
+		d.log.Info("offer withdrawn", "digest_expires_in", withdrawnTTL)
+		select {
+		case <-ctx.Done():
+		case <-time.After(withdrawLinger):
+		}
+	}
+}
+
+// publish builds, signs and gossips the current digest.
+func (d *digester) publish(ctx context.Context) { d.send(ctx, false) }
+
+// send builds, signs and gossips one digest, the withdrawal when
+// withdrawn; it reports whether the digest went out on a shard.
+func (d *digester) send(ctx context.Context, withdrawn bool) bool {
 	rec, err := d.capacity(1)
 	if err != nil {
 		d.log.Warn("build digest", "err", err)
-		return
+		return false
 	}
 	now := d.now()
 	d.mu.Lock()
@@ -99,23 +148,31 @@ func (d *digester) publish(ctx context.Context) {
 	if cur := d.published(); cur != nil {
 		rec.Seq = cur.Seq
 	}
+	ttl := min(d.ttl, digestLives*d.refresh())
+	if withdrawn {
+		ttl = withdrawnTTL
+	}
 	dg, err := auction.NewDigest(auction.DigestInput{
-		Capacity: rec, Held: d.firmHeld(), Seq: seq, Now: now, TTL: d.ttl,
+		Capacity: rec, Held: d.firmHeld(), Seq: seq, Now: now, TTL: ttl, Withdrawn: withdrawn,
 	})
 	if err != nil {
 		d.log.Warn("build digest", "err", err)
-		return
+		return false
 	}
 	raw, err := auction.SealDigest(dg, d.key)
 	if err != nil {
 		d.log.Warn("seal digest", "err", err)
-		return
+		return false
 	}
+	sent := false
 	for _, s := range dg.Shards() {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		if err := d.p2p.Publish(pctx, s.DigestTopic(), raw, 0); err != nil {
 			d.log.Debug("publish digest", "shard", s, "err", err)
+		} else {
+			sent = true
 		}
 		cancel()
 	}
+	return sent
 }

@@ -14,12 +14,17 @@ import (
 	"github.com/idlegrid/idlegrid/store"
 )
 
-// How long a provider keeps trying to fetch a lease's spec or module from
-// a renter that does not answer before the lease fails.
+// How long a provider keeps trying to fetch a lease's module from a renter
+// that does not answer before the lease fails. The spec, which takes the
+// award up, gets auction.TakeUpPatience: until the renter serves it, the
+// award holds GPUs for nothing.
 const fetchPatience = time.Minute
 
 // workload returns the lease's job, fetching the spec from the renter the
-// first time and checking that it is the job the award named.
+// first time and checking that it is the job the award named. A renter
+// that does not serve the spec within auction.TakeUpPatience abandoned
+// its award: the lease fails, its GPUs are free again, and the provider
+// notes it (r.abandoned).
 func (r *leaseRunner) workload(ctx context.Context, l *store.Lease) (*auction.Workload, error) {
 	raw := l.Spec
 	if raw == nil {
@@ -28,7 +33,11 @@ func (r *leaseRunner) workload(ctx context.Context, l *store.Lease) (*auction.Wo
 			return nil, err
 		}
 		var h *jobproto.Header
-		err = r.retry(ctx, "fetch the job spec", func(ctx context.Context) error {
+		// A renter that holds the stream open without answering gets no
+		// more than the patience either.
+		sctx, cancel := context.WithTimeout(ctx, auction.TakeUpPatience)
+		defer cancel()
+		err = r.retry(sctx, "fetch the job spec", auction.TakeUpPatience, func(ctx context.Context) error {
 			hdr, fr, err := lease.Call(ctx, r.p2p, renter, &jobproto.Request{Op: jobproto.OpSpec, Lease: l.ID})
 			if err != nil {
 				return err
@@ -38,9 +47,15 @@ func (r *leaseRunner) workload(ctx context.Context, l *store.Lease) (*auction.Wo
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			if ctx.Err() == nil && r.abandoned != nil {
+				r.abandoned(l)
+			}
+			return nil, fmt.Errorf("the renter did not send the job's spec (award abandoned): %w", err)
 		}
 		raw = h.Spec
+		if r.tookUp != nil {
+			r.tookUp(l.ID)
+		}
 	}
 	spec, err := auction.ParseJobSpec(raw)
 	if err != nil {
@@ -78,7 +93,7 @@ func (r *leaseRunner) fetchModule(ctx context.Context, l *store.Lease, id string
 	if err != nil {
 		return err
 	}
-	return r.retry(ctx, "fetch module "+id, func(ctx context.Context) error {
+	return r.retry(ctx, "fetch module "+id, fetchPatience, func(ctx context.Context) error {
 		_, fr, err := lease.Call(ctx, r.p2p, renter, &jobproto.Request{Op: jobproto.OpArtifact, Lease: l.ID, CID: id})
 		if err != nil {
 			return err
@@ -99,9 +114,9 @@ func (r *leaseRunner) fetchModule(ctx context.Context, l *store.Lease, id string
 }
 
 // retry runs fn until it succeeds, fails permanently (a refusal from the
-// peer, a permanent error) or fetchPatience runs out.
-func (r *leaseRunner) retry(ctx context.Context, what string, fn func(ctx context.Context) error) error {
-	deadline := r.now().Add(fetchPatience)
+// peer, a permanent error) or patience runs out.
+func (r *leaseRunner) retry(ctx context.Context, what string, patience time.Duration, fn func(ctx context.Context) error) error {
+	deadline := r.now().Add(patience)
 	backoff := 200 * time.Millisecond
 	for {
 		err := fn(ctx)
@@ -115,7 +130,7 @@ func (r *leaseRunner) retry(ctx context.Context, what string, fn func(ctx contex
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(backoff):
+		case <-time.After(min(backoff, max(0, deadline.Sub(r.now())))):
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}

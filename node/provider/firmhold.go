@@ -47,6 +47,14 @@ func (f *firmHolds) notePaid(renter string) {
 	f.paid[renter] = true
 }
 
+// hasPaid reports whether renter paid for a lease this provider
+// receipted.
+func (f *firmHolds) hasPaid(renter string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.paid[renter]
+}
+
 // grant reserves up to the renter's remaining allowance of gpus for bidID
 // until now + ttl (never past the bid's validity), and returns the GPUs
 // it reserved: none for a renter without evidence, when firm holds are

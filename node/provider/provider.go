@@ -47,6 +47,9 @@ type Config struct {
 	Version string
 	// Costs prices the earnings ([costs]).
 	Costs costs.Config
+	// TakeUp bounds what renters' awards hold before they are taken up;
+	// nil: auction.DefaultTakeUpLimits (tests of other rules set none).
+	TakeUp *auction.TakeUpLimits
 }
 
 // Deps are the provider's collaborators.
@@ -156,7 +159,7 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	digestDue := newWakeup()
 	if p.adv, err = newAdvertiser(offer, advertiserDeps{
 		log: log.With("component", "advertiser"), now: now, key: key, p2p: network, db: db, gpus: gpus, host: host, version: cfg.Version,
-		firmHeld: p.firm.heldNow, cpuOffer: p.cpu.offer, onChange: digestDue.notify,
+		firmHeld: p.firm.heldNow, cpuOffer: p.cpu.offer, fingerprintID: p.attest.fingerprintID, onChange: digestDue.notify,
 	}); err != nil {
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
@@ -175,7 +178,7 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
 	p.cashier = newCashier(cashierDeps{
-		log: log.With("component", "cashier"), now: now, key: key, p2p: network, db: db, book: book, terms: cfg.Attest,
+		log: log.With("component", "cashier"), now: now, key: key, p2p: network, db: db, book: book,
 		notePaid: p.firm.notePaid, background: p.tasks.spawn,
 	})
 	// The runner and the bidder call each other: the bidder starts on the
@@ -186,11 +189,12 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 		log: log.With("component", "leases"), now: now, db: db, book: book, p2p: network, ex: p.ex, cfg: cfg.Executor, gpus: gpus,
 		egress: offer.Egress, leaseGPU: p.adv.Lease, releaseGPU: p.adv.Release, gpuLease: p.adv.leaseOf,
 		jobEvent: p.attest.jobEvent, services: p.services, watchPay: p.cashier.payWatch, issueReceipt: p.cashier.issueLater,
-		ended: func(l *store.Lease) { b.leaseEnded(l) },
+		ended: func(l *store.Lease) { b.leaseEnded(l) }, tookUp: func(id string) { b.takeUps.tookUp(id) },
+		abandoned: func(l *store.Lease) { b.noteAbandoned(l) },
 	})
 	b = newBidder(bidderDeps{
-		log: bidLog, now: now, key: key, p2p: network, db: db, leases: book, gpus: gpus, policy: bidPolicy(offer), admit: deps.AdmitAward,
-		firm: p.firm, cpu: p.cpu, capacity: p.adv.build, changed: p.adv.signal, diskOpen: p.disk.open,
+		log: bidLog, now: now, key: key, p2p: network, db: db, leases: book, gpus: gpus, policy: bidPolicy(offer), terms: cfg.Attest.Offer(), admit: deps.AdmitAward,
+		firm: p.firm, cpu: p.cpu, takeUps: newTakeUps(takeUpLimits(cfg.TakeUp), now), capacity: p.adv.build, changed: p.adv.signal, diskOpen: p.disk.open,
 		selected: p.market.selected, market: p.market.signal,
 		start: p.runner.start, preempt: p.runner.preempt, background: p.tasks.spawn,
 	})
@@ -252,6 +256,15 @@ func (p *Provider) HandleAward(ctx context.Context, from peer.ID, req []byte) ([
 // AuctionClosed releases what this provider's bids for a finished auction
 // still hold (the renter's signed award summary closes it).
 func (p *Provider) AuctionClosed(sum *auction.AwardSummary) { p.bidder.auctionClosed(sum) }
+
+// AbandonNoted takes another provider's verified note of an award its
+// renter abandoned: what this provider bids and commits to that renter
+// tightens (auction.TakeUpLimits).
+func (p *Provider) AbandonNoted(n *auction.AbandonNote) {
+	if n.Provider != p.self.String() {
+		p.bidder.takeUps.onAbandonNote(n)
+	}
+}
 
 // ServeJob serves a renter's job-protocol request about one of its leases.
 func (p *Provider) ServeJob(ctx context.Context, from peer.ID, req *jobproto.Request, send func([]byte) error) error {

@@ -79,6 +79,8 @@ func newRoomWith(t *testing.T, gpus int, offer OfferConfig, prep ...func(prov *r
 		Executor: ExecutorConfig{StopGrace: time.Second, KeepResults: time.Hour},
 		Attest:   lease.Terms{Sample: time.Second, Window: time.Minute, VoucherInterval: time.Minute, VoucherGrace: 30 * time.Second},
 		Version:  "test",
+		// The rules under test here are others; takeup_test.go sets them.
+		TakeUp: &auction.TakeUpLimits{},
 	}, Deps{
 		Clock: r.prov.Clock.Now, Key: r.prov.Key, P2P: r.prov.P2P, Store: r.prov.Store, Leases: r.prov.Leases,
 		GPU: sim, Artifacts: arts, WorkDir: dir, Executors: []executor.Executor{fake},
@@ -156,6 +158,7 @@ func (r *room) award(t *testing.T, rfqRaw []byte, rfq *auction.RFQ, bid gotBid, 
 		NoticeSec: bid.NoticeSec, Part: 1, Parts: 1, Nonce: []byte("0123456789abcdef"),
 		IssuedAtMs: now.UnixMilli(), ExpiresAtMs: now.Add(10 * time.Second).UnixMilli(),
 	}
+	aw.SetTerms(bid.LeaseTerms())
 	raw, err := auction.SealAward(aw, r.renter.Key)
 	if err != nil {
 		t.Fatal(err)

@@ -70,6 +70,11 @@ type runnerDeps struct {
 	// ended is called when a lease ends, whatever the outcome, after its
 	// GPUs are released.
 	ended func(l *store.Lease)
+	// tookUp is called when the renter served a lease's spec, abandoned
+	// when it did not within auction.TakeUpPatience (before the lease
+	// fails).
+	tookUp    func(leaseID string)
+	abandoned func(l *store.Lease)
 }
 
 func newLeaseRunner(d runnerDeps) *leaseRunner {

@@ -43,22 +43,45 @@ type auctioneer struct {
 	auctioneerDeps
 	wantBids int // over all of an RFQ's shards (Config.WantBids)
 	awarder  *awarder
+	// silence remembers shards whose expected bidders stayed silent or
+	// that had no subscriber (silence.go); nil: remembers nothing.
+	silence *shardSilence
 }
 
 // run runs one reverse auction for a job: RFQ, bid window, matching,
 // awards. round counts re-auctions after preemption. It returns the
 // countersigned leases; without any, again reports that the auction is
 // to run once more (round+1) after its backoff.
+//
+// When the providers the market view expected stayed silent and no bid
+// came, the auction runs once more at once asking every provider
+// (auction.EveryoneBids) rather than ending unfilled; so does the next
+// RFQ on the same shards for a while (shardSilence).
 func (au *auctioneer) run(ctx context.Context, jobID string, spec *auction.JobSpec, round int) (leases []*store.Lease, again bool) {
+	leases, again, silent := au.runOnce(ctx, jobID, spec, round, nil)
+	if silent == nil {
+		return leases, again
+	}
+	leases, again, _ = au.runOnce(ctx, jobID, spec, round, silent)
+	return leases, again
+}
+
+// runOnce is one RFQ and its bid window. A non-nil skip asks every
+// provider to bid and does not wait for the providers in it (those silent
+// in the round it runs again). It returns the silent providers of an
+// auction that got no bid while its expected bidders stayed silent, to be
+// run again asking everyone.
+func (au *auctioneer) runOnce(ctx context.Context, jobID string, spec *auction.JobSpec, round int, skip map[string]bool) (leases []*store.Lease, again bool, silent map[string]bool) {
+	everyone := skip != nil
 	nonce := make([]byte, 16)
 	if _, err := rand.Read(nonce); err != nil {
 		au.jobs.set(jobID, lease.JobFailed, "failed", "nonce: %v", err)
-		return nil, false
+		return nil, false, nil
 	}
 	rfq, err := spec.RFQ(au.self, nonce, au.now())
 	if err != nil {
 		au.jobs.set(jobID, lease.JobFailed, "failed", "build RFQ: %v", err)
-		return nil, false
+		return nil, false, nil
 	}
 	for _, addr := range au.p2p.P2PAddrs() {
 		if len(rfq.Addrs) < auction.MaxRFQAddrs {
@@ -67,13 +90,18 @@ func (au *auctioneer) run(ctx context.Context, jobID string, spec *auction.JobSp
 	}
 	shards := au.shardsFor(ctx, rfq)
 	rfq.WantBids = wantPerShard(au.wantBids, len(shards))
+	if everyone || (au.silence != nil && au.silence.everyone(shards, au.now())) {
+		everyone = true
+		rfq.WantBids = auction.EveryoneBids
+	}
 	raw, err := auction.SealRFQ(rfq, au.key)
 	if err != nil {
 		au.jobs.set(jobID, lease.JobFailed, "failed", "seal RFQ: %v", err)
-		return nil, false
+		return nil, false, nil
 	}
 	rfqID := attest.RecordID(raw).String()
 	pa := newPendingAuction(rfq, rfqID, jobID, shards)
+	pa.skip = skip
 	au.bids.open(pa)
 	defer au.bids.forget(rfqID)
 	au.jobs.note(jobID, store.JobEvent{Kind: "rfq", Message: fmt.Sprintf("RFQ %s published (round %d), bid window %dms", lease.Short(rfqID), round+1, rfq.BidWindowMs)},
@@ -85,21 +113,32 @@ func (au *auctioneer) run(ctx context.Context, jobID string, spec *auction.JobSp
 		// says why in the user's terms; the p2p detail goes to the log.
 		au.log.Info("RFQ not published", "job", jobID, "err", err)
 		if ctx.Err() != nil {
-			return nil, false
+			return nil, false, nil
 		}
-		return nil, au.unfilled(ctx, jobID, round, "no provider took the RFQ: "+au.explainNoBids(ctx, rfq))
+		return nil, au.unfilled(ctx, jobID, round, "no provider took the RFQ: "+au.explainNoBids(ctx, rfq)), nil
 	}
 	window := time.NewTimer(time.Duration(rfq.BidWindowMs) * time.Millisecond)
 	defer window.Stop()
 	select {
 	case <-ctx.Done():
-		return nil, false
+		return nil, false, nil
 	case <-window.C:
 	case <-pa.early:
 	}
 	bids, bidIDs, early := au.bids.close(pa)
+	expected, answered, quiet := au.bids.turnout(pa)
+	if au.silence != nil {
+		au.silence.settle(shards, len(bids), expected, answered, au.now())
+	}
+	if len(bids) == 0 && !everyone && auction.ExpectedStayedSilent(expected, answered) {
+		au.jobs.event(jobID, "retry", "none of the %s the market view expected bid; asking every provider", words.Plural(expected, "provider"))
+		return nil, false, quiet
+	}
 	how := "bid window closed"
-	if early {
+	switch {
+	case early && expected == 0:
+		how = "no provider the market view knows could bid; bid window closed early"
+	case early:
 		how = "every expected provider answered; bid window closed early"
 	}
 	if len(bids) > 0 {
@@ -112,7 +151,8 @@ func (au *auctioneer) run(ctx context.Context, jobID string, spec *auction.JobSp
 		}
 	}
 	au.jobs.note(jobID, ev, nil)
-	return au.award(ctx, pa, spec, bids, bidIDs, round)
+	leases, again = au.award(ctx, pa, spec, bids, bidIDs, round)
+	return leases, again, nil
 }
 
 // award has the awarder turn an auction's bids into leases; an auction

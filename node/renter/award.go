@@ -38,6 +38,9 @@ type awarderDeps struct {
 	// server reads them); avoid the providers each job avoids.
 	inflight *inflightAwards
 	avoid    *avoidList
+	// record fetches a provider's current capacity record, which must
+	// back its bid (Deps.ProviderRecord); nil: bids are not checked.
+	record func(ctx context.Context, id peer.ID) (*auction.Capacity, error)
 }
 
 // awarder turns an auction's bids into countersigned leases: the pure
@@ -47,6 +50,8 @@ type awarder struct {
 	awarderDeps
 	reliabilityPrior float64 // Config.ReliabilityPrior
 	goldNeedsBadge   bool    // Config.GoldNeedsBadge
+	// terms are the lease terms this renter accepts of a bid ([attest]).
+	terms auction.TermsLimits
 }
 
 // award runs the matcher over the collected bids and turns the plan into
@@ -63,6 +68,7 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 	if len(bids) == 0 {
 		return nil, "no bidder holds the reputation badge the tier needs (see idlegrid rep)"
 	}
+	unbacked := ar.unbacked(ctx, jobID, bids)
 	pa.waitPings()
 	rfq := *pa.rfq
 	need := rfq.Resources.GPUs
@@ -79,7 +85,9 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 			}
 		}
 		rfq.Resources.GPUs = need
-		plan := auction.Match(ar.matchInput(&rfq, pa.rfqID, remaining))
+		in := ar.matchInput(&rfq, pa.rfqID, remaining)
+		in.Unbacked = unbacked
+		plan := auction.Match(in)
 		for _, l := range plan.Losers {
 			ar.log.Debug("bid lost", "job", jobID, "provider", l.Provider, "code", l.Code, "reason", l.Reason)
 		}
@@ -191,6 +199,6 @@ func (ar *awarder) matchInput(rfq *auction.RFQ, rfqID string, bids []*auction.Bi
 	return auction.MatchInput{
 		RFQ: rfq, RFQID: rfqID, Bids: bids,
 		Reputation: ar.rep.Scores(), Prior: ar.reliabilityPrior,
-		RTT: rtt, Now: ar.now(), Weights: auction.DefaultWeights(),
+		RTT: rtt, Now: ar.now(), Weights: auction.DefaultWeights(), Terms: &ar.terms,
 	}
 }

@@ -71,6 +71,9 @@ func (ar *awarder) offerAward(ctx context.Context, jobID string, rfq *auction.RF
 		Part: part, Parts: parts, Nonce: nonce,
 		IssuedAtMs: now.UnixMilli(), ExpiresAtMs: now.Add(awardValidity).UnixMilli(),
 	}
+	// The renter accepts the bid's terms exactly (the matcher checked
+	// them against this renter's limits); both sides run the lease by them.
+	aw.SetTerms(bid.LeaseTerms())
 	raw, err := auction.SealAward(aw, ar.key)
 	if err != nil {
 		return nil, fmt.Errorf("seal award: %w", err)

@@ -29,7 +29,10 @@ type pendingAuction struct {
 	bidIDs   []string
 	answered map[string]bool
 	expected map[string]bool // nil until the market view is known
-	early    chan struct{}   // closed when every expected provider answered
+	// skip are providers not waited for: silent in the auction this one
+	// runs again (asking everyone).
+	skip     map[string]bool
+	early    chan struct{} // closed when every expected provider answered (or nobodyGrace passed expecting nobody)
 	closed   bool
 	firstBid store.JobEvent // the first bid's event, stored when the window closes
 	pings    sync.WaitGroup // the bidders' RTT measurements (rtt.go)
@@ -77,22 +80,69 @@ func (w *bidWindows) forget(rfqID string) {
 }
 
 // expect records the providers the market view expects to answer pa, so
-// its window closes as soon as all of them have.
+// its window closes as soon as all of them have. A view that knows the
+// shards and expects nobody (every provider that could serve is absent:
+// silent, unbacked or none) closes the window after nobodyGrace, which
+// leaves providers the view does not know a chance at a fraction of the
+// window.
 func (w *bidWindows) expect(pa *pendingAuction, expected map[string]bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if expected != nil && len(pa.skip) > 0 {
+		kept := map[string]bool{}
+		for p := range expected {
+			if !pa.skip[p] {
+				kept[p] = true
+			}
+		}
+		expected = kept
+	}
 	pa.expected = expected
 	w.maybeCloseEarly(pa)
+	if expected != nil && len(expected) == 0 {
+		time.AfterFunc(nobodyGrace(time.Duration(pa.rfq.BidWindowMs)*time.Millisecond), func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if !pa.closed {
+				pa.closed = true
+				close(pa.early)
+			}
+		})
+	}
+}
+
+// nobodyGrace is how long a bid window expecting nobody stays open: a
+// quarter of it, at least 2 s (or the whole window when shorter).
+func nobodyGrace(window time.Duration) time.Duration {
+	return max(window/4, min(window, 2*time.Second))
 }
 
 // close closes pa's window and returns its bids; early reports that the
-// window had closed because every expected provider answered.
+// window had closed before its end: every expected provider answered, or
+// it expected nobody.
 func (w *bidWindows) close(pa *pendingAuction) (bids []*auction.Bid, bidIDs []string, early bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	early = pa.closed
 	pa.closed = true
 	return slices.Clone(pa.bids), slices.Clone(pa.bidIDs), early
+}
+
+// turnout is how many providers pa expected (0 while the view did not
+// know) and how many of them answered, and the ones that did not.
+func (w *bidWindows) turnout(pa *pendingAuction) (expected, answered int, silent map[string]bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	silent = map[string]bool{}
+	for p := range pa.expected {
+		expected++
+		if pa.answered[p] {
+			answered++
+		} else {
+			silent[p] = true
+		}
+	}
+	return expected, answered, silent
 }
 
 // maybeCloseEarly closes the window once every expected provider

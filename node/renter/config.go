@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idlegrid/idlegrid/attest/reputation"
@@ -28,6 +29,9 @@ type Config struct {
 	// GoldNeedsBadge awards gold-tier work only to providers whose
 	// reputation earned the gold badge (market.gold_needs_badge).
 	GoldNeedsBadge bool
+	// CanaryRate is the share of deterministic jobs re-run on a second
+	// provider to check their output (canary.go), 0..1; 0: none.
+	CanaryRate float64
 	// ProviderTimeout is how long a running lease's provider may stay
 	// silent before the lease is failed as unreachable (and its work
 	// re-auctioned when Reauction is on); 0: only past the lease's end
@@ -77,6 +81,10 @@ type Deps struct {
 	ExpectBidders func(r *auction.RFQ, rfqID string, shards []auction.Shard) map[string]bool
 	// Reputation scores providers for the matcher and the gold badge.
 	Reputation Reputation
+	// ProviderRecord fetches and verifies a provider's current capacity
+	// record; a bid counts only when it backs the bid
+	// (auction.BidBacking). nil: bids are not checked (tests).
+	ProviderRecord func(ctx context.Context, id peer.ID) (*auction.Capacity, error)
 	// ReportFraud hands a sealed fraud proof this renter built (a double
 	// lease it caught) to trust, which applies and gossips it.
 	ReportFraud func(proof []byte)

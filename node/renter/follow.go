@@ -27,6 +27,9 @@ type followerDeps struct {
 	invalidate func()
 	// background starts work on the room's context (background.Go).
 	background func(fn func(ctx context.Context)) error
+	// verify decides a lease its provider reports completed
+	// (completionVerifier.verify) and returns the final lease.
+	verify func(ctx context.Context, l *store.Lease) *store.Lease
 }
 
 // follower mirrors the renter's leases from their providers (long-polling
@@ -133,6 +136,11 @@ func (f *follower) followLease(ctx context.Context, l *store.Lease) *store.Lease
 		if changed {
 			f.leaseEvent(cur, st)
 		}
+		if st.State == lease.Completed && !lease.State(cur.State).Terminal() {
+			// The provider's word is a hint: its chain and the output
+			// decide.
+			return f.verify(ctx, cur)
+		}
 		if lease.State(st.State).Terminal() {
 			f.invalidate()
 			return cur
@@ -143,6 +151,8 @@ func (f *follower) followLease(ctx context.Context, l *store.Lease) *store.Lease
 }
 
 // mirror copies the provider's view of a lease into the renter's copy.
+// A reported completion is not copied as the lease's state: only the
+// completion verifier records a lease completed.
 func (f *follower) mirror(id string, st *jobproto.Status) (*store.Lease, bool) {
 	changed := false
 	cur, err := f.leases.Update(id, func(l *store.Lease) bool {
@@ -150,7 +160,7 @@ func (f *follower) mirror(id string, st *jobproto.Status) (*store.Lease, bool) {
 			return false
 		}
 		changed = l.State != st.State
-		if lease.State(st.State).Valid() {
+		if lease.State(st.State).Valid() && st.State != lease.Completed {
 			l.State = st.State
 		}
 		l.Reason, l.ExitCode = st.Reason, st.ExitCode
@@ -169,13 +179,21 @@ func (f *follower) mirror(id string, st *jobproto.Status) (*store.Lease, bool) {
 // leaseEvent records a lease's new state in its job's history.
 func (f *follower) leaseEvent(l *store.Lease, st *jobproto.Status) {
 	msg := fmt.Sprintf("lease %s on %s: %s", lease.Short(l.ID), lease.Short(l.Provider), st.State)
+	kind := "lease-" + st.State
+	if st.State == lease.Completed {
+		msg = fmt.Sprintf("lease %s on %s: the provider reports it completed", lease.Short(l.ID), lease.Short(l.Provider))
+		kind = "lease-reported-completed"
+	}
 	if st.Reason != "" {
 		msg += " (" + st.Reason + ")"
 	}
 	if st.OutputCID != "" {
 		msg += fmt.Sprintf("; output %s (a %d-byte tar)", st.OutputCID, st.OutputSize)
 	}
-	f.jobs.event(l.RenterJobID(), "lease-"+st.State, "%s", msg)
+	if st.State == lease.Completed {
+		msg += "; checking its signed chain and the output"
+	}
+	f.jobs.event(l.RenterJobID(), kind, "%s", msg)
 }
 
 // cancelLease asks a lease's provider to stop its work and records the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/lease"
@@ -33,6 +34,9 @@ type jobDriverDeps struct {
 	// preemptions delivers the job's leases whose preemption notice ran
 	// out (preemptions.of).
 	preemptions func(jobID string) chan string
+	// submitCanary records and starts a canary run of a job, avoiding
+	// the provider that ran it (submitter.canary).
+	submitCanary func(origin *store.Job, avoid string) (*store.Job, error)
 }
 
 // jobDriver carries a job from its auction to its end: it follows the
@@ -40,7 +44,10 @@ type jobDriverDeps struct {
 // lease is preempted or its provider becomes unreachable or unhealthy.
 type jobDriver struct {
 	jobDriverDeps
-	reauction bool // Config.Reauction
+	reauction  bool    // Config.Reauction
+	canaryRate float64 // Config.CanaryRate
+	// deterministic counts the deterministic jobs completed (canary.go).
+	deterministic atomic.Uint64
 }
 
 // start runs a new job's auction and the following of its leases in the
@@ -120,9 +127,10 @@ func (d *jobDriver) resume(ctx context.Context) {
 // watchCompletion follows the job's leases until their work ends. All
 // completed: the job completed. One preempted, or failed with its
 // provider unreachable or unhealthy: the others are cancelled and it
-// reports that the work is to be re-auctioned. One failed, expired or
-// cancelled: the others are cancelled and the job ends with that lease's
-// outcome.
+// reports that the work is to be re-auctioned. One failed, expired,
+// cancelled or unverified (reported completed without the chain and output
+// to prove it): the others are cancelled and the job ends with that
+// lease's outcome.
 func (d *jobDriver) watchCompletion(ctx context.Context, jobID string, leases []*store.Lease, round int) (reauction bool) {
 	fctx, stopFollowing := context.WithCancel(ctx)
 	defer stopFollowing()
@@ -200,12 +208,15 @@ func (d *jobDriver) watchCompletion(ctx context.Context, jobID string, leases []
 				state = lease.JobExpired
 			case lease.Cancelled:
 				state = lease.JobCancelled
+			case lease.Unverified:
+				state = lease.JobUnverified
 			}
 			d.jobs.set(jobID, state, state, "lease %s %s: %s", lease.Short(l.ID), l.State, l.Reason)
 			return false
 		}
 	}
 	d.jobs.set(jobID, lease.JobCompleted, "completed", "%s", completionSummary(leases, d.db))
+	d.maybeCanary(jobID, leases)
 	return false
 }
 

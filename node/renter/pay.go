@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/failpoint"
 	"github.com/idlegrid/idlegrid/node/jobproto"
 	"github.com/idlegrid/idlegrid/node/lease"
@@ -29,7 +30,6 @@ type payerDeps struct {
 	db     *store.DB
 	leases *lease.Book
 	jobs   *jobTracker
-	terms  lease.Terms // Config.Attest
 	call   jobCaller
 	// withhold is the payment policy (Deps.WithholdPayment); nil pays.
 	withhold func(leaseID string) bool
@@ -66,6 +66,9 @@ type payer struct {
 	d        *payerDeps // the payments' deps
 	l        *store.Lease
 	provider peer.ID
+	// terms are the lease terms both parties signed (the award's): the
+	// payer judges the provider by them, never by this node's config.
+	terms auction.LeaseTerms
 
 	fingerprints [][]byte
 	entries      [][]byte
@@ -87,7 +90,7 @@ func (pm *payments) payLease(ctx context.Context, l *store.Lease) {
 	if err != nil {
 		return
 	}
-	py := &payer{d: &pm.payerDeps, l: l, provider: p, lastWindow: pm.now()}
+	py := &payer{d: &pm.payerDeps, l: l, provider: p, terms: lease.Agreed(l), lastWindow: pm.now()}
 	if v, err := pm.db.Voucher(l.ID); err == nil {
 		if pv, err := attest.OpenVoucher(v); err == nil {
 			// Continue after a restart: the provider accepts only the next
@@ -96,16 +99,14 @@ func (pm *payments) payLease(ctx context.Context, l *store.Lease) {
 			py.seq, py.coveredMs, py.undelivered = pv.Seq, pv.CoveredUntilMs, v
 		}
 	}
-	cfg := pm.terms
-	if cfg.PrepayIntervals > 0 && py.seq == 0 {
-		start := time.UnixMilli(l.StartsAtMs)
-		py.pay(ctx, start.Add(time.Duration(cfg.PrepayIntervals)*cfg.VoucherInterval), "")
+	if py.terms.Prepay > 0 && py.seq == 0 {
+		py.pay(ctx, time.UnixMilli(l.StartsAtMs).Add(py.terms.Prepaid()), "")
 	}
 	if len(l.GPUs) == 0 {
 		py.payByTime(ctx) // CPU-only work: no telemetry windows (pay_cpu.go)
 		return
 	}
-	late := max(cfg.VoucherInterval, cfg.Window) + cfg.VoucherGrace
+	late := py.terms.Allowance()
 	backoff := 500 * time.Millisecond
 	// At least one pass, even for a lease that ended before the payer
 	// started: the chain still holds the windows to pay for.
@@ -239,18 +240,19 @@ func (py *payer) hasFingerprint(raw []byte) bool {
 }
 
 func (py *payer) verifyOptions() attest.VerifyOptions {
-	cfg := py.d.terms
-	l := py.l
+	t, l := py.terms, py.l
 	start := l.StartsAtMs
 	if cur, err := py.d.db.GetLease(l.ID); err == nil && cur.WorkStartedMs != 0 {
 		start = cur.WorkStartedMs
 	}
 	return attest.VerifyOptions{
-		Provider: l.Provider, NowMs: py.d.now().UnixMilli(), MaxSkewMs: cfg.MaxSkew.Milliseconds(),
-		Fingerprints:       py.fingerprints,
-		EnergyTolerancePct: uint32(cfg.EnergyTolerance * 100),
+		Provider: l.Provider, NowMs: py.d.now().UnixMilli(), MaxSkewMs: t.MaxSkew().Milliseconds(),
+		Fingerprints: py.fingerprints,
+		// The verifier counts in percent: a permille tolerance rounds up,
+		// never holding the provider to less than agreed.
+		EnergyTolerancePct: (t.EnergyTolPermille + 9) / 10,
 		Lease:              &attest.LeaseScope{ID: l.ID, Renter: l.Renter, StartMs: start, GPUs: l.GPUs},
-		MaxGapMs:           (max(cfg.Window, cfg.VoucherInterval) + cfg.VoucherGrace).Milliseconds(),
+		MaxGapMs:           t.Allowance().Milliseconds(),
 	}
 }
 

@@ -10,23 +10,26 @@ import (
 // payByTime pays a CPU-only lease (no GPU, so no telemetry windows to
 // verify): every voucher interval while the work runs, a cumulative
 // voucher up to now, and at the end one up to when the work finished.
-// The renter has no evidence of the work beyond the provider's status, so
-// it risks one interval, as with GPU work; CPU telemetry would make these
-// payments verified.
+// The renter has no evidence of the running work beyond the provider's
+// status, so it risks one interval, as with GPU work (CPU telemetry would
+// make these payments verified); the last stretch, up to when the work
+// finished, is paid only once the lease's completion is verified.
 func (py *payer) payByTime(ctx context.Context) {
 	d := py.d
-	t := time.NewTicker(max(d.terms.VoucherInterval, 10*time.Millisecond))
+	t := time.NewTicker(max(py.terms.VoucherInterval(), 10*time.Millisecond))
 	defer t.Stop()
 	for {
 		cur, err := d.db.GetLease(py.l.ID)
 		switch {
 		case err != nil:
 			return
-		case cur.WorkFinishedMs != 0:
+		case cur.State == lease.Completed && cur.WorkFinishedMs != 0:
 			py.pay(ctx, time.UnixMilli(cur.WorkFinishedMs), "")
 			return
 		case lease.State(cur.State).Terminal():
 			return
+		case cur.WorkFinishedMs != 0:
+			// Reported finished: wait for the verifier's verdict.
 		case cur.WorkStartedMs != 0:
 			py.pay(ctx, d.now(), "")
 		}

@@ -100,18 +100,28 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 			offers: deps.Offers, shards: deps.Shards, expectBidders: deps.ExpectBidders,
 		},
 		wantBids: cfg.WantBids,
+		silence:  newShardSilence(),
 		awarder: &awarder{
 			awarderDeps: awarderDeps{
 				log: log, now: now, key: deps.Key, self: self, p2p: network, leases: deps.Leases, jobs: r.jobs,
-				rep: deps.Reputation, inflight: inflight, avoid: avoid,
+				rep: deps.Reputation, inflight: inflight, avoid: avoid, record: deps.ProviderRecord,
 			},
-			reliabilityPrior: cfg.ReliabilityPrior, goldNeedsBadge: cfg.GoldNeedsBadge,
+			reliabilityPrior: cfg.ReliabilityPrior, goldNeedsBadge: cfg.GoldNeedsBadge, terms: cfg.Attest.Limits(),
 		},
 	}
+	r.fetcher = newFetcher(fetcherDeps{log: log, db: deps.Store, call: call}, filepath.Join(deps.WorkDir, "downloads"))
+	verifier := &completionVerifier{verifierDeps{
+		log: log, now: now, db: deps.Store, leases: deps.Leases, jobs: r.jobs, terms: cfg.Attest, call: call,
+		download: func(ctx context.Context, jobID, leaseID string) error {
+			_, _, err := r.fetcher.result(ctx, jobID, leaseID)
+			return err
+		},
+		invalidate: deps.Reputation.Invalidate,
+	}}
 	r.follower = &follower{
 		followerDeps: followerDeps{
 			log: log, now: now, db: deps.Store, leases: deps.Leases, jobs: r.jobs, call: call,
-			invalidate: deps.Reputation.Invalidate, background: r.bg.Go,
+			invalidate: deps.Reputation.Invalidate, background: r.bg.Go, verify: verifier.verify,
 		},
 		providerTimeout: cfg.ProviderTimeout, cancelWait: cfg.CancelWait,
 	}
@@ -121,7 +131,7 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 	})
 	r.payments = newPayments(payerDeps{
 		log: log, now: now, key: deps.Key, self: self, db: deps.Store, leases: deps.Leases, jobs: r.jobs,
-		terms: cfg.Attest, call: call, withhold: deps.WithholdPayment, reportFraud: reportFraud,
+		call: call, withhold: deps.WithholdPayment, reportFraud: reportFraud,
 		publishFraud: func(ctx context.Context, proof []byte) error {
 			return network.Publish(ctx, p2p.TopicFraud, proof, 0)
 		},
@@ -133,10 +143,9 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 			auction: r.auctioneer.run, follow: r.follower.followLease, cancelLease: r.follower.cancelLease,
 			pay: r.payments.payLease, settle: r.payments.fetchReceipt, preemptions: r.preempts.of,
 		},
-		reauction: cfg.Reauction,
+		reauction: cfg.Reauction, canaryRate: cfg.CanaryRate,
 	}
 	r.server = &jobServer{db: deps.Store, artifacts: deps.Artifacts, inflight: inflight}
-	r.fetcher = newFetcher(fetcherDeps{log: log, db: deps.Store, call: call}, filepath.Join(deps.WorkDir, "downloads"))
 	r.forwards = &forwards{forwardDeps: forwardDeps{
 		log: log, now: now, db: deps.Store, registerer: deps.Registerer, watch: r.jobs.watch, background: r.bg.Go,
 		openTunnel: func(ctx context.Context, p peer.ID, hdr []byte) (io.ReadWriteCloser, error) {
@@ -145,8 +154,9 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 	}}
 	r.submitter = &submitter{submitterDeps: submitterDeps{
 		now: now, self: self, db: deps.Store, jobs: r.jobs, artifacts: deps.Artifacts, offers: deps.Offers,
-		start: r.driver.start,
+		start: r.driver.start, avoid: avoid.add,
 	}}
+	r.driver.submitCanary = r.submitter.canary
 	return r, nil
 }
 

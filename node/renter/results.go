@@ -123,9 +123,13 @@ const maxResultAttempts = 5
 // what an interrupted one left, and the whole file must hash to the CID the
 // provider recorded, or it is discarded.
 func (f *fetcher) result(ctx context.Context, jobID, leaseID string) (*store.Lease, string, error) {
-	l, err := f.pickLease(jobID, leaseID, func(l *store.Lease) bool { return l.OutputCID != "" })
+	l, err := f.pickLease(jobID, leaseID, func(l *store.Lease) bool { return l.OutputCID != "" && l.State != lease.Unverified })
 	if err != nil {
 		return nil, "", err
+	}
+	if l.State == lease.Unverified {
+		// Never served as a result: nothing signed vouches for it.
+		return nil, "", fmt.Errorf("lease %s is unverified (%s): its output is not served", lease.Short(l.ID), l.Reason)
 	}
 	if l.OutputCID == "" {
 		return nil, "", fmt.Errorf("lease %s is %s and has no outputs (yet)", lease.Short(l.ID), l.State)

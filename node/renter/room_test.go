@@ -150,7 +150,7 @@ func newRenter(t *testing.T, n int) (*Renter, *roomtest.Peer, []*fakeProvider) {
 	}
 	r, err := New(Config{
 		ReliabilityPrior: 0.9,
-		Attest:           lease.Terms{Sample: time.Second, Window: time.Minute, VoucherInterval: time.Minute, VoucherGrace: 30 * time.Second, MaxSkew: time.Minute, EnergyTolerance: 0.15},
+		Attest:           lease.Terms{Sample: time.Second, Window: time.Minute, VoucherInterval: time.Minute, VoucherGrace: 30 * time.Second, MaxSkew: 2 * time.Minute, EnergyTolerance: 0.15},
 		CancelWait:       time.Second,
 	}, Deps{
 		Clock: me.Clock.Now, Key: me.Key, P2P: me.P2P, Store: me.Store, Leases: me.Leases, Artifacts: arts, WorkDir: dir,

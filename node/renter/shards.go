@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/idlegrid/idlegrid/auction"
@@ -45,27 +46,42 @@ func wantPerShard(want, shards int) uint32 {
 	return uint32(max(1, min((want+shards-1)/shards, auction.MaxWantBids)))
 }
 
-// publish sends a sealed RFQ to each shard's topic, waiting (bounded) for
-// a subscriber of each so a fresh renter does not publish into the void.
+// publish sends a sealed RFQ to each shard's topic at once, waiting
+// (bounded) for a subscriber of each so a fresh renter does not publish
+// into the void; a shard that had no subscriber last time gets a short
+// wait only (noSubscriberWait), so dead shards cannot hold an auction up.
 // It succeeds when at least one shard took it.
 func (au *auctioneer) publish(ctx context.Context, raw []byte, shards []auction.Shard) error {
 	if len(shards) == 0 {
 		return errors.New("no shard serves the GPUs this job asks for")
 	}
-	var errs []error
-	sent := 0
-	for _, s := range shards {
-		pctx, cancel := context.WithTimeout(ctx, shardWait)
-		err := au.p2p.Publish(pctx, s.RFQTopic(), raw, 1)
-		cancel()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("shard %s: %w", s, err))
-			continue
+	errs := make([]error, len(shards))
+	var wg sync.WaitGroup
+	for i, s := range shards {
+		wait := shardWait
+		if au.silence != nil && !au.silence.waitForSubscriber(s, au.now()) {
+			wait = noSubscriberWait
 		}
-		sent++
+		wg.Go(func() {
+			pctx, cancel := context.WithTimeout(ctx, wait)
+			defer cancel()
+			if err := au.p2p.Publish(pctx, s.RFQTopic(), raw, 1); err != nil {
+				errs[i] = fmt.Errorf("shard %s: %w", s, err)
+			}
+			if au.silence != nil && ctx.Err() == nil {
+				au.silence.subscribers(s, errs[i] == nil, au.now())
+			}
+		})
 	}
-	if sent == 0 {
-		return errors.Join(errs...)
+	wg.Wait()
+	for _, err := range errs {
+		if err == nil {
+			return nil
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
+
+// noSubscriberWait is how long a publish waits for a subscriber on a shard
+// that had none the last time.
+const noSubscriberWait = 500 * time.Millisecond

@@ -46,6 +46,8 @@ type submitterDeps struct {
 	offers func(ctx context.Context) ([]query.Offer, error)
 	// start runs a new job's auction in the background (jobDriver.start).
 	start func(jobID string, spec *auction.JobSpec) error
+	// avoid keeps a provider out of a job's auctions (avoidList.add).
+	avoid func(jobID, provider string)
 }
 
 // submitter validates job specs, refuses those that could never be

@@ -31,6 +31,7 @@ const (
 	attestSummary
 	attestEntry
 	attestReceipt
+	attestAbandon
 )
 
 // openAttestMessage opens a message of idlegrid/attest/1 as whichever
@@ -46,6 +47,11 @@ func openAttestMessage(data []byte) (attestKind, any, string, int64) {
 	if rc, _, err := attest.OpenReceipt(data); err == nil {
 		return attestReceipt, rc, rc.Provider, rc.AtMs
 	}
+	// An abandon note opens only with the renter's award to its provider
+	// in it (auction.OpenAbandonNote): a false one is rejected.
+	if n, _, err := auction.OpenAbandonNote(data); err == nil {
+		return attestAbandon, n, n.Provider, n.AtMs
+	}
 	return attestUnknown, nil, "", 0
 }
 
@@ -55,11 +61,14 @@ func attestFromOtherVersion(data []byte) bool {
 	_, _, errSum := auction.OpenAwardSummary(data)
 	_, errEntry := attest.OpenEntry(data)
 	_, _, errReceipt := attest.OpenReceipt(data)
-	return attest.FromOtherVersion(errSum) || attest.FromOtherVersion(errEntry) || attest.FromOtherVersion(errReceipt)
+	_, _, errAbandon := auction.OpenAbandonNote(data)
+	return attest.FromOtherVersion(errSum) || attest.FromOtherVersion(errEntry) || attest.FromOtherVersion(errReceipt) ||
+		attest.FromOtherVersion(errAbandon)
 }
 
 // ValidateAttest admits award summaries (the price index), chain entries
-// (providers' heartbeats) and receipts, each signed by its gossip author.
+// (providers' heartbeats), receipts and abandon notes, each signed by its
+// gossip author; a note older than auction.AbandonNoteFor is ignored.
 func (t *Trust) ValidateAttest(_ context.Context, _, signer peer.ID, data []byte) p2p.Verdict {
 	kind, _, author, atMs := openAttestMessage(data)
 	if kind == attestUnknown && attestFromOtherVersion(data) {
@@ -69,6 +78,9 @@ func (t *Trust) ValidateAttest(_ context.Context, _, signer peer.ID, data []byte
 		return p2p.Reject
 	}
 	if time.UnixMilli(atMs).After(t.now().Add(MaxClockSkew)) {
+		return p2p.Ignore
+	}
+	if kind == attestAbandon && t.now().Sub(time.UnixMilli(atMs)) > auction.AbandonNoteFor {
 		return p2p.Ignore
 	}
 	return p2p.Accept
@@ -98,6 +110,10 @@ func (t *Trust) OnAttest(ctx context.Context, raw []byte) {
 		}
 	case attestEntry:
 		t.observeEntry(ctx, raw, rec.(*attest.Entry))
+	case attestAbandon:
+		if t.onAbandon != nil {
+			t.onAbandon(rec.(*auction.AbandonNote))
+		}
 	case attestReceipt:
 		if rc := rec.(*attest.Receipt); rc.Renter == t.ID().String() || rc.Provider == t.ID().String() {
 			return // our own: stored for good when it was issued or fetched

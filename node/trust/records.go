@@ -122,7 +122,7 @@ func (t *Trust) retryCheck(p string) bool {
 	retry := false
 	var after time.Duration
 	t.ev.update(p, t.now(), func(ev *peerEvidence) {
-		own := ev.blame == "" || string(ev.blame) == p
+		own := ev.blame == "" || ev.blame.String() == p
 		if ev.held && own && ev.tries+1 < recordTries {
 			after = recordRetryAfter << ev.tries
 			ev.tries++
@@ -154,7 +154,7 @@ func (t *Trust) checkDone(p string, d *auction.Digest, rec *auction.Capacity, er
 			// A provider's own digest may just have outrun its record: it
 			// is checked again sooner than a digest someone passed on.
 			until := unbackedFor
-			if blame == "" || string(blame) == p {
+			if blame == "" || blame.String() == p {
 				until = time.Minute
 			}
 			ev.unbackedUntil = now.Add(until)
@@ -171,9 +171,12 @@ func (t *Trust) checkDone(p string, d *auction.Digest, rec *auction.Capacity, er
 			t.learnt(d)
 		}
 	case !backed:
+		if _, raw, ok := t.digests.Get(p); ok {
+			t.sync.forget(raw)
+		}
 		t.digests.Remove(p)
 		t.log.Debug("digest dropped: its record does not back it", "provider", p, "err", err)
-		if wasHeld && blame != "" && string(blame) != p && blame != t.self {
+		if wasHeld && blame != "" && blame.String() != p && blame != t.self {
 			t.p2p.Guard().Charge(blame, AbuseDigestUnbacked, unbackedPoints)
 		}
 	}

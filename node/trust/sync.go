@@ -132,6 +132,16 @@ func (s *digestSync) known(raw []byte, now time.Time) bool {
 	return ok && now.Sub(at) < syncEvery
 }
 
+// forget drops raw from the digests taken, so that a sync may offer it
+// again: its provider's record did not back it, and once the provider's
+// unbacked time is over the same digest is worth a check again.
+func (s *digestSync) forget(raw []byte) {
+	h := sha256.Sum256(raw)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.seen, h)
+}
+
 // remember notes that raw was taken.
 func (s *digestSync) remember(raw []byte, now time.Time) {
 	h := sha256.Sum256(raw)
@@ -313,6 +323,8 @@ func (t *Trust) takePage(p peer.ID, shard auction.Shard, want *auction.BucketSet
 			added++
 		case admitRefused: // the source only grows the book: stop paging it
 			return added, fmt.Errorf("digest sync from %s: %w", p, errSourceFull)
+		case admitUnbacked:
+			continue // not remembered: worth a check once its unbacked time is over
 		}
 		t.sync.remember(raw, now)
 	}

@@ -205,3 +205,40 @@ func lastPeer(t *testing.T, raws [][]byte) string {
 	}
 	return d.Peer
 }
+
+// TestDigestSyncRetakesADroppedDigest: a provider's own digest synced
+// before its record reached the DHT is dropped after its checks; once
+// its unbacked time is over, a later sync offers the same digest again
+// and it is checked afresh, rather than being skipped as already taken
+// until the provider's next digest (minutes at scale: one missing
+// provider in a 40-node market view).
+func TestDigestSyncRetakesADroppedDigest(t *testing.T) {
+	peers := roomtest.Peers(t, 2)
+	server, client := newTrust(t, peers[0]), newTrust(t, peers[1])
+	recs := fakeRecords(client)
+	countedServer(peers[0], server)
+	now := server.now()
+	if v := offer(t, server, peers[1].ID, sealedDigest(t, peers[0].Key, now, 1)); v != 0 && server.digests.Len() != 1 {
+		t.Fatalf("setup: the server's own digest: %v", v)
+	}
+	ctx := context.Background()
+	if added, err := client.syncFrom(ctx, peers[0].ID); err != nil || added != 1 {
+		t.Fatalf("first sync: %d added, %v", added, err)
+	}
+	drainChecks(t, client) // no record yet: every try fails
+	if offers, held, _ := client.digestOffers(); len(offers) != 0 || held != 0 {
+		t.Fatalf("%d backed, %d held; want the provider dropped", len(offers), held)
+	}
+	if pts := peers[1].P2P.Guard().Points(peers[0].ID); pts != 0 {
+		t.Fatalf("a provider serving its own digest ahead of its record was charged %.1f points", pts)
+	}
+	recs.put(testCapacity(peers[0].Key, now))
+	peers[1].Clock.Advance(2 * time.Minute) // past its unbacked time, within syncEvery
+	if added, err := client.syncFrom(ctx, peers[0].ID); err != nil || added != 1 {
+		t.Fatalf("sync after the unbacked time: %d added, %v; want the dropped digest taken again", added, err)
+	}
+	drainChecks(t, client)
+	if offers, _, _ := client.digestOffers(); len(offers) != 1 {
+		t.Fatalf("%d backed; want the provider backed once its record is found", len(offers))
+	}
+}

@@ -53,6 +53,10 @@ type Deps struct {
 	// OnSummary is told of every verified award summary (a provider
 	// releases what its bids for that auction still hold); nil: nobody.
 	OnSummary func(sum *auction.AwardSummary)
+	// OnAbandon is told of every verified abandon note of another
+	// provider (a provider tightens what it commits to the renter); nil:
+	// nobody.
+	OnAbandon func(n *auction.AbandonNote)
 	// OnShard is told of each shard the first time a digest names it
 	// (a renter follows the shard's digest topic); nil: nobody.
 	OnShard func(s auction.Shard)
@@ -75,6 +79,7 @@ type Trust struct {
 	db   *store.DB
 
 	onSummary    func(sum *auction.AwardSummary)
+	onAbandon    func(n *auction.AbandonNote)
 	onShard      func(s auction.Shard)
 	syncShards   func() []auction.Shard
 	shardsMu     sync.Mutex
@@ -107,7 +112,7 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 	}
 	t := &Trust{
 		cfg: cfg, log: deps.Logger, now: deps.Clock, key: deps.Key, self: deps.P2P.ID(),
-		p2p: deps.P2P, db: deps.Store, onSummary: deps.OnSummary, leaseEntries: deps.LeaseEntries,
+		p2p: deps.P2P, db: deps.Store, onSummary: deps.OnSummary, onAbandon: deps.OnAbandon, leaseEntries: deps.LeaseEntries,
 		onShard: deps.OnShard, syncShards: deps.SyncShards, shards: map[auction.Shard]bool{}, grewAt: map[auction.Shard]time.Time{},
 	}
 	if t.log == nil {

@@ -97,6 +97,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 		newSpendCmd(g),
 		newAttestCmd(g),
 		newSimCmd(g),
+		newProtocolCmd(),
 	)
 	refuseUnknownSubcommands(root)
 	explainArgErrors(root)

@@ -46,6 +46,11 @@ type Fake struct {
 	// unless set before first use, so a node can be given a fake "docker"
 	// or "wasm".
 	Runtime string
+	// WrongEvery makes a cheating executor: when n > 0, the n-th, 2n-th,
+	// ... workload it prepares skips its script and writes a wrong
+	// output (WrongFile) instead, still exiting 0: a provider returning a
+	// wrong result for 1/n of its jobs. Set it before first use.
+	WrongEvery int
 
 	dir string
 	log *slog.Logger
@@ -65,6 +70,10 @@ type fakeRun struct {
 	done    chan struct{}
 	res     executor.Result
 }
+
+// WrongFile is the output a cheating Fake (WrongEvery) writes instead of
+// running the script.
+const WrongFile = "wrong.txt"
 
 // errStopped is the cancel cause of a run ended by Stop.
 var errStopped = fmt.Errorf("stopped")
@@ -96,6 +105,9 @@ func (f *Fake) Prepare(ctx context.Context, spec executor.Spec) (executor.Handle
 		return "", fmt.Errorf("fake.Prepare: %w", executor.ErrClosed)
 	}
 	f.next++
+	if f.WrongEvery > 0 && f.next%f.WrongEvery == 0 {
+		spec.Args = []string{"write:" + WrongFile + "=not the job's result"}
+	}
 	h := executor.Handle(fmt.Sprintf("fake-%d", f.next))
 	dir := filepath.Join(f.dir, string(h))
 	if err := os.MkdirAll(filepath.Join(dir, "out"), 0o755); err != nil {

@@ -71,3 +71,33 @@ func TestFakeFill(t *testing.T) {
 		}
 	}
 }
+
+// TestFakeWrongEvery: a cheating Fake returns a wrong output, exiting 0,
+// for every n-th workload and runs the others as scripted.
+func TestFakeWrongEvery(t *testing.T) {
+	f := NewFake(t.TempDir(), nil)
+	f.WrongEvery = 3
+	t.Cleanup(func() { f.Close() })
+	wrong := 0
+	for i := range 9 {
+		h := start(t, f, executor.Spec{Runtime: "fake", JobID: "job", LeaseID: "lease", Args: []string{"write:result.txt=42"}})
+		if res := wait(t, f, h); res.Reason != executor.ReasonCompleted || res.ExitCode != 0 {
+			t.Fatalf("run %d: result %+v", i, res)
+		}
+		out, err := f.Outputs(ctxT(t), h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := TarFiles(t, out.Path)
+		switch _, cheated := files[WrongFile]; {
+		case cheated && (i+1)%3 == 0 && files["result.txt"] == "":
+			wrong++
+		case !cheated && files["result.txt"] == "42":
+		default:
+			t.Fatalf("run %d: outputs %v", i, files)
+		}
+	}
+	if wrong != 3 {
+		t.Fatalf("%d wrong outputs in 9 runs, want 3", wrong)
+	}
+}

@@ -1,0 +1,33 @@
+package p2p
+
+import (
+	"io"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
+)
+
+// TestSilentPeerIsDisconnected: a connected peer that answers pings is
+// live; one whose pings go unanswered (as a killed QUIC peer's do) is
+// silent, twice in a row (watchLiveness then closes its connections).
+func TestSilentPeerIsDisconnected(t *testing.T) {
+	nodes := mockNet(t, 3, nil)
+	a, live, dead := nodes[0], nodes[1].ID(), nodes[2]
+	waitFor(t, "connections", 20*time.Second, func() bool {
+		return a.host.Network().Connectedness(live) == network.Connected && a.host.Network().Connectedness(dead.ID()) == network.Connected
+	})
+	if a.silent(t.Context(), live) {
+		t.Fatal("a peer that answers pings was found silent")
+	}
+	// The dead peer reads pings and never answers.
+	dead.host.SetStreamHandler(ping.ID, func(s network.Stream) { _, _ = io.Copy(io.Discard, s) })
+	start := time.Now()
+	if !a.silent(t.Context(), dead.ID()) {
+		t.Fatal("a peer that never answers was found live")
+	}
+	if took := time.Since(start); took < 2*livenessTimeout {
+		t.Fatalf("silent after %s, want two full timeouts (%s each)", took, livenessTimeout)
+	}
+}
