@@ -101,7 +101,7 @@ func (t *Trust) ValidateDigest(topic string) p2p.Validator {
 		if err != nil || st.Kind != auction.ShardTopicDigest {
 			return p2p.Reject
 		}
-		d, author, err := auction.OpenDigest(data)
+		d, author, err := t.digests.Open(data)
 		if attest.FromOtherVersion(err) {
 			return p2p.Skip
 		}

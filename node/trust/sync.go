@@ -303,7 +303,7 @@ func (t *Trust) takePage(p peer.ID, shard auction.Shard, want *auction.BucketSet
 	now := t.now()
 	added, last := 0, after
 	for _, raw := range page.Digests {
-		d, signer, err := auction.OpenDigest(raw)
+		d, signer, err := t.digests.Open(raw)
 		switch {
 		case err != nil || signer.String() != d.Peer:
 			return added, bad("a digest that does not open: %v", err)
