@@ -64,12 +64,15 @@ func compareBidContent(a, b *Bid) int {
 
 // filter holds what every bid's checks share.
 type filter struct {
-	in       MatchInput
-	rfq      *RFQ
-	nowMs    int64
-	minRel   float64
-	regions  map[string]bool
-	datasets map[string]bool
+	in     MatchInput
+	rfq    *RFQ
+	nowMs  int64
+	minRel float64
+	// probationRel is the probation bar (Weights.ExcludeBelowPrior) when
+	// it applies to this RFQ, else 0.
+	probationRel float64
+	regions      map[string]bool
+	datasets     map[string]bool
 	// The RFQ's lists, rendered once for the rejection reasons.
 	regionsText, modelsText string
 }
@@ -77,9 +80,11 @@ type filter struct {
 func newFilter(in MatchInput) *filter {
 	f := &filter{in: in, rfq: in.RFQ, nowMs: in.Now.UnixMilli(), minRel: float64(in.RFQ.MinReliabilityPermille) / 1000}
 	// A provider whose record is clearly worse than a newcomer's (the
-	// prior) is refused outright; the renter waits for other GPUs.
-	if margin := in.Weights.sanitized().ExcludeBelowPrior; margin > 0 && in.Prior-margin > f.minRel {
-		f.minRel = in.Prior - margin
+	// prior) is on probation: refused for large work above bronze, so the
+	// renter waits for other GPUs there, but free to win small work.
+	w := in.Weights.sanitized()
+	if probationApplies(in.RFQ, w) {
+		f.probationRel = in.Prior - w.ExcludeBelowPrior
 	}
 	if len(in.RFQ.Regions) > 0 {
 		f.regions = make(map[string]bool, len(in.RFQ.Regions))
@@ -142,6 +147,10 @@ func (f *filter) check(i int, b *Bid, latest map[string]int) (code, reason strin
 	}
 	if rel := f.reliability(b.Provider); rel < f.minRel {
 		return RejectReliability, fmt.Sprintf("reliability %.3f below minimum %.3f", rel, f.minRel)
+	}
+	if rel := f.reliability(b.Provider); rel < f.probationRel {
+		return RejectReliability, fmt.Sprintf("reliability %.3f below %.3f (the prior %.3f less the margin): on probation, it may win only bronze work or up to %d GPUs",
+			rel, f.probationRel, f.in.Prior, f.in.Weights.sanitized().ProbationGPUs)
 	}
 	if rtt, ok := f.in.RTT[b.Provider]; ok && rfq.MaxRTTMs > 0 && rtt > time.Duration(rfq.MaxRTTMs)*time.Millisecond {
 		return RejectRTT, fmt.Sprintf("RTT %s above max %d ms", rtt, rfq.MaxRTTMs)
@@ -234,4 +243,13 @@ func reliabilityTerm(rel float64, w Weights) float64 {
 		return 1 / math.Pow(max(rel, minScoredReliability), w.ReliabilityExp)
 	}
 	return 1
+}
+
+// probationApplies says whether w' probation bar refuses providers
+// under it for rfq: only for work above the bronze tier and larger than
+// ProbationGPUs. Bronze and small work stay open to them, charged their
+// expected failure cost, so a provider can recover from a failed lease.
+func probationApplies(rfq *RFQ, w Weights) bool {
+	w = w.sanitized()
+	return w.ExcludeBelowPrior > 0 && rfq.Tier != TierBronze && rfq.Resources.GPUs > w.ProbationGPUs
 }

@@ -45,9 +45,10 @@ func TestMatchRankedPools(t *testing.T) {
 			// be 20% cheaper, not 3.5%.
 			[]*Bid{matchBid("n", 2_000_000, 4), matchBid("i", 2_900_000, 4)},
 			map[string]float64{"i": 0.99, "n": 0.8}, "n:4"},
-		{"a provider clearly below the prior is refused at any price",
+		{"a provider clearly below the prior is refused multi-GPU work at any price",
 			// c at 0.7 is more than ExcludeBelowPrior (0.05) below the
-			// prior 0.8: refused, though its 4M would beat the pool's 8.3M.
+			// prior 0.8: on probation, refused for 4 silver GPUs though its
+			// 4M would beat the pool's 8.3M.
 			[]*Bid{matchBid("a", 2_000_000, 2), matchBid("b", 2_000_000, 2), matchBid("c", 1_000_000, 4)},
 			map[string]float64{"c": 0.7}, "a:2 b:2"},
 		{"a provider just below the prior is priced, not refused",

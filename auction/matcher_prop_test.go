@@ -209,7 +209,7 @@ func feasibleByHand(in MatchInput, i int) (feasible, ok bool) {
 		in.Now.UnixMilli() < b.ValidUntilMs &&
 		b.PriceMicro <= r.MaxPriceMicro &&
 		rel*1000 >= float64(r.MinReliabilityPermille)-1e-9 &&
-		(in.Weights.ExcludeBelowPrior <= 0 || rel >= in.Prior-in.Weights.ExcludeBelowPrior) &&
+		(!probationApplies(r, in.Weights) || rel >= in.Prior-in.Weights.ExcludeBelowPrior) &&
 		(!measured || r.MaxRTTMs == 0 || rtt <= time.Duration(r.MaxRTTMs)*time.Millisecond) &&
 		(len(r.Regions) == 0 || slices.Contains(r.Regions, b.Region)) &&
 		modelOK &&
