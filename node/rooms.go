@@ -77,7 +77,7 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 			Artifacts: artifacts, WorkDir: n.workDir,
 			Offers: n.trust.Offers, Shards: n.trust.ShardsFor, ExpectBidders: n.trust.ExpectedBidders,
 			ProviderRecord: n.trust.ProviderRecord,
-			Reputation:     n.trust.Reputation(), ReportFraud: n.trust.ApplyFraud,
+			Reputation:     n.trust.Reputation(), ReportFraud: n.trust.ApplyFraud, PriceIndex: n.trust.PriceIndex,
 			WithholdPayment: deps.WithholdPayment, Registerer: n.reg,
 		}); err != nil {
 			return err

@@ -11,14 +11,15 @@ import (
 
 // Policy names.
 const (
-	PolicyIdlegrid    = "idlegrid"         // Quote + Match with the shipped defaults
-	PolicyPriceOnly   = "price-only"       // the same market, ranking by price alone
-	PolicyBounded     = "idlegrid-bounded" // idlegrid where providers bid only when auction.ShouldBid picks them (want_bids 16)
-	PolicyLegacy      = "idlegrid-v0"      // the market before issue 11: per-host markup, price/reliability, single host first
-	PolicyPosted      = "posted"           // first feasible provider (in table order) at its floor
-	PolicyGreedy      = "greedy"           // cheapest floors first
-	PolicyRandom      = "random"           // random feasible providers at their floors
-	PolicyClairvoyant = "clairvoyant"      // cheapest floors first, skipping leases it knows will fail
+	PolicyIdlegrid    = "idlegrid"            // Quote + Match with the shipped defaults
+	PolicyPriceOnly   = "price-only"          // the same market, ranking by price alone
+	PolicyBounded     = "idlegrid-bounded"    // idlegrid where providers bid only when auction.ShouldBid picks them (want_bids 16)
+	PolicyLegacy      = "idlegrid-v0"         // the market before issue 11: per-host markup, price/reliability, single host first
+	PolicyNoReserve   = "idlegrid-no-reserve" // idlegrid without the default second-price reserve (the node before issue 27)
+	PolicyPosted      = "posted"              // first feasible provider (in table order) at its floor
+	PolicyGreedy      = "greedy"              // cheapest floors first
+	PolicyRandom      = "random"              // random feasible providers at their floors
+	PolicyClairvoyant = "clairvoyant"         // cheapest floors first, skipping leases it knows will fail
 )
 
 var policies = map[string]func() policy{
@@ -26,6 +27,7 @@ var policies = map[string]func() policy{
 	PolicyPriceOnly:   func() policy { return newMarket(marketPriceOnly) },
 	PolicyBounded:     func() policy { m := newMarket(marketIdlegrid); m.bounded = true; return m },
 	PolicyLegacy:      func() policy { return newMarket(marketLegacy) },
+	PolicyNoReserve:   func() policy { m := newMarket(marketIdlegrid); m.noReserve = true; return m },
 	PolicyPosted:      func() policy { return baseline{order: orderTable} },
 	PolicyGreedy:      func() policy { return baseline{order: orderCheapest} },
 	PolicyRandom:      func() policy { return baseline{order: orderRandom} },

@@ -27,8 +27,11 @@ type market struct {
 	view    *bidView
 	stats   bidStats
 	bids    []*auction.Bid
-	rep     map[string]float64
-	byPeer  map[string]*provider
+	// noReserve leaves second-price RFQs without the default reserve
+	// (the node before issue 27).
+	noReserve bool
+	rep       map[string]float64
+	byPeer    map[string]*provider
 }
 
 func newMarket(k marketKind) *market {
@@ -126,11 +129,8 @@ func (m *market) place(w *World, j *jobState) ([]Take, error) {
 		RFQ: rfq, RFQID: rfqID, Bids: m.bids, Reputation: m.rep, Prior: prior,
 		Now: now.Add(time.Millisecond), Weights: m.weights,
 	}
-	if m.kind == marketIdlegrid {
-		in.ReserveMicro = map[string]uint64{}
-		for model, v := range w.index {
-			in.ReserveMicro[model] = uint64(v)
-		}
+	if m.kind == marketIdlegrid && !m.noReserve {
+		in.ReserveMicro = auction.SecondPriceReserves(rfq, w.indexStats(rfq.Tier))
 	}
 	plan := auction.Match(in)
 	if plan.Unfilled != "" {
@@ -156,4 +156,15 @@ func (m *market) place(w *World, j *jobState) ([]Take, error) {
 		}
 	}
 	return takes, nil
+}
+
+// indexStats is the replay's price index in the shape the node's renter
+// reads (auction.PriceStats): the moving average of each model's awards
+// stands in for the median of tier.
+func (w *World) indexStats(tier auction.Tier) []auction.PriceStat {
+	stats := make([]auction.PriceStat, 0, len(w.index))
+	for model, v := range w.index {
+		stats = append(stats, auction.PriceStat{Model: model, Tier: tier, Awards: 1, GPUs: 1, MedianMicro: uint64(v)})
+	}
+	return stats
 }

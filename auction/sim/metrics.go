@@ -35,6 +35,9 @@ type Metrics struct {
 	// share of CostUSD.
 	FailedUSD   float64 `json:"failed_usd"`
 	FailedShare float64 `json:"failed_share"`
+	// AtMaxShare is the share of leases paid the renter's maximum price:
+	// under second price, awards the reserve did not bring down.
+	AtMaxShare float64 `json:"at_max_share"`
 	// RFQs the market posted (one per placement attempt), the bids they
 	// drew, and per RFQ the bids and the feasible providers (those the
 	// digests showed could serve it: what "everyone bids" would draw).
@@ -52,6 +55,7 @@ func (r *replay) measure(name string) Metrics {
 	m := Metrics{Policy: name, Seed: r.w.seed}
 	var paid, floor, busyGPUh float64
 	var horizon int64
+	atMax := 0
 	for _, l := range r.leases {
 		gpuh := float64(len(l.gpus)) * float64(l.end-l.start) / 3600
 		c := gpuh * float64(l.priceMicro) / 1e6
@@ -59,6 +63,9 @@ func (r *replay) measure(name string) Metrics {
 		floor += gpuh * float64(l.floorMicro) / 1e6
 		busyGPUh += gpuh
 		horizon = max(horizon, l.end)
+		if l.priceMicro >= l.job.maxPrice {
+			atMax++
+		}
 		if l.failed {
 			m.FailedUSD += c
 			if l.culprit {
@@ -67,6 +74,9 @@ func (r *replay) measure(name string) Metrics {
 		}
 	}
 	m.Leases = len(r.leases)
+	if m.Leases > 0 {
+		m.AtMaxShare = float64(atMax) / float64(m.Leases)
+	}
 	if bc, ok := r.pol.(interface{ bidStats() bidStats }); ok {
 		st := bc.bidStats()
 		m.RFQs, m.Bids = st.rfqs, st.bids

@@ -41,6 +41,9 @@ type awarderDeps struct {
 	// record fetches a provider's current capacity record, which must
 	// back its bid (Deps.ProviderRecord); nil: bids are not checked.
 	record func(ctx context.Context, id peer.ID) (*auction.Capacity, error)
+	// priceIndex gives second-price RFQs their reserve (Deps.PriceIndex);
+	// nil: none.
+	priceIndex func(since, until time.Time) ([]auction.PriceStat, error)
 }
 
 // awarder turns an auction's bids into countersigned leases: the pure
@@ -71,6 +74,7 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 	unbacked := ar.unbacked(ctx, jobID, bids)
 	pa.waitPings()
 	rfq := *pa.rfq
+	reserves := ar.reserves(&rfq)
 	need := rfq.Resources.GPUs
 	// A CPU-only job (no GPU) is filled by one lease on a CPU share.
 	cpuOnly := need == 0
@@ -87,6 +91,7 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 		rfq.Resources.GPUs = need
 		in := ar.matchInput(&rfq, pa.rfqID, remaining)
 		in.Unbacked = unbacked
+		in.ReserveMicro = reserves
 		plan := auction.Match(in)
 		for _, l := range plan.Losers {
 			ar.log.Debug("bid lost", "job", jobID, "provider", l.Provider, "code", l.Code, "reason", l.Reason)
@@ -201,4 +206,24 @@ func (ar *awarder) matchInput(rfq *auction.RFQ, rfqID string, bids []*auction.Bi
 		Reputation: ar.rep.Scores(), Prior: ar.reliabilityPrior,
 		RTT: rtt, Now: ar.now(), Weights: auction.DefaultWeights(), Terms: &ar.terms,
 	}
+}
+
+// reserveIndexFor is how far back the price index looks for a
+// second-price reserve: the window the providers' scarcity cap reads.
+const reserveIndexFor = 24 * time.Hour
+
+// reserves is rfq's default second-price reserve per model, from the
+// price index (auction.SecondPriceReserves); nil under first price or
+// without an index. A job spec has no reserve of its own to prefer.
+func (ar *awarder) reserves(rfq *auction.RFQ) map[string]uint64 {
+	if ar.priceIndex == nil || rfq.Pricing != auction.PaySecond {
+		return nil
+	}
+	now := ar.now()
+	stats, err := ar.priceIndex(now.Add(-reserveIndexFor), now)
+	if err != nil {
+		ar.log.Warn("price index for the second-price reserve", "err", err)
+		return nil
+	}
+	return auction.SecondPriceReserves(rfq, stats)
 }

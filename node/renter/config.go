@@ -81,6 +81,10 @@ type Deps struct {
 	ExpectBidders func(r *auction.RFQ, rfqID string, shards []auction.Shard) map[string]bool
 	// Reputation scores providers for the matcher and the gold badge.
 	Reputation Reputation
+	// PriceIndex is the network's cleared prices (trust's index of award
+	// summaries): a second-price RFQ's default reserve per model
+	// (auction.SecondPriceReserves). nil: no reserve.
+	PriceIndex func(since, until time.Time) ([]auction.PriceStat, error)
 	// ProviderRecord fetches and verifies a provider's current capacity
 	// record; a bid counts only when it backs the bid
 	// (auction.BidBacking). nil: bids are not checked (tests).
