@@ -92,18 +92,20 @@ type Weights struct {
 	// ExcludeBelowPrior is the probation bar: a provider whose
 	// reliability is more than this below MatchInput.Prior (clearly worse
 	// than a newcomer) is refused (RejectReliability) for work larger
-	// than ProbationGPUs GPUs above the bronze tier. It keeps winning
+	// than ProbationGPUHours above the bronze tier. It keeps winning
 	// small and bronze work, where its reliability term already charges
-	// its expected failure cost, so one failed lease (which a renter may
-	// even have caused) never locks it out: it recovers by delivering.
+	// its expected failure cost and a failure wastes little, so one failed
+	// lease (which a renter may even have caused) never locks it out: it
+	// recovers by delivering.
 	// With the market's own reliability as the prior
 	// (reputation.Running.Overall) the bar catches the outliers, never the
 	// market. 0: off. The RFQ's MinReliabilityPermille is the only hard
 	// floor.
 	ExcludeBelowPrior float64
-	// ProbationGPUs is the largest request (GPUs) a provider under the
-	// probation bar may still win above the bronze tier.
-	ProbationGPUs uint32
+	// ProbationGPUHours is the largest request, GPUs times the RFQ's
+	// expected duration, a provider under the probation bar may still win
+	// above the bronze tier.
+	ProbationGPUHours float64
 	// UnknownRTT is the RTT charged for a provider with no measurement
 	// when the RFQ sets no MaxRTTMs (with one, MaxRTTMs is charged).
 	UnknownRTT time.Duration
@@ -116,13 +118,13 @@ const MaxHostPremium = 0.25
 // failure weighed at twice the lease's price (the work lost and the rerun's
 // delay; tuned on a Philly replay, docs/benchmarks.md), pools and single hosts ranked together
 // with 2% per extra host, providers more than 0.05 below the prior on
-// probation (only 1-GPU and bronze work; tuned on Philly replays,
-// docs/benchmarks.md), 200 uUSD/GPU-h per
+// probation (only bronze work and work of at most 1 GPU-hour; tuned on
+// Philly replays, docs/benchmarks.md), 200 uUSD/GPU-h per
 // ms of RTT (an H100 at about 2.5 USD/h pays 0.8% per 100 ms), 5% off per
 // dataset held, 10% off for a provider in a region the renter named near.
 func DefaultWeights() Weights {
 	return Weights{
-		FailureCost: 2, RankPools: true, HostPremium: 0.02, ExcludeBelowPrior: 0.05, ProbationGPUs: 1,
+		FailureCost: 2, RankPools: true, HostPremium: 0.02, ExcludeBelowPrior: 0.05, ProbationGPUHours: 1,
 		RTTPerMs: 200, LocalityBonus: 0.05, NearBonus: 0.1, UnknownRTT: 100 * time.Millisecond,
 	}
 }
@@ -146,6 +148,7 @@ func (w Weights) sanitized() Weights {
 	w.FailureCost = nonNeg(w.FailureCost)
 	w.HostPremium = nonNeg(w.HostPremium)
 	w.ExcludeBelowPrior = nonNeg(w.ExcludeBelowPrior)
+	w.ProbationGPUHours = nonNeg(w.ProbationGPUHours)
 	w.RTTPerMs = nonNeg(w.RTTPerMs)
 	w.LocalityBonus = nonNeg(w.LocalityBonus)
 	w.NearBonus = min(nonNeg(w.NearBonus), maxNearBonus)

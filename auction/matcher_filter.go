@@ -149,8 +149,8 @@ func (f *filter) check(i int, b *Bid, latest map[string]int) (code, reason strin
 		return RejectReliability, fmt.Sprintf("reliability %.3f below minimum %.3f", rel, f.minRel)
 	}
 	if rel := f.reliability(b.Provider); rel < f.probationRel {
-		return RejectReliability, fmt.Sprintf("reliability %.3f below %.3f (the prior %.3f less the margin): on probation, it may win only bronze work or up to %d GPUs",
-			rel, f.probationRel, f.in.Prior, f.in.Weights.sanitized().ProbationGPUs)
+		return RejectReliability, fmt.Sprintf("reliability %.3f below %.3f (the prior %.3f less the margin): on probation, it may win only bronze work or up to %g GPU-hours",
+			rel, f.probationRel, f.in.Prior, f.in.Weights.sanitized().ProbationGPUHours)
 	}
 	if rtt, ok := f.in.RTT[b.Provider]; ok && rfq.MaxRTTMs > 0 && rtt > time.Duration(rfq.MaxRTTMs)*time.Millisecond {
 		return RejectRTT, fmt.Sprintf("RTT %s above max %d ms", rtt, rfq.MaxRTTMs)
@@ -247,9 +247,17 @@ func reliabilityTerm(rel float64, w Weights) float64 {
 
 // probationApplies says whether w' probation bar refuses providers
 // under it for rfq: only for work above the bronze tier and larger than
-// ProbationGPUs. Bronze and small work stay open to them, charged their
-// expected failure cost, so a provider can recover from a failed lease.
+// ProbationGPUHours (GPUs times expected duration, else the maximum
+// duration; a CPU-only request counts as one GPU, a request of unknown
+// duration as large). Bronze and small work stay open to them, charged
+// their expected failure cost, so a provider can recover from a failed
+// lease.
 func probationApplies(rfq *RFQ, w Weights) bool {
 	w = w.sanitized()
-	return w.ExcludeBelowPrior > 0 && rfq.Tier != TierBronze && rfq.Resources.GPUs > w.ProbationGPUs
+	if w.ExcludeBelowPrior == 0 || rfq.Tier == TierBronze {
+		return false
+	}
+	sec := cmp.Or(rfq.ExpectedDurationSec, rfq.MaxDurationSec)
+	gpuHours := float64(max(rfq.Resources.GPUs, 1)) * float64(sec) / 3600
+	return sec == 0 || gpuHours > w.ProbationGPUHours
 }

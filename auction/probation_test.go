@@ -12,7 +12,7 @@ import (
 // real reputation fold: provider p has delivered six 4 GPU-hour leases and
 // failed one of 100 GPU-hours, which puts it under the probation bar. It
 // asks half what the others ask, so it is the cheapest even with its
-// expected failure cost charged. It must win the 1-GPU work at once
+// expected failure cost charged. It must win the 1 GPU-hour work at once
 // (probation), be refused the 4-GPU silver work while under the bar, and
 // win that too within a bounded number of auctions, by delivering.
 func TestOneFailedLeaseDoesNotLockOut(t *testing.T) {
@@ -37,7 +37,7 @@ func TestOneFailedLeaseDoesNotLockOut(t *testing.T) {
 
 	auction := func(gpus uint32) (Plan, MatchInput) {
 		rfq := matchRFQ()
-		rfq.Resources.GPUs = gpus
+		rfq.Resources.GPUs, rfq.ExpectedDurationSec = gpus, 3600
 		in := MatchInput{
 			RFQ: rfq, RFQID: testRFQID, Prior: prior, Now: fixedNow, Weights: w, // the bids are dated fixedNow
 			Bids:       []*Bid{matchBid("p", 1_000_000, 4), matchBid("a", 2_000_000, 4), matchBid("b", 2_000_000, 4)},
@@ -76,7 +76,7 @@ func TestOneFailedLeaseDoesNotLockOut(t *testing.T) {
 }
 
 // TestProbationBoundsWork pins what a provider under the bar may win:
-// bronze work and up to ProbationGPUs GPUs; the RFQ's own minimum is a
+// bronze work and up to ProbationGPUHours; the RFQ's own minimum is a
 // hard floor at any size.
 func TestProbationBoundsWork(t *testing.T) {
 	for _, tc := range []struct {
@@ -86,14 +86,15 @@ func TestProbationBoundsWork(t *testing.T) {
 		minRel uint32
 		want   string
 	}{
-		{"one GPU, silver: on probation, wins", 1, TierSilver, 0, "p:1"},
+		{"one GPU-hour, silver: on probation, wins", 1, TierSilver, 0, "p:1"},
 		{"four GPUs, bronze: wins", 4, TierBronze, 0, "p:4"},
-		{"four GPUs, silver: refused", 4, TierSilver, 0, "a:4"},
+		{"four GPU-hours, silver: refused", 4, TierSilver, 0, "a:4"},
 		{"one GPU under the RFQ's minimum: refused", 1, TierSilver, 700, "a:1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rfq := matchRFQ()
 			rfq.Resources.GPUs, rfq.Tier, rfq.MinReliabilityPermille = tc.gpus, tc.tier, tc.minRel
+			rfq.ExpectedDurationSec = 3600
 			in := defaultInput(rfq, matchBid("p", 1_000_000, 4), matchBid("a", 2_000_000, 4))
 			in.Reputation = map[string]float64{"p": 0.6, "a": 0.95}
 			if got := allocSummary(Match(in)); got != tc.want {
