@@ -245,7 +245,7 @@ func reliabilityTerm(rel float64, w Weights) float64 {
 	return 1
 }
 
-// probationApplies says whether w' probation bar refuses providers
+// probationApplies says whether w's probation bar refuses providers
 // under it for rfq: only for work above the bronze tier and larger than
 // ProbationGPUHours (GPUs times expected duration, else the maximum
 // duration; a CPU-only request counts as one GPU, a request of unknown
