@@ -25,7 +25,12 @@ const (
 	MaxProofModuleSize = 160 << 10
 	// MaxProofSpecSize caps the job spec bytes.
 	MaxProofSpecSize = 16 << 10
-	// MaxReplayTimeMs caps the wall time of the re-run.
+	// ReplayRuns is how many times a verifier runs the job, each under
+	// other clocks and randomness: the same output from every run shows
+	// the job is deterministic in fact.
+	ReplayRuns = 2
+	// MaxReplayTimeMs caps the wall time of one run; a verifier spends
+	// at most ReplayRuns times it on one proof.
 	MaxReplayTimeMs = 10_000
 	// MaxReplayMemoryMiB caps the re-run's linear memory.
 	MaxReplayMemoryMiB = 256

@@ -17,17 +17,26 @@ import (
 )
 
 // ReplayExecutor builds the executor a wrong-result proof's job is re-run
-// on: a fresh one per re-run, under dir, that finds only the proof's
-// module in modules.
-type ReplayExecutor func(dir string, modules executor.Artifacts) (executor.Executor, error)
+// on: a fresh one per run, under dir, that finds only the proof's module
+// in modules and gives the guest the clocks and randomness of entropy.
+type ReplayExecutor func(dir string, modules executor.Artifacts, entropy wasm.Entropy) (executor.Executor, error)
 
 // wasmReplayExecutor is the default ReplayExecutor: the embedded WASM
 // runtime, with a small log (nobody reads it).
-func wasmReplayExecutor(dir string, modules executor.Artifacts) (executor.Executor, error) {
+func wasmReplayExecutor(dir string, modules executor.Artifacts, entropy wasm.Entropy) (executor.Executor, error) {
 	return wasm.New(wasm.Config{
 		Dir: dir, Artifacts: modules, MaxModuleBytes: attest.MaxProofModuleSize,
 		MaxMemoryMiB: attest.MaxReplayMemoryMiB, DefaultMemoryMiB: attest.MaxReplayMemoryMiB, MaxLogBytes: 64 << 10,
+		Entropy: &entropy,
 	}, nil)
+}
+
+// replayEntropies are the two settings every job is re-run under: a job
+// whose output differs between them reads the clock or randomness, and
+// no re-run can say which provider's output is right.
+var replayEntropies = [attest.ReplayRuns]wasm.Entropy{
+	{Walltime: time.Date(2001, 2, 3, 4, 5, 6, 7, time.UTC), Seed: 1},
+	{Walltime: time.Date(2037, 6, 5, 4, 3, 2, 1, time.UTC), Seed: 2},
 }
 
 // oneModule is an artifact store holding one module.
@@ -44,9 +53,10 @@ func (m oneModule) Get(_ context.Context, id string) (io.ReadCloser, error) {
 }
 
 // replayer returns trust's Replay: it checks the proof's spec and module
-// against the CIDs its claims name and re-runs the job on a fresh
-// executor from newExec, within the proof's bounds, in a directory under
-// workDir removed afterwards.
+// against the CIDs its claims name and re-runs the job twice, under each
+// of replayEntropies, on fresh executors from newExec, within the proof's
+// bounds. Two different outputs settle nothing (the job is not
+// deterministic in fact); the same output is the job's.
 func replayer(workDir string, newExec ReplayExecutor) trust.Replay {
 	if newExec == nil {
 		newExec = wasmReplayExecutor
@@ -70,29 +80,48 @@ func replayer(workDir string, newExec ReplayExecutor) trust.Replay {
 		if executor.CIDOf(p.Module) != w.Module {
 			return 0, "", fmt.Errorf("%w: the proof's module is not the job's module %s", attest.ErrFalseProof, w.Module)
 		}
-		if err := os.MkdirAll(filepath.Join(workDir, "replay"), 0o700); err != nil {
-			return 0, "", err
-		}
-		dir, err := os.MkdirTemp(filepath.Join(workDir, "replay"), "run-")
-		if err != nil {
-			return 0, "", err
-		}
-		defer os.RemoveAll(dir)
-		ex, err := newExec(dir, oneModule{cid: w.Module, data: p.Module})
-		if err != nil {
-			return 0, "", fmt.Errorf("replay executor: %w", err)
-		}
-		if cl, ok := ex.(io.Closer); ok {
-			defer cl.Close()
-		}
-		return runReplay(ctx, ex, executor.Spec{
+		run := executor.Spec{
 			JobID: job, LeaseID: "replay", Runtime: w.Runtime, ModuleCID: w.Module, Args: w.Command, Env: w.Env,
 			Limits: executor.Limits{
 				MemoryMiB: p.Bounds.MemoryMiB, DiskMiB: p.Bounds.OutputMiB,
 				MaxDuration: time.Duration(p.Bounds.TimeMs) * time.Millisecond, Network: executor.NetworkNone,
 			},
-		})
+		}
+		var codes [attest.ReplayRuns]int
+		var outs [attest.ReplayRuns]string
+		for i, entropy := range replayEntropies {
+			if codes[i], outs[i], err = replayOnce(ctx, workDir, newExec, oneModule{cid: w.Module, data: p.Module}, entropy, run); err != nil {
+				return 0, "", err
+			}
+		}
+		for i := 1; i < len(outs); i++ {
+			if codes[i] != codes[0] || outs[i] != outs[0] {
+				return 0, "", fmt.Errorf("the job's output depends on the clock or randomness (re-runs gave %s and %s)", outs[0], outs[i])
+			}
+		}
+		return codes[0], outs[0], nil
 	}
+}
+
+// replayOnce runs spec once on a fresh executor in a directory under
+// workDir, removed afterwards.
+func replayOnce(ctx context.Context, workDir string, newExec ReplayExecutor, modules executor.Artifacts, entropy wasm.Entropy, spec executor.Spec) (int, string, error) {
+	if err := os.MkdirAll(filepath.Join(workDir, "replay"), 0o700); err != nil {
+		return 0, "", err
+	}
+	dir, err := os.MkdirTemp(filepath.Join(workDir, "replay"), "run-")
+	if err != nil {
+		return 0, "", err
+	}
+	defer os.RemoveAll(dir)
+	ex, err := newExec(dir, modules, entropy)
+	if err != nil {
+		return 0, "", fmt.Errorf("replay executor: %w", err)
+	}
+	if cl, ok := ex.(io.Closer); ok {
+		defer cl.Close()
+	}
+	return runReplay(ctx, ex, spec)
 }
 
 // runReplay runs one workload to its end and returns its exit code and

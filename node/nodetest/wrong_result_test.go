@@ -22,6 +22,7 @@ import (
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/node/executor"
 	"github.com/idlegrid/idlegrid/node/executor/executortest"
+	"github.com/idlegrid/idlegrid/node/executor/wasm"
 	"github.com/idlegrid/idlegrid/node/executor/wasm/demo"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/node/nodetest"
@@ -214,7 +215,7 @@ func finishedEntry(t *testing.T, key crypto.PrivKey, job, out string) []byte {
 // fakeOutput returns the output CID an honest scripted fake gives args.
 func fakeOutput(t *testing.T, args ...string) string {
 	t.Helper()
-	ex, err := nodetest.FakeReplay(t.TempDir(), nil)
+	ex, err := nodetest.FakeReplay(t.TempDir(), nil, wasm.Entropy{})
 	if err != nil {
 		t.Fatal(err)
 	}

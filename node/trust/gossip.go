@@ -191,7 +191,7 @@ func (t *Trust) observeEntry(ctx context.Context, raw []byte, e *attest.Entry) {
 func (t *Trust) ApplyFraud(proof []byte) {
 	offender, err := attest.VerifyFraudProof(proof)
 	if _, werr := attest.OpenWrongResult(proof); werr == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), attest.MaxReplayTimeMs*time.Millisecond+replayStartup)
+		ctx, cancel := context.WithTimeout(context.Background(), attest.ReplayRuns*(attest.MaxReplayTimeMs*time.Millisecond+replayStartup))
 		offender, err = t.JudgeWrongResult(ctx, t.self, proof)
 		cancel()
 	}

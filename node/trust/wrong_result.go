@@ -24,7 +24,8 @@ type Replay func(ctx context.Context, p *attest.WrongResultProof, job string) (e
 
 // Per-source bound on re-runs. A wrong-result proof costs its verifier a
 // re-run of up to attest.MaxReplayTimeMs; a peer that forwards proofs gets
-// at most replaysPerSource re-runs per replayWindow from this node (the
+// at most replaysPerSource re-runs (each attest.ReplayRuns runs of the
+// job) per replayWindow from this node (the
 // same job and module are re-run once, whoever forwards them). A proof
 // arriving past the budget is ignored, neither forwarded nor charged.
 const (
@@ -147,7 +148,7 @@ func (t *Trust) JudgeWrongResult(ctx context.Context, src peer.ID, raw []byte) (
 			if src != t.self && !t.replays.charge(src, t.now()) {
 				return "", errReplayBudget
 			}
-			rctx, cancel := context.WithTimeout(ctx, time.Duration(w.Bounds.TimeMs)*time.Millisecond+replayStartup)
+			rctx, cancel := context.WithTimeout(ctx, attest.ReplayRuns*(time.Duration(w.Bounds.TimeMs)*time.Millisecond+replayStartup))
 			o.exitCode, o.output, o.err = t.replay(rctx, w, c.Job)
 			cancel()
 			if ctx.Err() == nil {
