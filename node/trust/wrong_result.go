@@ -49,13 +49,15 @@ type replayOutcome struct {
 	err      error
 }
 
-// replayBook runs re-runs one at a time, charges each to its source and
-// remembers outcomes by content.
+// replayBook runs re-runs one at a time, charges each to its source
+// before it waits for its turn, runs one content once however many
+// copies arrive, and remembers outcomes by content.
 type replayBook struct {
 	run      sync.Mutex // one re-run at a time
 	mu       sync.Mutex
 	sources  map[peer.ID]*replayBudget
 	outcomes map[[32]byte]replayOutcome
+	running  map[[32]byte]chan struct{} // re-runs under way, by content
 }
 
 type replayBudget struct {
@@ -64,7 +66,7 @@ type replayBudget struct {
 }
 
 func newReplayBook() *replayBook {
-	return &replayBook{sources: map[peer.ID]*replayBudget{}, outcomes: map[[32]byte]replayOutcome{}}
+	return &replayBook{sources: map[peer.ID]*replayBudget{}, outcomes: map[[32]byte]replayOutcome{}, running: map[[32]byte]chan struct{}{}}
 }
 
 // charge takes one re-run from src's budget at now.
@@ -91,6 +93,27 @@ func (b *replayBook) charge(src peer.ID, now time.Time) bool {
 	}
 	s.used++
 	return true
+}
+
+// begin marks key's re-run as running and returns mine = true, or
+// returns the channel closed when the copy already running it ends.
+func (b *replayBook) begin(key [32]byte) (running chan struct{}, mine bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if ch, ok := b.running[key]; ok {
+		return ch, false
+	}
+	ch := make(chan struct{})
+	b.running[key] = ch
+	return ch, true
+}
+
+// end marks key's re-run as ended (remembered or not).
+func (b *replayBook) end(key [32]byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	close(b.running[key])
+	delete(b.running, key)
 }
 
 func (b *replayBook) outcome(key [32]byte) (replayOutcome, bool) {
@@ -139,22 +162,9 @@ func (t *Trust) JudgeWrongResult(ctx context.Context, src peer.ID, raw []byte) (
 	if t.replay == nil {
 		return "", fmt.Errorf("%w: this node does not re-run jobs", attest.ErrUnprovable)
 	}
-	key := replayKey(w, c.Job)
-	o, ok := t.replays.outcome(key)
-	if !ok {
-		t.replays.run.Lock()
-		defer t.replays.run.Unlock()
-		if o, ok = t.replays.outcome(key); !ok { // a concurrent copy may have run it
-			if src != t.self && !t.replays.charge(src, t.now()) {
-				return "", errReplayBudget
-			}
-			rctx, cancel := context.WithTimeout(ctx, attest.ReplayRuns*(time.Duration(w.Bounds.TimeMs)*time.Millisecond+replayStartup))
-			o.exitCode, o.output, o.err = t.replay(rctx, w, c.Job)
-			cancel()
-			if ctx.Err() == nil {
-				t.replays.remember(key, o)
-			}
-		}
+	o, err := t.replayOutcome(ctx, src, w, c.Job)
+	if err != nil {
+		return "", err
 	}
 	switch {
 	case errors.Is(o.err, attest.ErrFalseProof):
@@ -166,6 +176,49 @@ func (t *Trust) JudgeWrongResult(ctx context.Context, src peer.ID, raw []byte) (
 		return "", err
 	}
 	return c.Offender, nil
+}
+
+// replayOutcome returns the outcome of re-running w's job: remembered,
+// or awaited when another copy is running it, or run now (runReplay).
+func (t *Trust) replayOutcome(ctx context.Context, src peer.ID, w *attest.WrongResultProof, job string) (replayOutcome, error) {
+	key := replayKey(w, job)
+	for {
+		if o, ok := t.replays.outcome(key); ok {
+			return o, nil
+		}
+		running, mine := t.replays.begin(key)
+		if mine {
+			return t.runReplay(ctx, src, key, w, job)
+		}
+		select {
+		case <-running: // remembered now, or that run was cut short: look again
+		case <-ctx.Done():
+			return replayOutcome{}, fmt.Errorf("%w: %w", attest.ErrUnprovable, ctx.Err())
+		}
+	}
+}
+
+// runReplay re-runs w's job at src's charge, after the re-runs before it
+// (one at a time), and remembers the outcome.
+func (t *Trust) runReplay(ctx context.Context, src peer.ID, key [32]byte, w *attest.WrongResultProof, job string) (replayOutcome, error) {
+	defer t.replays.end(key)
+	if o, ok := t.replays.outcome(key); ok { // it ended just before begin
+		return o, nil
+	}
+	if src != t.self && !t.replays.charge(src, t.now()) {
+		return replayOutcome{}, errReplayBudget
+	}
+	t.replays.run.Lock()
+	defer t.replays.run.Unlock()
+	var o replayOutcome
+	rctx, cancel := context.WithTimeout(ctx, attest.ReplayRuns*(time.Duration(w.Bounds.TimeMs)*time.Millisecond+replayStartup))
+	o.exitCode, o.output, o.err = t.replay(rctx, w, job)
+	cancel()
+	if ctx.Err() != nil {
+		return replayOutcome{}, fmt.Errorf("%w: %w", attest.ErrUnprovable, ctx.Err())
+	}
+	t.replays.remember(key, o)
+	return o, nil
 }
 
 // provenWrongResult returns the offender of a wrong-result proof this

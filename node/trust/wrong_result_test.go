@@ -144,3 +144,41 @@ func TestWrongResultReplayBudgetPerSource(t *testing.T) {
 		t.Errorf("after the window: %v", err)
 	}
 }
+
+// TestWrongResultCopiesShareOneReplay: copies of one proof arriving from
+// many peers at once wait for one re-run, charged to one of them.
+func TestWrongResultCopiesShareOneReplay(t *testing.T) {
+	tr, runs, now := judgeFixture(t)
+	release := make(chan struct{})
+	inner := tr.replay
+	tr.replay = func(ctx context.Context, p *attest.WrongResultProof, job string) (int, string, error) {
+		<-release
+		return inner(ctx, p, job)
+	}
+	proof := wrongProof(t, now, wrongOutput, rightOutput, 1)
+	const copies = 8
+	errs := make(chan error, copies)
+	for range copies {
+		_, src := judgeKey(t)
+		go func() {
+			_, err := tr.JudgeWrongResult(t.Context(), src, proof)
+			errs <- err
+		}()
+	}
+	close(release)
+	for range copies {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if runs.Load() != 1 {
+		t.Errorf("%d re-runs for %d copies, want 1", runs.Load(), copies)
+	}
+	charged := 0
+	for _, b := range tr.replays.sources {
+		charged += b.used
+	}
+	if charged != 1 {
+		t.Errorf("%d re-runs charged, want 1", charged)
+	}
+}
