@@ -98,6 +98,29 @@ func TestWrongResultVerdicts(t *testing.T) {
 	if v := tr.ValidateFraud(t.Context(), src, src, wrongProof(t, now, wrongOutput, attest.RecordID([]byte("x")).String(), 2)); v != p2p.Ignore {
 		t.Errorf("unsettled proof: verdict %v, want Ignore", v)
 	}
+	// Forged: the bytes changed after signing, or another key than the
+	// reporter's signed it. Rejected before any re-run.
+	before := runs.Load()
+	forged := wrongProof(t, now, wrongOutput, rightOutput, 4)
+	forged[len(forged)-1] ^= 1
+	if v := tr.ValidateFraud(t.Context(), src, src, forged); v != p2p.Reject {
+		t.Errorf("tampered proof: verdict %v, want Reject", v)
+	}
+	w, err := attest.OpenWrongResult(wrongProof(t, now, wrongOutput, rightOutput, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherKey, _ := judgeKey(t)
+	resigned, err := attest.Seal(w, otherKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := tr.ValidateFraud(t.Context(), src, src, resigned); v != p2p.Reject {
+		t.Errorf("proof signed by another key than its reporter's: verdict %v, want Reject", v)
+	}
+	if runs.Load() != before {
+		t.Errorf("forged proofs were re-run: %d re-runs", runs.Load()-before)
+	}
 	// A replay that finds the proof false on its face (spec, module).
 	tr.replay = func(context.Context, *attest.WrongResultProof, string) (int, string, error) {
 		return 0, "", attest.ErrFalseProof
