@@ -44,7 +44,12 @@
 // health, coverage) and returns a [Report] with one finding per failure. A
 // [FraudProof] (equivocation or double-lease) is self-contained evidence
 // that a provider signed contradictory entries; [VerifyFraudProof] checks
-// it without trusting the reporter.
+// it without trusting the reporter. A [WrongResultProof] carries two
+// providers' signed finished events for one deterministic job with
+// different outputs, plus the job's spec, module and re-run bounds:
+// [WrongResultProof.Claim] checks the claims, and [WrongResultClaim.Judge]
+// settles them with the verifier's own re-run (which this package does
+// not do: it runs nothing).
 //
 // Payload conventions: every payload is a CBOR map whose version lives under
 // the key "v" (a Go field tagged `cbor:"v"`); money is integer micro-USD,

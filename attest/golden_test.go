@@ -34,6 +34,8 @@ func goldenRecords(t testing.TB) map[string]any {
 		"receipt":                 r,
 		"fraud-proof": &FraudProof{V: 1, Reporter: peerOf(t, reporterSeed), Kind: FraudEquivocation,
 			Offender: peerOf(t, providerSeed), Entries: equivocationPair(t), AtMs: t0 + 10*windowMs},
+		"wrong-result-proof": wrongResultProof(t, finishedClaim(t, providerSeed, jobCID, outWrong),
+			finishedClaim(t, otherSeed, jobCID, outRight)),
 		"chain-head": &Head{V: 1, Provider: peerOf(t, providerSeed), Seq: 5, ID: RecordID(s.raws[5]).String(),
 			AtMs: s.entries[5].AtMs, Fingerprint: RecordID(s.raws[0]).String()},
 	}

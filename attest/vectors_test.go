@@ -56,6 +56,14 @@ func vectorKinds(t testing.TB) []vectorKind {
 			openAs[Receipt](func(raw []byte) error { _, _, err := OpenReceipt(raw); return err }), attestTopic},
 		{"fraud-proof", g["fraud-proof"].(Payload), reporter,
 			openAs[FraudProof](func(raw []byte) error { _, err := VerifyFraudProof(raw); return err }), fraudTopic},
+		{"wrong-result-proof", g["wrong-result-proof"].(Payload), reporter,
+			openAs[WrongResultProof](func(raw []byte) error {
+				w, err := OpenWrongResult(raw)
+				if err == nil {
+					_, err = w.Claim(now)
+				}
+				return err
+			}), fraudTopic},
 	}
 }
 

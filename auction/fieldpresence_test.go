@@ -21,6 +21,7 @@ func TestDocFieldPresence(t *testing.T) {
 	kinds := []attest.Payload{
 		&Capacity{}, &Digest{}, &RFQ{}, &Bid{}, &Award{}, &LeaseAcceptance{}, &Decline{}, &PreemptNotice{},
 		&AwardSummary{}, &AbandonNote{}, &attest.Entry{}, &attest.Voucher{}, &attest.Receipt{}, &attest.FraudProof{},
+		&attest.WrongResultProof{},
 	}
 	var b strings.Builder
 	b.WriteString("| kind | always present, even when zero | omitted when zero, false or empty |\n|---|---|---|\n")

@@ -66,6 +66,9 @@ type Deps struct {
 	// lease withholds its next voucher (a dispute, a budget cap). nil pays
 	// whatever verified telemetry covers.
 	WithholdPayment func(leaseID string) bool
+	// ReplayExecutor replaces the embedded WASM runtime that re-runs the
+	// jobs of wrong-result proofs (tests inject fakes).
+	ReplayExecutor ReplayExecutor
 }
 
 // Node is one running idlegrid node: the wiring of its rooms. A provider

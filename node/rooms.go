@@ -27,6 +27,7 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 	var err error
 	tdeps := trust.Deps{
 		Logger: n.log.With("component", "trust"), Clock: time.Now, Key: n.key, P2P: n.p2p, Store: n.db,
+		Replay: replayer(n.workDir, deps.ReplayExecutor),
 	}
 	if n.cfg.Role == RoleRenter {
 		tdeps.OnShard = n.followDigests
@@ -78,6 +79,9 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 			Offers: n.trust.Offers, Shards: n.trust.ShardsFor, ExpectBidders: n.trust.ExpectedBidders,
 			ProviderRecord: n.trust.ProviderRecord,
 			Reputation:     n.trust.Reputation(), ReportFraud: n.trust.ApplyFraud, PriceIndex: n.trust.PriceIndex,
+			JudgeWrongResult: func(ctx context.Context, proof []byte) (peer.ID, error) {
+				return n.trust.JudgeWrongResult(ctx, n.p2p.ID(), proof)
+			},
 			WithholdPayment: deps.WithholdPayment, Registerer: n.reg,
 		}); err != nil {
 			return err

@@ -60,6 +60,10 @@ type Options struct {
 	GPU func(i int) gpu.Backend
 	// WithholdPayment gives member i a renter payment policy.
 	WithholdPayment func(i int) func(leaseID string) bool
+	// ReplayExecutor re-runs the jobs of wrong-result proofs on every
+	// member (nil: the embedded WASM runtime; FakeReplay matches the
+	// scripted fake providers run).
+	ReplayExecutor node.ReplayExecutor
 	// StartGap spaces the members' starts (zero: all at once). Start
 	// returns once the last has started.
 	StartGap time.Duration
@@ -93,6 +97,7 @@ type Member struct {
 	executors func(i int, dir string) []executor.Executor
 	gpu       func(i int) gpu.Backend
 	withhold  func(i int) func(string) bool
+	replay    node.ReplayExecutor
 	cancel    context.CancelFunc
 	done      chan struct{}
 }
@@ -240,6 +245,7 @@ func Start(n int, o Options) (_ *Cluster, err error) {
 		m.executors = o.Executors
 		m.gpu = o.GPU
 		m.withhold = o.WithholdPayment
+		m.replay = o.ReplayExecutor
 		if err := newNode(mn, m); err != nil {
 			return nil, fmt.Errorf("member %d: %w", i, err)
 		}
@@ -291,7 +297,8 @@ func newNode(mn mocknet.Mocknet, m *Member) error {
 		return err
 	}
 	m.Registry = prometheus.NewRegistry()
-	deps := node.Deps{Host: h, Store: db, Identity: m.Key, Token: Token, Registry: m.Registry, AdmitAward: m.admit}
+	deps := node.Deps{Host: h, Store: db, Identity: m.Key, Token: Token, Registry: m.Registry, AdmitAward: m.admit,
+		ReplayExecutor: m.replay}
 	if m.withhold != nil {
 		deps.WithholdPayment = m.withhold(m.Index)
 	}

@@ -55,9 +55,10 @@ func (d *jobDriver) maybeCanary(jobID string, leases []*store.Lease) {
 
 // compareCanary waits for the canary job to end and compares its output
 // with the first run's. Agreement is recorded on the job; a different
-// output means one of the two providers returned a wrong result, so both
-// jobs end unverified (which one lied takes a third run or a re-run by
-// the renter; neither is built yet).
+// output means one of the two providers returned a wrong result: a WASM
+// job small enough is re-run to prove which (canary_proof.go), the liar's
+// job ends unverified and the proof is gossiped; otherwise both jobs end
+// unverified.
 func (d *jobDriver) compareCanary(ctx context.Context, jobID string, first *store.Lease, canaryID string) {
 	if events, err := d.jobs.watch(ctx, canaryID); err == nil {
 		for range events {
@@ -82,6 +83,22 @@ func (d *jobDriver) compareCanary(ctx context.Context, jobID string, first *stor
 		d.jobs.event(jobID, "canary-agreed", "provider %s ran the job again and got the same output %s",
 			lease.Short(second.Provider), lease.Short(first.OutputCID))
 		return
+	}
+	if origin, err := d.db.GetJob(jobID); err == nil {
+		liar, err := d.prover.prove(ctx, origin, first, second)
+		if err == nil {
+			liarJob, honestJob, honest := jobID, canaryID, second
+			if liar == second.Provider {
+				liarJob, honestJob, honest = canaryID, jobID, first
+			}
+			d.jobs.set(liarJob, lease.JobUnverified, "wrong-result-proven",
+				"provider %s returned a wrong result: re-running the job gave provider %s's output %s (fraud proof published, canary job %s)",
+				lease.Short(liar), lease.Short(honest.Provider), lease.Short(honest.OutputCID), lease.Short(canaryID))
+			d.jobs.event(honestJob, "wrong-result-proven", "re-running the job confirmed this output %s; provider %s's differed and was proven wrong",
+				lease.Short(honest.OutputCID), lease.Short(liar))
+			return
+		}
+		d.jobs.event(jobID, "canary", "the disagreement is not proven: %v", err)
 	}
 	why := fmt.Sprintf("a deterministic job gave two outputs: %s from provider %s, %s from provider %s (canary job %s); one of them is wrong",
 		lease.Short(first.OutputCID), lease.Short(first.Provider), lease.Short(second.OutputCID), lease.Short(second.Provider), lease.Short(canaryID))

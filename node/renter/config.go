@@ -92,6 +92,10 @@ type Deps struct {
 	// ReportFraud hands a sealed fraud proof this renter built (a double
 	// lease it caught) to trust, which applies and gossips it.
 	ReportFraud func(proof []byte)
+	// JudgeWrongResult verifies a sealed wrong-result proof by re-running
+	// its job (trust) and returns the provider proven wrong. nil: a
+	// canary's disagreement stays unproven (both jobs unverified).
+	JudgeWrongResult func(ctx context.Context, proof []byte) (peer.ID, error)
 	// WithholdPayment is the payment policy: true for a lease withholds
 	// its next voucher (a dispute, a budget cap). nil pays whatever
 	// verified telemetry covers.

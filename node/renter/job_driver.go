@@ -37,6 +37,8 @@ type jobDriverDeps struct {
 	// submitCanary records and starts a canary run of a job, avoiding
 	// the provider that ran it (submitter.canary).
 	submitCanary func(origin *store.Job, avoid string) (*store.Job, error)
+	// prover proves which of two disagreeing runs is wrong (canary_proof.go).
+	prover *wrongResultProver
 }
 
 // jobDriver carries a job from its auction to its end: it follows the

@@ -158,6 +158,12 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 		start: r.driver.start, avoid: avoid.add,
 	}}
 	r.driver.submitCanary = r.submitter.canary
+	if deps.JudgeWrongResult != nil {
+		r.driver.prover = &wrongResultProver{
+			log: log, now: now, key: deps.Key, self: self, artifacts: deps.Artifacts, readChain: verifier.readChain,
+			judge: deps.JudgeWrongResult, report: reportFraud, publish: r.payments.publishFraud,
+		}
+	}
 	return r, nil
 }
 

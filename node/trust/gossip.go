@@ -88,15 +88,37 @@ func (t *Trust) ValidateAttest(_ context.Context, _, signer peer.ID, data []byte
 
 // ValidateFraud admits a fraud proof only if this node verifies it
 // itself; a false proof is rejected, which costs its sender gossip score.
-func (t *Trust) ValidateFraud(_ context.Context, _, _ peer.ID, data []byte) p2p.Verdict {
+// A wrong-result proof is verified by re-running its job, charged to the
+// forwarding peer's re-run budget (wrong_result.go).
+func (t *Trust) ValidateFraud(ctx context.Context, from, _ peer.ID, data []byte) p2p.Verdict {
+	if _, err := attest.OpenWrongResult(data); err == nil {
+		return t.validateWrongResult(ctx, from, data)
+	}
 	if _, err := attest.VerifyFraudProof(data); err != nil {
 		if attest.FromOtherVersion(err) {
 			return p2p.Skip // evidence this release cannot check
 		}
-		t.log.Warn("false fraud proof rejected", "err", err)
+		t.log.Warn("false fraud proof rejected", "from", from, "err", err)
 		return p2p.Reject
 	}
 	return p2p.Accept
+}
+
+func (t *Trust) validateWrongResult(ctx context.Context, from peer.ID, data []byte) p2p.Verdict {
+	offender, err := t.JudgeWrongResult(ctx, from, data)
+	switch {
+	case err == nil:
+		t.log.Info("wrong-result proof upheld by re-run", "offender", offender, "from", from)
+		return p2p.Accept
+	case errors.Is(err, attest.ErrFalseProof):
+		t.log.Warn("false wrong-result proof rejected", "from", from, "err", err)
+		return p2p.Reject
+	case errors.Is(err, errReplayBudget):
+		t.log.Info("wrong-result proof not checked: the sender's re-run budget is spent", "from", from)
+		return p2p.Ignore
+	}
+	t.log.Info("wrong-result proof not settled by re-run", "from", from, "err", err)
+	return p2p.Ignore
 }
 
 // OnAttest handles a validated message of idlegrid/attest/1.
@@ -163,14 +185,21 @@ func (t *Trust) observeEntry(ctx context.Context, raw []byte, e *attest.Entry) {
 
 // ApplyFraud acts on a verified fraud proof: it is stored, the offender is
 // blocked (connections closed and refused, gossip dropped) and its
-// reputation is zero from now on.
+// reputation is zero from now on. A wrong-result proof is judged again
+// (its re-run's outcome is remembered, so a proof validated or sealed
+// here costs nothing more).
 func (t *Trust) ApplyFraud(proof []byte) {
 	offender, err := attest.VerifyFraudProof(proof)
+	if _, werr := attest.OpenWrongResult(proof); werr == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), attest.ReplayRuns*(attest.MaxReplayTimeMs*time.Millisecond+replayStartup))
+		offender, err = t.JudgeWrongResult(ctx, t.self, proof)
+		cancel()
+	}
 	if err != nil {
 		return
 	}
 	if offender == t.ID() {
-		t.log.Error("a verified fraud proof names this node: its chain was forked (a restored backup?)")
+		t.log.Error("a verified fraud proof names this node: its chain was forked (a restored backup?) or its executor returned a wrong result")
 		return
 	}
 	if err := t.db.PutFraud(offender.String(), proof); err != nil {
@@ -180,6 +209,23 @@ func (t *Trust) ApplyFraud(proof []byte) {
 	t.rep.Invalidate()
 }
 
+// provenOffender returns the offender and date of a stored proof, which
+// this node verified before storing it.
+func (t *Trust) provenOffender(raw []byte) (peer.ID, time.Time, bool) {
+	if offender, atMs, ok := t.provenWrongResult(raw); ok {
+		return offender, time.UnixMilli(atMs), true
+	}
+	offender, err := attest.VerifyFraudProof(raw)
+	if err != nil {
+		return "", time.Time{}, false
+	}
+	at := t.now()
+	if f, _ := attest.OpenFraudProof(raw); f != nil {
+		at = time.UnixMilli(f.AtMs)
+	}
+	return offender, at, true
+}
+
 // BlockProven re-applies stored fraud proofs after a restart.
 func (t *Trust) BlockProven() {
 	proofs, err := t.db.Frauds()
@@ -187,7 +233,7 @@ func (t *Trust) BlockProven() {
 		return
 	}
 	for _, p := range proofs {
-		if offender, err := attest.VerifyFraudProof(p); err == nil && offender != t.ID() {
+		if offender, _, ok := t.provenOffender(p); ok && offender != t.ID() {
 			t.p2p.Block(offender)
 		}
 	}
@@ -231,14 +277,9 @@ func (t *Trust) fraudEvidence() []reputation.Fraud {
 	}
 	var out []reputation.Fraud
 	for _, raw := range raws {
-		offender, err := attest.VerifyFraudProof(raw)
-		if err != nil {
+		offender, at, ok := t.provenOffender(raw)
+		if !ok {
 			continue
-		}
-		f, _ := attest.OpenFraudProof(raw)
-		at := t.now()
-		if f != nil {
-			at = time.UnixMilli(f.AtMs)
 		}
 		out = append(out, reputation.Fraud{Provider: offender.String(), At: at, Proof: attest.RecordID(raw).String()})
 	}

@@ -66,6 +66,9 @@ type Deps struct {
 	// LeaseEntries returns this node's own chain entries that attest a
 	// provider-side lease (nil on nodes that keep no chain).
 	LeaseEntries func(l *store.Lease) ([][]byte, error)
+	// Replay re-runs the job of a wrong-result proof to judge it; nil:
+	// this node does not judge them (it neither forwards nor applies one).
+	Replay Replay
 }
 
 // Trust is the running trust room.
@@ -103,6 +106,11 @@ type Trust struct {
 	expect      *expectations
 	renown      *renown
 	fetchRecord func(ctx context.Context, p peer.ID) (*auction.Capacity, error)
+
+	// replay judges wrong-result proofs; replays bounds and remembers its
+	// re-runs (wrong_result.go).
+	replay  Replay
+	replays *replayBook
 }
 
 // New builds the trust room.
@@ -113,6 +121,7 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 	t := &Trust{
 		cfg: cfg, log: deps.Logger, now: deps.Clock, key: deps.Key, self: deps.P2P.ID(),
 		p2p: deps.P2P, db: deps.Store, onSummary: deps.OnSummary, onAbandon: deps.OnAbandon, leaseEntries: deps.LeaseEntries,
+		replay: deps.Replay, replays: newReplayBook(),
 		onShard: deps.OnShard, syncShards: deps.SyncShards, shards: map[auction.Shard]bool{}, grewAt: map[auction.Shard]time.Time{},
 	}
 	if t.log == nil {

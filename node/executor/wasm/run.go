@@ -96,6 +96,9 @@ func (e *Executor) instantiate(ctx context.Context, w *workload) error {
 			case <-ctx.Done():
 			}
 		})
+	if e.cfg.Entropy != nil {
+		mc = e.cfg.Entropy.apply(mc)
+	}
 	keys := make([]string, 0, len(spec.Env))
 	for k := range spec.Env {
 		keys = append(keys, k)

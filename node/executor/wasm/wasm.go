@@ -59,6 +59,9 @@ type Config struct {
 	DefaultMaxDuration time.Duration
 	// MaxLogBytes caps a workload's log (default 4 MiB).
 	MaxLogBytes int64
+	// Entropy, if set, replaces the host's clocks and randomness for every
+	// workload (re-runs of wrong-result proofs); nil: the real ones.
+	Entropy *Entropy
 }
 
 func (c *Config) fill() error {

@@ -6,6 +6,7 @@
 package main
 
 import (
+	"crypto/rand"
 	"fmt"
 	"io"
 	"os"
@@ -59,6 +60,15 @@ func main() {
 			sink = append(sink, b)
 		}
 		fmt.Println("allocated", n, "MiB")
+	case "entropy":
+		// Write what the host's clocks and randomness gave.
+		buf := make([]byte, 16)
+		_, _ = rand.Read(buf)
+		t0 := time.Now()
+		if err := os.WriteFile("/out/entropy.txt", fmt.Appendf(nil, "%d %x %d\n", t0.UnixNano(), buf, time.Since(t0)), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	case "write":
 		// Write MiB to /out/big in 64 KiB chunks.
 		n, _ := strconv.Atoi(args[0])
