@@ -79,7 +79,9 @@ func (v *completionVerifier) verify(ctx context.Context, l *store.Lease) *store.
 		v.jobs.event(jobID, "unverified", "lease %s on %s: %s", lease.Short(l.ID), lease.Short(l.Provider), reason)
 		v.log.Warn("lease completion not proven", "lease", lease.Short(l.ID), "provider", l.Provider, "reason", err)
 	} else {
-		fl, _, _ = v.leases.Finish(l.ID, lease.Completed, "", nil)
+		// The signed finished event's exit code, worded as the provider
+		// words its own record, so both sides' leases read alike.
+		fl, _, _ = v.leases.Finish(l.ID, lease.Completed, fmt.Sprintf("exited %d", fin.ExitCode), nil)
 		v.jobs.event(jobID, "verified", "lease %s: the provider's signed chain records it finished with exit 0 and output %s; the downloaded output matches",
 			lease.Short(l.ID), lease.Short(fin.Output))
 	}
