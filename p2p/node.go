@@ -68,14 +68,9 @@ type Node struct {
 
 	mu     sync.Mutex
 	topics map[string]*pubsub.Topic
-	joined joinedTopics // the topics' names, for the gossip tracer
-	mesh   meshView     // the gossip mesh, as the tracer saw it
 	// validatorFor makes the validators of policy-admitted topics.
 	validatorFor func(topic string) Validator
 	closed       bool
-
-	// heal is the gossip heal loop's state (gossip_heal.go).
-	heal healState
 
 	// Reconnect-loop state: lostConn is set by the network when a
 	// connection closes; hadEnough and countedAt belong to the loop.
@@ -132,9 +127,9 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 		return nil, err
 	}
 	n.host = deps.Host
-	rcmgrKeep := 0
+	rcmgrInbound := 0
 	if n.host == nil {
-		n.host, rcmgrKeep, err = newHost(&n.cfg, deps.Registerer, n.blocklist, relayPeerSource(cfg.Bootstrap, func() host.Host { return n.host }), n.punches)
+		n.host, rcmgrInbound, err = newHost(&n.cfg, deps.Registerer, n.blocklist, relayPeerSource(cfg.Bootstrap, func() host.Host { return n.host }), n.punches)
 		if err != nil {
 			return nil, err
 		}
@@ -143,13 +138,9 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	for _, b := range cfg.Bootstrap {
 		n.host.Peerstore().AddAddrs(b.ID, b.Addrs, time.Hour)
 	}
-	if limit := admissionMax(&n.cfg, rcmgrKeep); limit > 0 {
-		n.admit = newAdmission(limit, cfg.Admission.Subnet, n.isProtected, n.connValue, func(c network.Conn, crowded bool) {
-			if crowded {
-				n.metrics.connRefused(RefusedCrowdedSubnet)
-			} else {
-				n.metrics.connRefused(RefusedOverCap)
-			}
+	if limit := admissionMax(&n.cfg, rcmgrInbound); limit > 0 {
+		n.admit = newAdmission(limit, cfg.Admission.Subnet, n.isProtected, func(c network.Conn) {
+			n.metrics.connRefused(RefusedCrowdedSubnet)
 			go func() { _ = c.Close() }()
 		})
 	}
@@ -179,10 +170,10 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	n.routing = drouting.NewRoutingDiscovery(n.dht)
 	var disc discovery.Discovery
 	if !cfg.Bootstrapper {
-		disc = newTopicDiscovery(n.routing, func(topic string) bool { return slices.Contains(n.cfg.Topics, topic) })
+		disc = retryingDiscovery{Discovery: n.routing, retry: 5 * time.Second}
 	}
 	n.ps, err = newPubSub(psCtx, n.host, &n.cfg, disc, n.isBootstrap, (&scoreWatch{log: n.log, set: n.setScores, explained: map[peer.ID]time.Time{}}).inspect,
-		gossipGuard{guard: n.guard, blocklist: n.blocklist, graylisted: n.isGraylisted, throttled: n.metrics.throttled}, gossipTrace{n})
+		gossipGuard{guard: n.guard, blocklist: n.blocklist, graylisted: n.isGraylisted, throttled: n.metrics.throttled})
 	if err != nil {
 		return nil, err
 	}
@@ -236,14 +227,13 @@ func (n *Node) bootstrapPeers() []peer.AddrInfo {
 }
 
 // Run runs the node's loops (reconnect, peer book, protection, gossip
-// heal, failed identify, reachability log) until ctx ends.
+// heal, reachability log) until ctx ends.
 func (n *Node) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { n.recordPeers(ctx) })
 	wg.Go(func() { n.reconnectLoop(ctx) })
 	wg.Go(func() { n.protectLoop(ctx) })
 	wg.Go(func() { n.healGossipLoop(ctx) })
-	wg.Go(func() { n.redoFailedIdentify(ctx) })
 	wg.Go(func() { n.watchReachability(ctx) })
 	wg.Go(func() { n.watchLiveness(ctx) })
 	wg.Wait()

@@ -46,7 +46,7 @@ type Options struct {
 	Link mocknet.LinkOptions
 	// Transport, when set, gives every member a real libp2p host listening
 	// on 127.0.0.1 with that transport only ("tcp" or "quic"), not mocknet:
-	// for measuring the real network stack. Link does not apply.
+	// for measuring the real network stack. Link and Restart do not apply.
 	Transport string
 	// AdmitAward gives member i an award admission policy (nil: admit all).
 	AdmitAward func(i int) provider.AdmitAward
@@ -64,15 +64,6 @@ type Options struct {
 	// member (nil: the embedded WASM runtime; FakeReplay matches the
 	// scripted fake providers run).
 	ReplayExecutor node.ReplayExecutor
-	// StartGap spaces the members' starts (zero: all at once). Start
-	// returns once the last has started.
-	StartGap time.Duration
-	// Bootstraps is how many members, the first ones, every other member
-	// is handed as its bootstrap peer (zero: one, member 0, whatever role
-	// Role gives it; more than one are given RoleBootstrap). Each other
-	// member gets one of them, in turn, as a network's newcomers would be
-	// handed one of several; the first knows no one, the others the first.
-	Bootstraps int
 }
 
 // Token is the API token of every cluster member when Options.API is set.
@@ -135,8 +126,6 @@ func (m *Member) stop() error {
 type Cluster struct {
 	Members []*Member
 	Net     mocknet.Mocknet
-	// Started is when the first member started running.
-	Started time.Time
 
 	once sync.Once
 	err  error
@@ -182,26 +171,9 @@ func Start(n int, o Options) (_ *Cluster, err error) {
 			_ = c.Close()
 		}
 	}()
-	var bootstraps [][]string // bootstraps[j]: bootstrap peer j's addresses
-	boots := max(o.Bootstraps, 1)
-	if o.Bootstraps > 1 {
-		role := o.Role
-		o.Role = func(i, n int) node.Role {
-			if i < boots {
-				return node.RoleBootstrap
-			}
-			return role(i, n)
-		}
-	}
+	var bootstrap []string
 	for i := range n {
 		role := o.Role(i, n)
-		var bootstrap []string
-		switch {
-		case i < boots && len(bootstraps) > 0:
-			bootstrap = bootstraps[0]
-		case i >= boots && len(bootstraps) > 0:
-			bootstrap = bootstraps[i%len(bootstraps)]
-		}
 		sk, _, err := crypto.GenerateEd25519Key(nil)
 		if err != nil {
 			return nil, err
@@ -251,18 +223,14 @@ func Start(n int, o Options) (_ *Cluster, err error) {
 		}
 		nd := m.Node
 		c.Members = append(c.Members, m)
-		if i < boots {
-			bootstraps = append(bootstraps, nd.P2PAddrs())
+		if i == 0 {
+			bootstrap = nd.P2PAddrs()
 		}
 	}
 	if err := mn.LinkAll(); err != nil {
 		return nil, fmt.Errorf("link mocknet: %w", err)
 	}
-	c.Started = time.Now()
-	for i, m := range c.Members {
-		if i > 0 && o.StartGap > 0 {
-			time.Sleep(o.StartGap)
-		}
+	for _, m := range c.Members {
 		m.start()
 	}
 	return c, nil
@@ -379,21 +347,17 @@ func limitedPeer(mn mocknet.Mocknet, m *Member) (*limitedHost, error) {
 	return &limitedHost{Host: h, cm: cm}, nil
 }
 
-// Restart stops member i and starts it again with the same identity but a
-// fresh (empty) store, as after a crash that lost the disk. On mocknet it
-// keeps its address; on a real transport it listens on a new port.
+// Restart stops member i and starts it again with the same identity and
+// address but a fresh (empty) store, as after a crash that lost the disk.
+// Mocknet clusters only.
 func (c *Cluster) Restart(i int) error {
 	m := c.Members[i]
+	if m.real {
+		return fmt.Errorf("restart member %d: not supported on real transports", i)
+	}
 	id := m.Node.ID()
 	if err := m.stop(); err != nil {
 		return fmt.Errorf("restart member %d: stop: %w", i, err)
-	}
-	if m.real {
-		if err := newNode(nil, m); err != nil {
-			return fmt.Errorf("restart member %d: %w", i, err)
-		}
-		m.start()
-		return nil
 	}
 	for _, o := range c.Members {
 		if o != m {
