@@ -232,6 +232,35 @@ func TestUnbackedDigestsAreDroppedAndCharged(t *testing.T) {
 	}
 }
 
+// TestPassedOnDigestOutrunningItsRecord: a digest an honest peer passed on
+// may arrive before the provider's record reaches the DHT peers this node
+// asks. It is checked once more before anyone is charged; when the record
+// turns up the provider is backed and the peer is not charged.
+func TestPassedOnDigestOutrunningItsRecord(t *testing.T) {
+	peers := roomtest.Peers(t, 2)
+	tr := newTrust(t, peers[0])
+	recs := fakeRecords(tr)
+	relay := peers[1].ID
+	now := peers[0].Clock.Now()
+	sk, id := provider(t, nil, now)
+	if v := offer(t, tr, relay, sealedDigest(t, sk, now, 1)); v != p2p.Withhold {
+		t.Fatalf("a passed-on digest of an unchecked provider: %v, want withhold", v)
+	}
+	tr.checkRecord(context.Background(), <-tr.checks) // the record is not there yet
+	if ev := tr.ev.of(id.String()); !ev.held || ev.tries != 1 {
+		t.Fatalf("after a first check that found no record: held %v, tries %d; want held and checked again", ev.held, ev.tries)
+	}
+	recs.put(testCapacity(sk, now))
+	tr.queueCheck(id.String()) // what the retry timer does
+	drainChecks(t, tr)
+	if offers, held, _ := tr.digestOffers(); len(offers) != 1 || held != 0 {
+		t.Fatalf("%d backed, %d held; want the provider backed once its record is found", len(offers), held)
+	}
+	if pts := peers[0].P2P.Guard().Points(relay); pts != 0 {
+		t.Fatalf("the peer that passed on a real provider's digest was charged %.1f points", pts)
+	}
+}
+
 // TestDigestCheckWaitsForRoutes: a node that has just started has no DHT
 // peers, and every lookup would come back "not found" without asking
 // anyone. A digest an honest peer passed on (or served) meanwhile is no

@@ -28,6 +28,7 @@ const (
 	// is no try, for any digest: it waits for the routing table.
 	recordRetryAfter = 3 * time.Second
 	recordTries      = 3
+	passedOnTries    = 2
 	// A backed provider's record is fetched again recheckBefore the
 	// matched one expires (records live 30 min and are put again every
 	// 10), and at most every recheckEvery when its digest names a newer
@@ -114,16 +115,22 @@ func (t *Trust) checkRecord(ctx context.Context, p string) {
 }
 
 // retryCheck schedules one more check of a held provider whose record
-// was not there yet; it reports whether it did. Only a provider's own
-// digest is retried: it may have outrun its record, while a peer passes
-// on (or serves) only digests it checked. (Retrying those too would give
-// a forwarder of made-up providers recordTries lookups per key.)
+// did not back its digest yet; it reports whether it did. A provider's
+// own digest may have outrun its record and gets recordTries checks; a
+// digest a peer passed on (or served) gets passedOnTries: that peer found
+// the record, but a record put a moment ago can reach the DHT peers this
+// node asks a little later (a NATed renter's first digests came from the
+// bootstrap peer within 50 ms of the provider's put). More tries would
+// give a forwarder of made-up providers more lookups per key.
 func (t *Trust) retryCheck(p string) bool {
 	retry := false
 	var after time.Duration
 	t.ev.update(p, t.now(), func(ev *peerEvidence) {
-		own := ev.blame == "" || ev.blame.String() == p
-		if ev.held && own && ev.tries+1 < recordTries {
+		tries := passedOnTries
+		if ev.blame == "" || ev.blame.String() == p {
+			tries = recordTries
+		}
+		if ev.held && ev.tries+1 < tries {
 			after = recordRetryAfter << ev.tries
 			ev.tries++
 			ev.checking = false
