@@ -19,7 +19,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
-	"github.com/libp2p/go-libp2p/core/peer"
 	basicconnmgr "github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 	ma "github.com/multiformats/go-multiaddr"
@@ -345,78 +344,6 @@ func limitedPeer(mn mocknet.Mocknet, m *Member) (*limitedHost, error) {
 	// through the network's notifications.
 	h.Network().Notify(cm.Notifee())
 	return &limitedHost{Host: h, cm: cm}, nil
-}
-
-// Restart stops member i and starts it again with the same identity and
-// address but a fresh (empty) store, as after a crash that lost the disk.
-// Mocknet clusters only.
-func (c *Cluster) Restart(i int) error {
-	m := c.Members[i]
-	if m.real {
-		return fmt.Errorf("restart member %d: not supported on real transports", i)
-	}
-	id := m.Node.ID()
-	if err := m.stop(); err != nil {
-		return fmt.Errorf("restart member %d: stop: %w", i, err)
-	}
-	for _, o := range c.Members {
-		if o != m {
-			_ = c.Net.UnlinkPeers(id, o.Node.ID())
-		}
-	}
-	if err := newNode(c.Net, m); err != nil {
-		return fmt.Errorf("restart member %d: %w", i, err)
-	}
-	for _, o := range c.Members {
-		if o != m {
-			if _, err := c.Net.LinkPeers(id, o.Node.ID()); err != nil {
-				return fmt.Errorf("restart member %d: link: %w", i, err)
-			}
-		}
-	}
-	m.start()
-	return nil
-}
-
-// Stop stops member i as an operator would (its Run ends, then Close):
-// a provider withdraws its offer on the way out. On mocknet its links go
-// too, as a stopped process's sockets do (a closed mocknet host leaves
-// the other end of its connections open). The member stays in Members,
-// stopped.
-func (c *Cluster) Stop(i int) error {
-	m := c.Members[i]
-	id := m.Node.ID()
-	if err := m.stop(); err != nil {
-		return fmt.Errorf("stop member %d: %w", i, err)
-	}
-	if !m.real {
-		c.unlink(m, id)
-	}
-	return nil
-}
-
-// Cut takes member i off the network without a word, as a crash or a
-// lost link does: every link to it is removed and its connections are
-// closed, while the node itself runs on alone until Close. Mocknet
-// clusters only.
-func (c *Cluster) Cut(i int) error {
-	m := c.Members[i]
-	if m.real {
-		return fmt.Errorf("cut member %d: not supported on real transports", i)
-	}
-	c.unlink(m, m.Node.ID())
-	return nil
-}
-
-// unlink removes every mocknet link of member m (peer id) and closes its
-// connections.
-func (c *Cluster) unlink(m *Member, id peer.ID) {
-	for _, o := range c.Members {
-		if o != m && o.Node != nil {
-			_ = c.Net.UnlinkPeers(id, o.Node.ID())
-			_ = c.Net.DisconnectPeers(id, o.Node.ID())
-		}
-	}
 }
 
 // WaitReady waits until every member's routing table is non-empty.

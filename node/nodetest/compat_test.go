@@ -6,13 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fxamacker/cbor/v2"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
-	"github.com/libp2p/go-libp2p/core/record"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -139,43 +137,12 @@ func TestOtherVersionRecordsCostTheirSenderNothing(t *testing.T) {
 // resign signs raw's payload, changed by edit, again under raw's kind.
 func resign(t *testing.T, raw []byte, key crypto.PrivKey, edit func(map[string]any)) []byte {
 	t.Helper()
-	env, err := record.UnmarshalEnvelope(raw)
+	out, err := attest.Reseal(raw, key, edit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kind, ok := attest.KindByPayloadType(env.PayloadType)
-	if !ok {
-		t.Fatalf("no kind for payload type %q", env.PayloadType)
-	}
-	var payload map[string]any
-	if err := cbor.Unmarshal(env.RawPayload, &payload); err != nil {
-		t.Fatal(err)
-	}
-	edit(payload)
-	b, err := attest.Marshal(payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := record.Seal(&rawPayload{kind: kind, payload: b}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sealed, err := out.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sealed
+	return out
 }
-
-type rawPayload struct {
-	kind    *attest.Kind
-	payload []byte
-}
-
-func (r *rawPayload) Domain() string                 { return r.kind.Domain }
-func (r *rawPayload) Codec() []byte                  { return r.kind.PayloadType }
-func (r *rawPayload) MarshalRecord() ([]byte, error) { return r.payload, nil }
-func (r *rawPayload) UnmarshalRecord([]byte) error   { return nil }
 
 // verdicts sums idlegrid_gossip_validation_total{result} over topics.
 func verdicts(t *testing.T, reg *prometheus.Registry, result string) float64 {

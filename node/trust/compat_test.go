@@ -5,9 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fxamacker/cbor/v2"
 	"github.com/libp2p/go-libp2p/core/crypto"
-	"github.com/libp2p/go-libp2p/core/record"
 
 	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/auction"
@@ -20,43 +18,12 @@ import (
 // it (or, with edit removing "v", as no release writes it).
 func laterRecord(t *testing.T, raw []byte, key crypto.PrivKey, edit func(map[string]any)) []byte {
 	t.Helper()
-	env, err := record.UnmarshalEnvelope(raw)
+	out, err := attest.Reseal(raw, key, edit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kind, ok := attest.KindByPayloadType(env.PayloadType)
-	if !ok {
-		t.Fatalf("no kind for payload type %q", env.PayloadType)
-	}
-	var payload map[string]any
-	if err := cbor.Unmarshal(env.RawPayload, &payload); err != nil {
-		t.Fatal(err)
-	}
-	edit(payload)
-	b, err := attest.Marshal(payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := record.Seal(&payloadRecord{kind: kind, payload: b}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sealed, err := out.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sealed
+	return out
 }
-
-type payloadRecord struct {
-	kind    *attest.Kind
-	payload []byte
-}
-
-func (r *payloadRecord) Domain() string                 { return r.kind.Domain }
-func (r *payloadRecord) Codec() []byte                  { return r.kind.PayloadType }
-func (r *payloadRecord) MarshalRecord() ([]byte, error) { return r.payload, nil }
-func (r *payloadRecord) UnmarshalRecord([]byte) error   { return nil }
 
 var (
 	newerVersion = func(m map[string]any) { m["v"] = uint64(2) }
