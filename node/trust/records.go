@@ -158,13 +158,7 @@ func (t *Trust) checkDone(p string, d *auction.Digest, rec *auction.Capacity, er
 		}
 		backed = ev.Backed(now)
 		if !backed && d != nil {
-			// A provider's own digest may just have outrun its record: it
-			// is checked again sooner than a digest someone passed on.
-			until := unbackedFor
-			if blame == "" || blame.String() == p {
-				until = time.Minute
-			}
-			ev.unbackedUntil = now.Add(until)
+			ev.unbackedUntil = now.Add(unbackedFor)
 		}
 	})
 	switch {
