@@ -74,6 +74,8 @@ type JobSpec struct {
 	Pricing        string   `yaml:"pricing,omitempty"`  // first or second
 	Egress         bool     `yaml:"egress,omitempty"`
 	MinNotice      string   `yaml:"min_notice,omitempty"` // bronze only
+	// Replicas is how many distinct providers run the job (jobspec_replicas.go).
+	Replicas int `yaml:"replicas,omitempty"`
 
 	// Service jobs (kind: service; jobspec_service.go).
 	Kind               string   `yaml:"kind,omitempty"` // batch (default) or service
@@ -94,7 +96,7 @@ var jobSpecFields = []string{
 	"name", "runtime", "image", "module", "command", "env", "gpus", "gpu", "vram", "cc", "cpu",
 	"ram", "disk", "tier", "max_price", "min_reliability", "region", "near", "max_rtt", "duration",
 	"max_duration", "start_by", "bid_window", "datasets", "pricing", "egress", "min_notice",
-	"kind", "ports", "health", "health_interval", "health_threshold", "forward_peers", "reauction_unhealthy",
+	"replicas", "kind", "ports", "health", "health_interval", "health_threshold", "forward_peers", "reauction_unhealthy",
 }
 
 // JobSpecFields returns the field names a job spec accepts, in
@@ -207,6 +209,8 @@ func (s *JobSpec) set(field, v string) error {
 			s.Env = map[string]string{}
 		}
 		s.Env[k] = val
+	case "replicas":
+		return s.setReplicas(v)
 	case "command":
 		return errors.New("is the argument list after --; assign JobSpec.Command")
 	default:

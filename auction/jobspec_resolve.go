@@ -55,6 +55,7 @@ func (s *JobSpec) resolve(sp *specProblems) *jobSpecCanon {
 	s.resolveMarket(sp, c)
 	s.resolveTimes(sp, c)
 	s.resolveService(sp, c)
+	s.resolveReplicas(sp)
 	return c
 }
 

@@ -52,6 +52,7 @@ var specFlags = []specFlag{
 	{"pricing", "pricing", "string", "first (pay each winner its bid) or second (one clearing price) (default first)"},
 	{"egress", "egress", "bool", "the job needs outbound network (default false)"},
 	{"min-notice", "min_notice", "string", "bronze only: shortest preemption notice you accept, e.g. 5m (default none)"},
+	{"replicas", "replicas", "int", "distinct providers that run it at once, 1..8: batch outputs must agree; service replicas share one endpoint (default 1)"},
 	{"kind", "kind", "string", "batch (runs to its exit) or service (runs until cancelled, reached with job forward; docker only) (default batch)"},
 	{"ports", "ports", "ints", "service: the container ports it listens on, e.g. 8080 (at most 8)"},
 	{"health", "health", "string", "service: http:PORT/PATH or tcp:PORT, e.g. http:8080/healthz (default no check)"},
