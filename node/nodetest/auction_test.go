@@ -18,7 +18,6 @@ import (
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/node/nodetest"
 	"github.com/idlegrid/idlegrid/node/provider"
-	"github.com/idlegrid/idlegrid/p2p"
 	"github.com/idlegrid/idlegrid/store"
 )
 
@@ -193,64 +192,6 @@ func TestDeclinedAwardPassesToNextBest(t *testing.T) {
 	})
 	if !declined {
 		t.Fatalf("no decline event: %+v", j.Events)
-	}
-}
-
-// TestReplayedAwardIsIgnored: re-sending an award the provider already
-// countersigned returns the same acceptance and creates nothing new.
-func TestReplayedAwardIsIgnored(t *testing.T) {
-	c, renter := auctionCluster(t, []provOpts{{gpus: 2, bronze: 0.5}}, nodetest.Options{})
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	prov := c.ByRole(node.RoleProvider)[0].Node
-	j, err := renter.Renter().Submit(jobYAML(jobOpts{name: "replay", gpus: 1, duration: "30s"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	j = waitJob(t, ctx, renter, j.ID, lease.JobRunning)
-	l := jobLeases(t, renter, j)[0]
-	lim := p2p.StreamLimits{MaxRequest: 8 << 10, MaxResponse: 8 << 10, Timeout: 5 * time.Second}
-	for range 3 {
-		resp, err := renter.P2P().Request(ctx, prov.ID(), lease.LeaseProto, l.Award, lim)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(resp[1:]) != string(l.Acceptance) {
-			t.Fatal("a replayed award must get the original acceptance back")
-		}
-	}
-	leases, _ := prov.Store().Leases()
-	if len(leases) != 1 {
-		t.Fatalf("provider has %d leases after replays, want 1", len(leases))
-	}
-	if free := prov.Provider().Capacity(); free == nil {
-		t.Fatal("no capacity")
-	}
-}
-
-// TestBadJobSpecPostsNothing: an invalid spec is refused with a message
-// naming the problem, and no RFQ leaves the renter.
-func TestBadJobSpecPostsNothing(t *testing.T) {
-	c, renter := auctionCluster(t, []provOpts{{gpus: 1, bronze: 0.5}}, nodetest.Options{})
-	bad := []struct{ spec, want string }{
-		{"module: " + testModule + "\ngpus: 1\ntier: platinum\nmax_price: 1\nduration: 1h\n", "tier"},
-		{"image: ubuntu:22.04\ngpus: 1\nmax_price: 1\nduration: 1h\n", "sha256"},
-		{"module: " + testModule + "\ngpus: 1\nmax_price: 1\nduraton: 1h\n", "duration"},
-		{"module: " + testModule + "\ngpus: 1\nduration: 1h\n", "max_price"},
-	}
-	for _, b := range bad {
-		_, err := renter.Renter().Submit([]byte(b.spec))
-		if err == nil || !strings.Contains(err.Error(), b.want) {
-			t.Errorf("spec %q: error %v should name %q", b.spec, err, b.want)
-		}
-	}
-	if jobs, _ := renter.Store().Leases(); len(jobs) != 0 {
-		t.Fatal("a bad spec must not lead to a lease")
-	}
-	for _, m := range c.Members {
-		if got := m.Node.RecentGossip(auction.GPUShard("a10").RFQTopic()); len(got) != 0 {
-			t.Fatalf("member %d saw %d RFQs after only bad specs", m.Index, len(got))
-		}
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/p2p"
 	"github.com/idlegrid/idlegrid/store"
@@ -77,6 +78,8 @@ func Peers(tb testing.TB, n int) []*Peer {
 		}
 		cfg := p2p.DefaultConfig()
 		cfg.Identity = sk
+		// Shard topics are admitted by name, as the node admits them.
+		cfg.TopicPolicy = func(topic string) bool { _, err := auction.ParseShardTopic(topic); return err == nil }
 		node, err := p2p.New(cfg, p2p.Deps{Host: h})
 		if err != nil {
 			tb.Fatal(err)
