@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -85,32 +84,5 @@ func TestFlakyProviderLosesToReliable(t *testing.T) {
 	fr, rr := renter.Trust().Reputation().Of(flaky), renter.Trust().Reputation().Of(reliable)
 	if fr.OwnFailures == 0 || fr.Score >= rr.Score {
 		t.Fatalf("flaky %+v should score below reliable %+v", fr, rr)
-	}
-}
-
-// TestGoldNeedsBadge: with market.gold_needs_badge on, providers without
-// history cannot win gold work (the job ends unfilled and says why), while
-// the same providers win bronze work.
-func TestGoldNeedsBadge(t *testing.T) {
-	o := nodetest.Options{Configure: func(_ int, cfg *node.Config) { cfg.Market.GoldNeedsBadge = true }}
-	_, renter := auctionCluster(t, []provOpts{{gpus: 1, bronze: 0.5}}, o)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	// Bronze first: a gold auction that ends unfilled leaves the bid's GPU
-	// held until the bid expires.
-	b, err := renter.Renter().Submit(reputationJob("bronze", "bronze"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b = waitJob(t, ctx, renter, b.ID, lease.JobCompleted, lease.JobFailed); b.State != lease.JobCompleted {
-		t.Fatalf("bronze job: %s %s", b.State, b.Reason)
-	}
-	j, err := renter.Renter().Submit(reputationJob("gold", "gold"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	j = waitJob(t, ctx, renter, j.ID, lease.JobUnfilled, lease.JobRunning, lease.JobCompleted)
-	if j.State != lease.JobUnfilled || !strings.Contains(j.Reason, "badge") {
-		t.Fatalf("gold job from a new provider: %s %q, want unfilled for lack of a badge", j.State, j.Reason)
 	}
 }

@@ -138,6 +138,12 @@ func (f *fakeProvider) serve(t *testing.T) {
 // newRenter builds a renter room with n fake providers beside it.
 func newRenter(t *testing.T, n int) (*Renter, *roomtest.Peer, []*fakeProvider) {
 	t.Helper()
+	return newRenterWith(t, n, nil)
+}
+
+// newRenterWith is newRenter with the room's config changed by tweak.
+func newRenterWith(t *testing.T, n int, tweak func(*Config)) (*Renter, *roomtest.Peer, []*fakeProvider) {
+	t.Helper()
 	peers := roomtest.Peers(t, n+1)
 	me := peers[0]
 	dir := t.TempDir()
@@ -148,11 +154,15 @@ func newRenter(t *testing.T, n int) (*Renter, *roomtest.Peer, []*fakeProvider) {
 	if id, err := arts.PutBytes(testModuleBytes); err != nil || id != testModule {
 		t.Fatalf("test module: %s, %v; want %s", id, err, testModule)
 	}
-	r, err := New(Config{
+	cfg := Config{
 		ReliabilityPrior: 0.9,
 		Attest:           lease.Terms{Sample: time.Second, Window: time.Minute, VoucherInterval: time.Minute, VoucherGrace: 30 * time.Second, MaxSkew: 2 * time.Minute, EnergyTolerance: 0.15},
 		CancelWait:       time.Second,
-	}, Deps{
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	r, err := New(cfg, Deps{
 		Clock: me.Clock.Now, Key: me.Key, P2P: me.P2P, Store: me.Store, Leases: me.Leases, Artifacts: arts, WorkDir: dir,
 		Offers:     func(context.Context) ([]query.Offer, error) { return nil, nil },
 		Reputation: prior{},
@@ -172,7 +182,13 @@ func newRenter(t *testing.T, n int) (*Renter, *roomtest.Peer, []*fakeProvider) {
 // rfq builds the renter's RFQ for a job of gpus GPUs.
 func rfqFor(t *testing.T, r *Renter, gpus int) (*auction.JobSpec, *auction.RFQ, string) {
 	t.Helper()
-	spec, err := auction.ParseJobSpec(fmt.Appendf(nil, "module: %s\ngpus: %d\nmax_price: 10\nduration: 10m\n", testModule, gpus))
+	return rfqTier(t, r, gpus, auction.TierSilver)
+}
+
+// rfqTier builds the renter's RFQ for a job of gpus GPUs in tier.
+func rfqTier(t *testing.T, r *Renter, gpus int, tier auction.Tier) (*auction.JobSpec, *auction.RFQ, string) {
+	t.Helper()
+	spec, err := auction.ParseJobSpec(fmt.Appendf(nil, "module: %s\ngpus: %d\nmax_price: 10\nduration: 10m\ntier: %s\n", testModule, gpus, tier))
 	if err != nil {
 		t.Fatal(err)
 	}
