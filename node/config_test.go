@@ -216,3 +216,20 @@ func TestLoadConfigMissingHome(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestProviderNeedsRegionAndKnownProfiles: a provider config names a real
+// country (with a suggestion for a common slip) and simulated GPU
+// profiles the node knows.
+func TestProviderNeedsRegionAndKnownProfiles(t *testing.T) {
+	cfg := DefaultConfig(RoleProvider)
+	cfg.Provider.Region = "uk"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `did you mean "gb"`) {
+		t.Fatalf("uk: %v", err)
+	}
+	cfg.Provider.Region = "de"
+	cfg.GPU.Backend = "sim"
+	cfg.GPU.Sim.Profiles = []string{"h100-pcie"}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "unknown profile") {
+		t.Fatalf("unknown profile: %v", err)
+	}
+}

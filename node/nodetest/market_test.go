@@ -238,17 +238,3 @@ func TestLeasedGPUDisappearsFromSearch(t *testing.T) {
 		t.Fatal("leasing an unknown GPU must fail")
 	}
 }
-
-func TestProviderNeedsRegionAndKnownProfiles(t *testing.T) {
-	cfg := node.DefaultConfig(node.RoleProvider)
-	cfg.Provider.Region = "uk"
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `did you mean "gb"`) {
-		t.Fatalf("uk: %v", err)
-	}
-	cfg.Provider.Region = "de"
-	cfg.GPU.Backend = "sim"
-	cfg.GPU.Sim.Profiles = []string{"h100-pcie"}
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "unknown profile") {
-		t.Fatalf("unknown profile: %v", err)
-	}
-}
