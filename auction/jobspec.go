@@ -71,9 +71,12 @@ type JobSpec struct {
 	StartBy        string   `yaml:"start_by,omitempty"` // RFC 3339 time or duration from submission
 	BidWindow      string   `yaml:"bid_window,omitempty"`
 	Datasets       []string `yaml:"datasets,omitempty"` // CIDs
-	Pricing        string   `yaml:"pricing,omitempty"`  // first or second
-	Egress         bool     `yaml:"egress,omitempty"`
-	MinNotice      string   `yaml:"min_notice,omitempty"` // bronze only
+	// Model and ModelSize name the model the job serves (jobspec_model.go).
+	Model     string `yaml:"model,omitempty"`
+	ModelSize string `yaml:"model_size,omitempty"`
+	Pricing   string `yaml:"pricing,omitempty"` // first or second
+	Egress    bool   `yaml:"egress,omitempty"`
+	MinNotice string `yaml:"min_notice,omitempty"` // bronze only
 	// Replicas is how many distinct providers run the job (jobspec_replicas.go).
 	Replicas int `yaml:"replicas,omitempty"`
 
@@ -95,7 +98,7 @@ type JobSpec struct {
 var jobSpecFields = []string{
 	"name", "runtime", "image", "module", "command", "env", "gpus", "gpu", "vram", "cc", "cpu",
 	"ram", "disk", "tier", "max_price", "min_reliability", "region", "near", "max_rtt", "duration",
-	"max_duration", "start_by", "bid_window", "datasets", "pricing", "egress", "min_notice",
+	"max_duration", "start_by", "bid_window", "datasets", "model", "model_size", "pricing", "egress", "min_notice",
 	"replicas", "kind", "ports", "health", "health_interval", "health_threshold", "forward_peers", "reauction_unhealthy",
 }
 
@@ -156,6 +159,10 @@ func (s *JobSpec) set(field, v string) error {
 		s.Pricing = v
 	case "min_notice":
 		s.MinNotice = v
+	case "model":
+		s.Model = v
+	case "model_size":
+		s.ModelSize = v
 	case "gpus", "cpu":
 		if !jobIsDigits(v, 1, 6) {
 			return fmt.Errorf("takes a whole number, got %q", v)

@@ -56,6 +56,7 @@ func (s *JobSpec) resolve(sp *specProblems) *jobSpecCanon {
 	s.resolveTimes(sp, c)
 	s.resolveService(sp, c)
 	s.resolveReplicas(sp)
+	s.resolveModel(sp, c)
 	return c
 }
 
