@@ -193,6 +193,7 @@ func DefaultConfig(role Role) Config {
 			AllowedImages: []string{},
 			OfferGPUs:     []string{},
 			Datasets:      []string{},
+			Models:        []string{},
 			CPUShare:      0.5,
 			CPUFloorUSD:   0.02,
 			RecordTTL:     30 * time.Minute,

@@ -85,6 +85,14 @@ func (c *Config) validateMarket() error {
 			return bad(key, "must not be negative (0 means detect)")
 		}
 	}
+	if len(p.Models) > auction.MaxHeldModels {
+		return bad("provider.models", "%d models: at most %d", len(p.Models), auction.MaxHeldModels)
+	}
+	for _, id := range p.Models {
+		if _, err := auction.ParseModelID(id); err != nil {
+			return bad("provider.models", "%v", err)
+		}
+	}
 	m := c.Market
 	if !(m.ReliabilityPrior >= 0 && m.ReliabilityPrior <= 1) {
 		return bad("market.reliability_prior", "%v: must be within 0..1", m.ReliabilityPrior)

@@ -216,6 +216,7 @@ func (a *advertiser) build(seq uint64) (*auction.Capacity, error) {
 			Egress:         cfg.Egress,
 		},
 		Datasets: slices.Clone(cfg.Datasets),
+		Models:   heldModels(cfg, a.log),
 		Version:  a.version,
 	}
 	if a.fingerprintID != nil {

@@ -71,7 +71,7 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 	if len(bids) == 0 {
 		return nil, "no bidder holds the reputation badge the tier needs (see idlegrid rep)"
 	}
-	unbacked := ar.unbacked(ctx, jobID, bids)
+	unbacked, modelHosts := ar.unbacked(ctx, jobID, pa.rfq.Model, bids)
 	pa.waitPings()
 	rfq := *pa.rfq
 	reserves := ar.reserves(&rfq)
@@ -91,6 +91,7 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 		rfq.Resources.GPUs = need
 		in := ar.matchInput(&rfq, pa.rfqID, remaining)
 		in.Unbacked = unbacked
+		in.ModelHosts = modelHosts
 		in.ReserveMicro = reserves
 		plan := auction.Match(in)
 		for _, l := range plan.Losers {
@@ -118,6 +119,7 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 			if cpuOnly {
 				msg = fmt.Sprintf("lease %s: %d cores, %d MiB RAM (CPU-only) on %s at %s/h", lease.Short(l.ID), l.CPUCores, l.RAMMiB, lease.Short(l.Provider), lease.USD(l.PriceMicro))
 			}
+			msg += modelNote(&rfq, alloc)
 			ar.jobs.note(jobID, store.JobEvent{Kind: "lease", Message: msg},
 				func(j *store.Job) { j.Leases = append(j.Leases, l.ID) })
 		}
@@ -158,6 +160,18 @@ func (ar *awarder) badgeFilter(jobID string, tier auction.Tier, bids []*auction.
 		ar.jobs.event(jobID, "badge", "%d bid(s) from providers without the gold badge ignored", d)
 	}
 	return kb, ki
+}
+
+// modelNote says, for an RFQ that names a model, whether the winner
+// holds it or must download it first (the cold start the match charged).
+func modelNote(rfq *auction.RFQ, alloc auction.Allocation) string {
+	switch {
+	case rfq.Model == nil:
+		return ""
+	case alloc.ColdStart == 0:
+		return "; model warm (on the provider's disk)"
+	}
+	return fmt.Sprintf("; model cold: about %s to download, charged in the match", alloc.ColdStart)
 }
 
 // lossSummary says why bids lost, grouped by reason code, so an unfilled

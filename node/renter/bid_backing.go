@@ -17,16 +17,23 @@ import (
 // unbacked checks every bid against its provider's current capacity
 // record (auction.BidBacking) and returns, per provider whose record does
 // not back its bid, the reason; the matcher rejects those bids as
-// unbacked. The records are fetched concurrently, one per bidder (the
-// window already bounds the bids). Without a record source (Deps.
-// ProviderRecord nil) nothing is checked.
-func (ar *awarder) unbacked(ctx context.Context, jobID string, bids []*auction.Bid) map[string]string {
+// unbacked. For an RFQ that names a model it also returns what each
+// record says of it (auction.ModelHostOf: held, download bandwidth), which
+// the matcher charges a cold start by. The records are fetched
+// concurrently, one per bidder (the window already bounds the bids).
+// Without a record source (Deps.ProviderRecord nil) nothing is checked
+// and every bidder counts as cold.
+func (ar *awarder) unbacked(ctx context.Context, jobID string, model *auction.ModelRef, bids []*auction.Bid) (map[string]string, map[string]auction.ModelHost) {
 	if ar.record == nil || len(bids) == 0 {
-		return nil
+		return nil, nil
 	}
 	now := ar.now()
 	var mu sync.Mutex
 	out := map[string]string{}
+	var hosts map[string]auction.ModelHost
+	if model != nil {
+		hosts = map[string]auction.ModelHost{}
+	}
 	var wg sync.WaitGroup
 	for _, b := range bids {
 		wg.Go(func() {
@@ -34,10 +41,13 @@ func (ar *awarder) unbacked(ctx context.Context, jobID string, bids []*auction.B
 			if id, err := peer.Decode(b.Provider); err == nil {
 				rec, _ = ar.record(ctx, id)
 			}
-			if why := auction.BidBacking(b, rec, now); why != "" {
-				mu.Lock()
+			why := auction.BidBacking(b, rec, now)
+			mu.Lock()
+			defer mu.Unlock()
+			if why != "" {
 				out[b.Provider] = why
-				mu.Unlock()
+			} else if hosts != nil {
+				hosts[b.Provider] = auction.ModelHostOf(model, rec)
 			}
 		})
 	}
@@ -51,5 +61,5 @@ func (ar *awarder) unbacked(ctx context.Context, jobID string, bids []*auction.B
 		ar.jobs.event(jobID, "unbacked", "%s not backed by the provider's capacity record, refused: %s",
 			words.Plural(len(out), "bid"), strings.Join(parts, "; "))
 	}
-	return out
+	return out, hosts
 }
