@@ -54,7 +54,7 @@ func ModelHostOf(m *ModelRef, rec *Capacity) ModelHost {
 
 // ColdStart is how long downloading sizeMiB takes at bandwidthMbps
 // (0: DefaultModelBandwidthMbps; at most MaxModelBandwidthMbps counts),
-// rounded up to the second.
+// rounded up to the millisecond.
 func ColdStart(sizeMiB uint64, bandwidthMbps uint32) time.Duration {
 	bw := uint64(bandwidthMbps)
 	if bw == 0 {
@@ -62,8 +62,8 @@ func ColdStart(sizeMiB uint64, bandwidthMbps uint32) time.Duration {
 	}
 	bw = min(bw, MaxModelBandwidthMbps)
 	bits := min(sizeMiB, MaxModelSizeMiB) * (8 << 20) // at most 2^24 MiB × 2^23: no overflow
-	perSec := bw * 1_000_000
-	return time.Duration((bits+perSec-1)/perSec) * time.Second
+	perMs := bw * 1_000 // bits per millisecond
+	return time.Duration((bits+perMs-1)/perMs) * time.Millisecond
 }
 
 // coldStartOf is the cold start the matcher charges provider prov for
@@ -102,5 +102,5 @@ func (c candidate) coldStartNote(rfq *RFQ) string {
 		return ""
 	}
 	return fmt.Sprintf(", including a cold start of %s (model %s, %d MiB, not on its disk) charged as +%.1f%%",
-		c.coldStart, rfq.Model.ID, rfq.Model.SizeMiB, 100*c.coldShare)
+		c.coldStart.Round(time.Second), rfq.Model.ID, rfq.Model.SizeMiB, 100*c.coldShare)
 }

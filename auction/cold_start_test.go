@@ -14,10 +14,10 @@ func TestColdStart(t *testing.T) {
 		mbps    uint32
 		want    time.Duration
 	}{
-		{1, 8, 2 * time.Second},                                 // 8.39 Mbit at 8 Mbit/s, rounded up
-		{15_258, 1000, 128 * time.Second},                       // a 16 GB model at 1 Gbit/s
-		{15_258, 0, 1280 * time.Second},                         // undeclared: DefaultModelBandwidthMbps
-		{15_258, 1_000_000, 2 * time.Second},                    // capped at MaxModelBandwidthMbps
+		{1, 8, 1049 * time.Millisecond},                         // 8.39 Mbit at 8 Mbit/s, rounded up
+		{15_258, 1000, 127_994 * time.Millisecond},              // a 16 GB model at 1 Gbit/s
+		{15_258, 0, 1_279_934 * time.Millisecond},               // undeclared: DefaultModelBandwidthMbps
+		{15_258, 1_000_000, 1280 * time.Millisecond},            // capped at MaxModelBandwidthMbps
 		{MaxModelSizeMiB * 4, 1, ColdStart(MaxModelSizeMiB, 1)}, // size capped, no overflow
 	} {
 		if got := ColdStart(tc.sizeMiB, tc.mbps); got != tc.want {
@@ -39,7 +39,7 @@ func warmRFQ() *RFQ {
 // warm provider at 2.00 USD/h against a cold one at 1.80. At 100 Mbit/s
 // the cold one needs 21 minutes of download (+36% of an hour's lease),
 // more than its 10% discount saves, so the warm one wins; at 10 Gbit/s
-// the download is 13 s and the cheaper cold one wins.
+// the download is 12.8 s and the cheaper cold one wins.
 func TestWarmProviderWinsWhenTheColdStartCostsMore(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
