@@ -62,7 +62,7 @@ func ColdStart(sizeMiB uint64, bandwidthMbps uint32) time.Duration {
 	}
 	bw = min(bw, MaxModelBandwidthMbps)
 	bits := min(sizeMiB, MaxModelSizeMiB) * (8 << 20) // at most 2^24 MiB × 2^23: no overflow
-	perMs := bw * 1_000 // bits per millisecond
+	perMs := bw * 1_000                               // bits per millisecond
 	return time.Duration((bits+perMs-1)/perMs) * time.Millisecond
 }
 
