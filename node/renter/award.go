@@ -97,6 +97,9 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 		for _, l := range plan.Losers {
 			ar.log.Debug("bid lost", "job", jobID, "provider", l.Provider, "code", l.Code, "reason", l.Reason)
 		}
+		if attempt == 0 {
+			ar.noteColdLosers(jobID, &rfq, plan)
+		}
 		if plan.Unfilled != "" {
 			if len(leases) == 0 {
 				return nil, "no plan: " + plan.Unfilled + lossSummary(plan)
@@ -160,18 +163,6 @@ func (ar *awarder) badgeFilter(jobID string, tier auction.Tier, bids []*auction.
 		ar.jobs.event(jobID, "badge", "%d bid(s) from providers without the gold badge ignored", d)
 	}
 	return kb, ki
-}
-
-// modelNote says, for an RFQ that names a model, whether the winner
-// holds it or must download it first (the cold start the match charged).
-func modelNote(rfq *auction.RFQ, alloc auction.Allocation) string {
-	switch {
-	case rfq.Model == nil:
-		return ""
-	case alloc.ColdStart == 0:
-		return "; model warm (on the provider's disk)"
-	}
-	return fmt.Sprintf("; model cold: about %s to download, charged in the match", alloc.ColdStart)
 }
 
 // lossSummary says why bids lost, grouped by reason code, so an unfilled
