@@ -15,6 +15,12 @@ import (
 // directory full of other files must not make every publish slow.
 const maxModelsDirEntries = 1024
 
+// maxHeldModelsBytes bounds the model IDs' text in one record (32 IDs of
+// a CID or a name and digest fit), so a directory of long names cannot
+// push a record of many GPUs past auction.MaxCapacitySize and stop it
+// being published at all.
+const maxHeldModelsBytes = 4 << 10
+
 // heldModels lists the models this host holds on disk, for the capacity
 // record: the configured IDs (provider.models) first, then each entry of
 // the models directory (provider.models_dir) named by a model ID (a CID,
@@ -25,17 +31,18 @@ const maxModelsDirEntries = 1024
 // the next record.
 func heldModels(cfg OfferConfig, log *slog.Logger) []string {
 	var out []string
-	add := func(name string) bool {
+	size := 0
+	add := func(name string) {
 		id, err := auction.ParseModelID(name)
 		if err != nil || slices.Contains(out, id) {
-			return err == nil
+			return
 		}
-		if len(out) == auction.MaxHeldModels {
+		if len(out) == auction.MaxHeldModels || size+len(id) > maxHeldModelsBytes {
 			log.Debug("more models held than a record lists; the rest are not advertised", "max", auction.MaxHeldModels)
-			return false
+			return
 		}
 		out = append(out, id)
-		return true
+		size += len(id)
 	}
 	for _, m := range cfg.Models {
 		add(m) // validated at config load
