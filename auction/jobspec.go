@@ -51,6 +51,9 @@ type JobSpec struct {
 	Module  string            `yaml:"module,omitempty"`  // wasm: module CID
 	Command []string          `yaml:"command,omitempty"` // argv; never split by a shell
 	Env     map[string]string `yaml:"env,omitempty"`
+	// Model and ModelSize name the model the job serves (jobspec_model.go).
+	Model     string `yaml:"model,omitempty"`
+	ModelSize string `yaml:"model_size,omitempty"`
 	// GPUs is the GPU count; nil means 1, or 0 (CPU-only) for wasm, which
 	// cannot use a GPU (a pointer, so an explicit count always wins).
 	GPUs           *int     `yaml:"gpus,omitempty"`
@@ -71,12 +74,9 @@ type JobSpec struct {
 	StartBy        string   `yaml:"start_by,omitempty"` // RFC 3339 time or duration from submission
 	BidWindow      string   `yaml:"bid_window,omitempty"`
 	Datasets       []string `yaml:"datasets,omitempty"` // CIDs
-	// Model and ModelSize name the model the job serves (jobspec_model.go).
-	Model     string `yaml:"model,omitempty"`
-	ModelSize string `yaml:"model_size,omitempty"`
-	Pricing   string `yaml:"pricing,omitempty"` // first or second
-	Egress    bool   `yaml:"egress,omitempty"`
-	MinNotice string `yaml:"min_notice,omitempty"` // bronze only
+	Pricing        string   `yaml:"pricing,omitempty"`  // first or second
+	Egress         bool     `yaml:"egress,omitempty"`
+	MinNotice      string   `yaml:"min_notice,omitempty"` // bronze only
 	// Replicas is how many distinct providers run the job (jobspec_replicas.go).
 	Replicas int `yaml:"replicas,omitempty"`
 
@@ -96,9 +96,9 @@ type JobSpec struct {
 
 // jobSpecFields lists the YAML field names in documentation order.
 var jobSpecFields = []string{
-	"name", "runtime", "image", "module", "command", "env", "gpus", "gpu", "vram", "cc", "cpu",
+	"name", "runtime", "image", "module", "command", "env", "model", "model_size", "gpus", "gpu", "vram", "cc", "cpu",
 	"ram", "disk", "tier", "max_price", "min_reliability", "region", "near", "max_rtt", "duration",
-	"max_duration", "start_by", "bid_window", "datasets", "model", "model_size", "pricing", "egress", "min_notice",
+	"max_duration", "start_by", "bid_window", "datasets", "pricing", "egress", "min_notice",
 	"replicas", "kind", "ports", "health", "health_interval", "health_threshold", "forward_peers", "reauction_unhealthy",
 }
 

@@ -53,10 +53,10 @@ func (s *JobSpec) resolve(sp *specProblems) *jobSpecCanon {
 	s.resolveWorkload(sp, c)
 	s.resolveResources(sp, c)
 	s.resolveMarket(sp, c)
+	s.resolveModel(sp, c)
 	s.resolveTimes(sp, c)
 	s.resolveService(sp, c)
 	s.resolveReplicas(sp)
-	s.resolveModel(sp, c)
 	return c
 }
 
