@@ -71,7 +71,8 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 	if len(bids) == 0 {
 		return nil, "no bidder holds the reputation badge the tier needs (see idlegrid rep)"
 	}
-	unbacked, modelHosts := ar.unbacked(ctx, jobID, pa.rfq.Model, bids)
+	unbacked, records := ar.unbacked(ctx, jobID, bids)
+	pa.modelHosts = modelHostsOf(pa.rfq.Model, records)
 	pa.waitPings()
 	rfq := *pa.rfq
 	reserves := ar.reserves(&rfq)
@@ -91,7 +92,7 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 		rfq.Resources.GPUs = need
 		in := ar.matchInput(&rfq, pa.rfqID, remaining)
 		in.Unbacked = unbacked
-		in.ModelHosts = modelHosts
+		in.ModelHosts = pa.modelHosts
 		in.ReserveMicro = reserves
 		plan := auction.Match(in)
 		for _, l := range plan.Losers {

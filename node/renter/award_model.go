@@ -25,6 +25,23 @@ func modelNote(rfq *auction.RFQ, alloc auction.Allocation) string {
 	return fmt.Sprintf("; model cold: about %s to download, charged in the match", roundColdStart(alloc.ColdStart))
 }
 
+// modelHostsOf is what each bidder's capacity record (as unbacked found
+// it; nil: none) says of the RFQ's model m: held or not, and the declared
+// download bandwidth the matcher charges a cold start by. nil when the
+// RFQ names no model.
+func modelHostsOf(m *auction.ModelRef, records map[string]*auction.Capacity) map[string]auction.ModelHost {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]auction.ModelHost, len(records))
+	for prov, rec := range records {
+		if rec != nil {
+			out[prov] = auction.ModelHostOf(m, rec)
+		}
+	}
+	return out
+}
+
 // noteColdLosers records, for an RFQ that names a model, the bids that
 // lost with a cold start charged (auction.Match's reason names it), so a
 // renter sees why a cheaper provider lost to a warm one.

@@ -17,23 +17,18 @@ import (
 // unbacked checks every bid against its provider's current capacity
 // record (auction.BidBacking) and returns, per provider whose record does
 // not back its bid, the reason; the matcher rejects those bids as
-// unbacked. For an RFQ that names a model it also returns what each
-// record says of it (auction.ModelHostOf: held, download bandwidth), which
-// the matcher charges a cold start by. The records are fetched
-// concurrently, one per bidder (the window already bounds the bids).
-// Without a record source (Deps.ProviderRecord nil) nothing is checked
-// and every bidder counts as cold.
-func (ar *awarder) unbacked(ctx context.Context, jobID string, model *auction.ModelRef, bids []*auction.Bid) (map[string]string, map[string]auction.ModelHost) {
+// unbacked. It also returns the records found, by provider (replicas
+// tell hosts apart by their fingerprints). The records are fetched concurrently, one per bidder (the
+// window already bounds the bids). Without a record source (Deps.
+// ProviderRecord nil) nothing is checked.
+func (ar *awarder) unbacked(ctx context.Context, jobID string, bids []*auction.Bid) (map[string]string, map[string]*auction.Capacity) {
 	if ar.record == nil || len(bids) == 0 {
 		return nil, nil
 	}
 	now := ar.now()
 	var mu sync.Mutex
 	out := map[string]string{}
-	var hosts map[string]auction.ModelHost
-	if model != nil {
-		hosts = map[string]auction.ModelHost{}
-	}
+	records := map[string]*auction.Capacity{}
 	var wg sync.WaitGroup
 	for _, b := range bids {
 		wg.Go(func() {
@@ -41,13 +36,13 @@ func (ar *awarder) unbacked(ctx context.Context, jobID string, model *auction.Mo
 			if id, err := peer.Decode(b.Provider); err == nil {
 				rec, _ = ar.record(ctx, id)
 			}
-			why := auction.BidBacking(b, rec, now)
 			mu.Lock()
-			defer mu.Unlock()
-			if why != "" {
+			records[b.Provider] = rec
+			mu.Unlock()
+			if why := auction.BidBacking(b, rec, now); why != "" {
+				mu.Lock()
 				out[b.Provider] = why
-			} else if hosts != nil {
-				hosts[b.Provider] = auction.ModelHostOf(model, rec)
+				mu.Unlock()
 			}
 		})
 	}
@@ -61,5 +56,5 @@ func (ar *awarder) unbacked(ctx context.Context, jobID string, model *auction.Mo
 		ar.jobs.event(jobID, "unbacked", "%s not backed by the provider's capacity record, refused: %s",
 			words.Plural(len(out), "bid"), strings.Join(parts, "; "))
 	}
-	return out, hosts
+	return out, records
 }
