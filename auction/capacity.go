@@ -52,6 +52,12 @@ type Capacity struct {
 	Policy   Policy   `cbor:"policy"`
 	// Datasets are the CIDs (text form) of datasets cached on this host.
 	Datasets []string `cbor:"datasets,omitempty"`
+	// Models are the IDs (ParseModelID's canonical form) of the models
+	// on this host's disk, at most MaxHeldModels: a job serving one of
+	// them starts warm, with no download (cold_start.go). Omitted when
+	// empty, so records from before the field encode and decode as they
+	// did.
+	Models []string `cbor:"models,omitempty"`
 	// FingerprintID is the record ID (CID text) of the provider's current
 	// hardware fingerprint attestation; empty until one is published.
 	FingerprintID string `cbor:"fingerprint_id,omitempty"`

@@ -192,6 +192,9 @@ func FuzzOpenCapacity(f *testing.F) {
 	small := fixtureCapacity(f, 1)
 	small.GPUs, small.Calendar, small.Datasets = nil, nil, nil
 	f.Add(mustSealCapacity(f, small, key))
+	warm := fixtureCapacity(f, 1)
+	warm.Models = []string{testModelID}
+	f.Add(mustSealCapacity(f, warm, key))
 	forged, _ := attest.Seal(fixtureCapacity(f, 2), key)
 	f.Add(forged)
 	f.Add([]byte{})

@@ -74,6 +74,10 @@ func (c *Capacity) Validate() error {
 	if len(c.Datasets) > MaxDatasets {
 		p.Addf("datasets", "%d entries, at most %d", len(c.Datasets), MaxDatasets)
 	}
+	validateSet(&p, "models", c.Models, IsModelID, "is not a model ID in canonical form (a CID, or name@sha256:<64 lower-case hex>)")
+	if len(c.Models) > MaxHeldModels {
+		p.Addf("models", "%d entries, at most %d", len(c.Models), MaxHeldModels)
+	}
 	if c.FingerprintID != "" {
 		if _, err := cid.Decode(c.FingerprintID); err != nil {
 			p.Addf("fingerprint_id", "%q is not a CID", c.FingerprintID)

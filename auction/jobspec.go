@@ -51,6 +51,9 @@ type JobSpec struct {
 	Module  string            `yaml:"module,omitempty"`  // wasm: module CID
 	Command []string          `yaml:"command,omitempty"` // argv; never split by a shell
 	Env     map[string]string `yaml:"env,omitempty"`
+	// Model and ModelSize name the model the job serves (jobspec_model.go).
+	Model     string `yaml:"model,omitempty"`
+	ModelSize string `yaml:"model_size,omitempty"`
 	// GPUs is the GPU count; nil means 1, or 0 (CPU-only) for wasm, which
 	// cannot use a GPU (a pointer, so an explicit count always wins).
 	GPUs           *int     `yaml:"gpus,omitempty"`
@@ -93,7 +96,7 @@ type JobSpec struct {
 
 // jobSpecFields lists the YAML field names in documentation order.
 var jobSpecFields = []string{
-	"name", "runtime", "image", "module", "command", "env", "gpus", "gpu", "vram", "cc", "cpu",
+	"name", "runtime", "image", "module", "command", "env", "model", "model_size", "gpus", "gpu", "vram", "cc", "cpu",
 	"ram", "disk", "tier", "max_price", "min_reliability", "region", "near", "max_rtt", "duration",
 	"max_duration", "start_by", "bid_window", "datasets", "pricing", "egress", "min_notice",
 	"replicas", "kind", "ports", "health", "health_interval", "health_threshold", "forward_peers", "reauction_unhealthy",
@@ -156,6 +159,10 @@ func (s *JobSpec) set(field, v string) error {
 		s.Pricing = v
 	case "min_notice":
 		s.MinNotice = v
+	case "model":
+		s.Model = v
+	case "model_size":
+		s.ModelSize = v
 	case "gpus", "cpu":
 		if !jobIsDigits(v, 1, 6) {
 			return fmt.Errorf("takes a whole number, got %q", v)

@@ -95,6 +95,7 @@ func (s *JobSpec) RFQ(renter peer.ID, nonce []byte, now time.Time) (*RFQ, error)
 		Pricing:                c.Pricing,
 		Egress:                 c.Egress,
 		MinNoticeSec:           c.MinNoticeSec,
+		Model:                  c.Model,
 	}
 	if err := r.Validate(); err != nil {
 		// The spec validated, so this is a gap between the two rule sets.
@@ -140,6 +141,8 @@ type jobSpecCanon struct {
 	MinNoticeSec           uint32            `cbor:"min_notice_s,omitempty"`
 	// Service is nil for batch jobs, so their CIDs are unchanged.
 	Service *Service `cbor:"service,omitempty"`
+	// Model is nil for a spec that names none, so its CID is unchanged.
+	Model *ModelRef `cbor:"model,omitempty"`
 }
 
 func (c *jobSpecCanon) cid() (cid.Cid, error) {

@@ -53,6 +53,7 @@ func (s *JobSpec) resolve(sp *specProblems) *jobSpecCanon {
 	s.resolveWorkload(sp, c)
 	s.resolveResources(sp, c)
 	s.resolveMarket(sp, c)
+	s.resolveModel(sp, c)
 	s.resolveTimes(sp, c)
 	s.resolveService(sp, c)
 	s.resolveReplicas(sp)

@@ -350,6 +350,7 @@ func FuzzParseJobSpec(f *testing.F) {
 		f.Add(readSpec(f, name))
 	}
 	f.Add([]byte(specBase + "gpu: h100,a100\nenv: {A: b}\nstart_by: 2026-03-02T13:00:00Z\n"))
+	f.Add([]byte(specBase + "model: " + testModelID + "\nmodel_size: 16GB\n"))
 	f.Add([]byte("a: &x [1, *x]\n"))
 	f.Add([]byte("image: [a\n"))
 	f.Add([]byte{})

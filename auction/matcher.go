@@ -50,12 +50,14 @@ const minScoredReliability = 1e-3
 
 // Weights tune the effective price of a bid
 //
-//	eff = (price × rel + RTTPerMs × rttMs) × (1 - locality) × (1 - near)
+//	eff = (price × rel × (1 + cold) + RTTPerMs × rttMs) × (1 - locality) × (1 - near)
 //
 // where locality = min(LocalityBonus × datasets held, 0.5), near is
 // NearBonus for a bid from one of the RFQ's Near regions (0 otherwise) and rel is the
 // reliability term: 1/reliability^ReliabilityExp, or, when FailureCost is
-// set, 1 + FailureCost × (1 - reliability). The zero Weights is a pure
+// set, 1 + FailureCost × (1 - reliability); cold is the cold-start charge
+// of a provider without the RFQ's model (ColdStartCharge, cold_start.go),
+// 0 for one that holds it. The zero Weights is a pure
 // price matcher (every term off, single hosts preferred as DESIGN.md §6
 // first had it); DefaultWeights is what a renter runs. Negative or NaN
 // fields count as 0.
@@ -109,6 +111,11 @@ type Weights struct {
 	// UnknownRTT is the RTT charged for a provider with no measurement
 	// when the RFQ sets no MaxRTTMs (with one, MaxRTTMs is charged).
 	UnknownRTT time.Duration
+	// ColdStartCharge weighs the download of the RFQ's model by a
+	// provider that does not hold it, as a multiple of the lease's price
+	// over the download time: 1 charges exactly the paid time the renter
+	// loses before the job serves; 0 ignores where the model is.
+	ColdStartCharge float64
 }
 
 // MaxHostPremium bounds Weights.HostPremium's total for one pool.
@@ -121,11 +128,13 @@ const MaxHostPremium = 0.25
 // probation (only bronze work and work of at most 1 GPU-hour; tuned on
 // Philly replays, docs/benchmarks.md), 200 uUSD/GPU-h per
 // ms of RTT (an H100 at about 2.5 USD/h pays 0.8% per 100 ms), 5% off per
-// dataset held, 10% off for a provider in a region the renter named near.
+// dataset held, 10% off for a provider in a region the renter named near,
+// a cold start charged at the lease's price.
 func DefaultWeights() Weights {
 	return Weights{
 		FailureCost: 2, RankPools: true, HostPremium: 0.02, ExcludeBelowPrior: 0.05, ProbationGPUHours: 1,
 		RTTPerMs: 200, LocalityBonus: 0.05, NearBonus: 0.1, UnknownRTT: 100 * time.Millisecond,
+		ColdStartCharge: 1,
 	}
 }
 
@@ -153,6 +162,7 @@ func (w Weights) sanitized() Weights {
 	w.LocalityBonus = nonNeg(w.LocalityBonus)
 	w.NearBonus = min(nonNeg(w.NearBonus), maxNearBonus)
 	w.UnknownRTT = max(w.UnknownRTT, 0)
+	w.ColdStartCharge = nonNeg(w.ColdStartCharge)
 	return w
 }
 
@@ -190,6 +200,10 @@ type MatchInput struct {
 	// fall outside them loses with RejectTerms. Nil accepts any terms
 	// within the protocol's bounds.
 	Terms *TermsLimits
+	// ModelHosts maps providers to what their capacity records say about
+	// RFQ.Model (ModelHostOf). A provider missing from it is cold at
+	// DefaultModelBandwidthMbps. Unused when the RFQ names no model.
+	ModelHosts map[string]ModelHost
 }
 
 // Plan is the matcher's decision.
@@ -220,6 +234,9 @@ type Allocation struct {
 	// PriceMicro is what the renter pays, uUSD per GPU-hour.
 	PriceMicro     uint64
 	EffectivePrice float64
+	// ColdStart is the download of the RFQ's model the winner needs
+	// first (0: warm, or no model named), charged in EffectivePrice.
+	ColdStart time.Duration
 }
 
 // Rejection is why a bid did not win.
@@ -237,8 +254,9 @@ type candidate struct {
 	eff  float64
 	gpus int
 	// The parts of eff, for scoring a pool as a whole: reliability, the
-	// RTT charge and the locality factor.
-	rel, rttCost, locality float64
+	// RTT charge, the locality factor and the cold-start share.
+	rel, rttCost, locality, coldShare float64
+	coldStart                         time.Duration
 }
 
 // Match filters, scores, selects and prices in.Bids for in.RFQ.

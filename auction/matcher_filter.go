@@ -223,14 +223,17 @@ func (f *filter) candidate(i int, b *Bid, w Weights) candidate {
 		// Folded into the locality factor: both scale the whole cost.
 		c.locality *= 1 - w.NearBonus
 	}
+	c.coldStart = coldStartOf(f.rfq, f.in.ModelHosts, b.Provider)
+	c.coldShare = coldStartShare(f.rfq, c.coldStart, w.ColdStartCharge)
 	c.eff = c.cost(float64(b.PriceMicro)*reliabilityTerm(c.rel, w), 1)
 	return c
 }
 
 // cost is the effective cost of gpus GPUs of c when its price, with the
-// reliability term applied, is priced.
+// reliability term applied, is priced: the cold start is paid at that
+// price too.
 func (c candidate) cost(priced float64, gpus int) float64 {
-	return (priced + c.rttCost) * c.locality * float64(gpus)
+	return (priced*(1+c.coldShare) + c.rttCost) * c.locality * float64(gpus)
 }
 
 // reliabilityTerm is what a price is multiplied by for reliability rel:

@@ -49,6 +49,10 @@ func drawRFQ(t *rapid.T) *RFQ {
 	r.MinNoticeSec = uint32(rapid.IntRange(0, 600).Draw(t, "minnotice"))
 	r.Pricing = rapid.SampledFrom([]PricingRule{PayBid, PaySecond}).Draw(t, "pricing")
 	r.Datasets = subset(t, "datasets", propSets)
+	if rapid.Bool().Draw(t, "hasmodel") {
+		r.ExpectedDurationSec = rapid.Uint64Range(0, 86_400).Draw(t, "expected")
+		r.Model = &ModelRef{ID: testModelID, SizeMiB: rapid.Uint64Range(1, 200_000).Draw(t, "modelsize")}
+	}
 	return r
 }
 
@@ -150,6 +154,13 @@ func drawMatchInput(t *rapid.T) MatchInput {
 		if rapid.IntRange(0, 29).Draw(t, id+".declined") == 15 {
 			in.Declined[id] = true
 		}
+		if rfq.Model != nil && rapid.Bool().Draw(t, id+".hasrecord") {
+			if in.ModelHosts == nil {
+				in.ModelHosts = map[string]ModelHost{}
+			}
+			in.ModelHosts[id] = ModelHost{Warm: rapid.Bool().Draw(t, id+".warm"),
+				BandwidthMbps: uint32(rapid.IntRange(0, 200_000).Draw(t, id+".mbps"))}
+		}
 	}
 	switch rapid.IntRange(0, 2).Draw(t, "weights") {
 	case 0:
@@ -158,10 +169,11 @@ func drawMatchInput(t *rapid.T) MatchInput {
 		in.Weights = legacyWeights()
 	default:
 		in.Weights = Weights{
-			ReliabilityExp: rapid.Float64Range(0, 3).Draw(t, "w.rel"),
-			RTTPerMs:       rapid.Float64Range(0, 5000).Draw(t, "w.rtt"),
-			LocalityBonus:  rapid.Float64Range(0, 0.4).Draw(t, "w.loc"),
-			UnknownRTT:     time.Duration(rapid.IntRange(0, 300).Draw(t, "w.unknown")) * time.Millisecond,
+			ReliabilityExp:  rapid.Float64Range(0, 3).Draw(t, "w.rel"),
+			RTTPerMs:        rapid.Float64Range(0, 5000).Draw(t, "w.rtt"),
+			LocalityBonus:   rapid.Float64Range(0, 0.4).Draw(t, "w.loc"),
+			UnknownRTT:      time.Duration(rapid.IntRange(0, 300).Draw(t, "w.unknown")) * time.Millisecond,
+			ColdStartCharge: rapid.Float64Range(0, 3).Draw(t, "w.cold"),
 		}
 	}
 	return in
@@ -235,6 +247,34 @@ func TestMatchProperties(t *testing.T) {
 		// And a second run on the same input gives the same plan.
 		if a, b := canonicalPlan(in, p), canonicalPlan(in, Match(in)); a != b {
 			t.Fatalf("plan is not deterministic")
+		}
+	})
+}
+
+// TestMatchEveryoneWarmIsNoModel: when every bidder holds the RFQ's
+// model, naming it changes nothing, and a cold start only ever raises a
+// bid's effective price.
+func TestMatchEveryoneWarmIsNoModel(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := drawMatchInput(t)
+		in.RFQ.Model = nil
+		plain := Match(in)
+		in.RFQ.Model = &ModelRef{ID: testModelID, SizeMiB: rapid.Uint64Range(1, 200_000).Draw(t, "size")}
+		in.ModelHosts = map[string]ModelHost{}
+		for _, b := range in.Bids {
+			if b != nil {
+				in.ModelHosts[b.Provider] = ModelHost{Warm: true}
+			}
+		}
+		if a, b := canonicalPlan(in, plain), canonicalPlan(in, Match(in)); a != b {
+			t.Fatalf("an all-warm market changed the plan:\n%s\n---\n%s", a, b)
+		}
+		in.ModelHosts = nil // everyone cold at the default bandwidth
+		cold := Match(in)
+		for _, a := range cold.Allocations {
+			if a.ColdStart <= 0 {
+				t.Fatalf("cold winner %s charged no cold start", a.Provider)
+			}
 		}
 	})
 }

@@ -18,7 +18,7 @@ func (p *Plan) selectAndPrice(in MatchInput, w Weights, cands []candidate) {
 	}
 	switch {
 	case need == 0 && len(cands) > 0:
-		p.selectCPU(cands) // matcher_cpu.go
+		p.selectCPU(rfq, cands) // matcher_cpu.go
 		return
 	case need == 0:
 		p.unfilled(cands, "no feasible CPU-only bid")
@@ -46,13 +46,13 @@ func (p *Plan) selectAndPrice(in MatchInput, w Weights, cands []candidate) {
 			p.Allocations = append(p.Allocations, Allocation{
 				BidIndex: c.idx, Provider: c.bid.Provider,
 				GPUs:       slices.Clone(c.bid.GPUs[:take[i]]),
-				PriceMicro: price(c), EffectivePrice: c.eff,
+				PriceMicro: price(c), EffectivePrice: c.eff, ColdStart: c.coldStart,
 			})
 			continue
 		}
 		p.Backups = append(p.Backups, c.idx)
 		p.Losers = append(p.Losers, Rejection{BidIndex: c.idx, Provider: c.bid.Provider, Code: RejectOutranked,
-			Reason: fmt.Sprintf("effective price %.0f ranked %d; the request was filled before it", c.eff, i+1)})
+			Reason: fmt.Sprintf("effective price %.0f%s ranked %d; the request was filled before it", c.eff, c.coldStartNote(rfq), i+1)})
 	}
 }
 

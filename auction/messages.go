@@ -128,6 +128,11 @@ type RFQ struct {
 	// DefaultWantBids. Providers decide with SelectBidders whether to bid,
 	// so that about this many do whatever the shard's size.
 	WantBids uint32 `cbor:"want_bids,omitempty"`
+	// Model is the model the job serves, from the spec's model and
+	// model_size: providers that hold it start warm, the others are
+	// charged its download (ColdStart). nil (the key absent, so RFQs
+	// without it keep their bytes): no model named.
+	Model *ModelRef `cbor:"model,omitempty"`
 }
 
 // MaxRFQAddrs bounds RFQ.Addrs.

@@ -36,6 +36,12 @@ func fuzzOpen[T any](f *testing.F, kind string, open func([]byte) (*T, peer.ID, 
 		f.Add(invalid)
 	}
 	f.Add([]byte{})
+	if r, ok := any(k.fixture(f)).(*RFQ); ok {
+		r.Model = &ModelRef{ID: testModelID, SizeMiB: 15_258}
+		if withModel, err := k.seal(r, key); err == nil {
+			f.Add(withModel)
+		}
+	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		m, signer, err := open(raw)
 		if err != nil {

@@ -88,6 +88,7 @@ func (r *RFQ) Validate() error {
 	if r.WantBids > MaxWantBids {
 		p.Addf("want_bids", "%d exceeds %d", r.WantBids, MaxWantBids)
 	}
+	r.Model.validate(&p, "model")
 	return messageErr(&p, RFQKind.Name)
 }
 

@@ -17,6 +17,7 @@ import (
 // value, sealed with a fixed key, and where it travels.
 type vectorKind struct {
 	name  string
+	file  string // testdata/vectors/<file>.json; empty: name
 	value attest.Payload
 	key   crypto.PrivKey
 	seal  func() ([]byte, error)
@@ -59,6 +60,22 @@ func vectorKinds(t testing.TB) []vectorKind {
 		seal: func() ([]byte, error) { return SealDigest(d, digKey) },
 		open: func(raw []byte) (any, peer.ID, error) { return OpenDigest(raw) },
 	})
+	// Optional fields added later, shown on records that carry them.
+	warm := fixtureCapacity(t, 1)
+	warm.Models = []string{testModelID}
+	out = append(out, vectorKind{
+		name: "capacity", file: "capacity-models", value: warm, key: capKey,
+		seal: func() ([]byte, error) { return SealCapacity(warm, capKey) },
+		open: func(raw []byte) (any, peer.ID, error) { return OpenCapacity(raw) },
+	})
+	rfqKey, _ := testKey(t, msgRenterSeed)
+	withModel := msgRFQ(t)
+	withModel.Model = &ModelRef{ID: testModelID, SizeMiB: 15_258}
+	out = append(out, vectorKind{
+		name: "rfq", file: "rfq-model", value: withModel, key: rfqKey, topic: topics["rfq"],
+		seal: func() ([]byte, error) { return SealRFQ(withModel, rfqKey) },
+		open: func(raw []byte) (any, peer.ID, error) { return OpenRFQ(raw) },
+	})
 	return out
 }
 
@@ -70,7 +87,10 @@ func vectorKinds(t testing.TB) []vectorKind {
 // go test ./auction -run TestVectors -update
 func TestVectors(t *testing.T) {
 	for _, k := range vectorKinds(t) {
-		t.Run(k.name, func(t *testing.T) {
+		if k.file == "" {
+			k.file = k.name
+		}
+		t.Run(k.file, func(t *testing.T) {
 			kind := k.value.RecordKind()
 			if kind.Name != k.name {
 				t.Fatalf("vector %q is of kind %q", k.name, kind.Name)
@@ -83,7 +103,7 @@ func TestVectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", "vectors", k.name+".json")
+			path := filepath.Join("testdata", "vectors", k.file+".json")
 			golden.CheckVector(t, path, golden.NewVector(t, golden.VectorInput{
 				Kind: kind.Name, Domain: kind.Domain, PayloadType: string(kind.PayloadType), Key: k.key,
 				Payload: payload, Envelope: env, RecordID: attest.RecordID(env).String(), Topic: k.topic,

@@ -193,10 +193,16 @@ func DefaultConfig(role Role) Config {
 			AllowedImages: []string{},
 			OfferGPUs:     []string{},
 			Datasets:      []string{},
+			Models:        []string{},
 			CPUShare:      0.5,
 			CPUFloorUSD:   0.02,
 			RecordTTL:     30 * time.Minute,
 			Republish:     10 * time.Minute,
+			// Pre-staging is off until a command is set.
+			PrestageCommand:    []string{},
+			PrestageMinRenters: 3,
+			PrestageMaxGiB:     200,
+			PrestagePerDay:     2,
 		},
 		Executor: ExecutorConfig{
 			StopGrace: 10 * time.Second, KeepResults: 24 * time.Hour,

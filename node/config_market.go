@@ -85,6 +85,26 @@ func (c *Config) validateMarket() error {
 			return bad(key, "must not be negative (0 means detect)")
 		}
 	}
+	if len(p.Models) > auction.MaxHeldModels {
+		return bad("provider.models", "%d models: at most %d", len(p.Models), auction.MaxHeldModels)
+	}
+	for _, id := range p.Models {
+		if _, err := auction.ParseModelID(id); err != nil {
+			return bad("provider.models", "%v", err)
+		}
+	}
+	if len(p.PrestageCommand) > 0 && p.ModelsDir == "" {
+		return bad("provider.prestage_command", "needs provider.models_dir: the directory the command fetches models into")
+	}
+	if p.PrestageMinRenters < 1 || p.PrestageMinRenters > auction.MaxAskRenters {
+		return bad("provider.prestage_min_renters", "%d: must be within 1..%d", p.PrestageMinRenters, auction.MaxAskRenters)
+	}
+	if p.PrestageMaxGiB < 1 || p.PrestageMaxGiB > auction.MaxModelSizeMiB>>10 {
+		return bad("provider.prestage_max_gib", "%d: must be within 1..%d", p.PrestageMaxGiB, auction.MaxModelSizeMiB>>10)
+	}
+	if p.PrestagePerDay < 1 || p.PrestagePerDay > 24 {
+		return bad("provider.prestage_per_day", "%d: must be within 1..24", p.PrestagePerDay)
+	}
 	m := c.Market
 	if !(m.ReliabilityPrior >= 0 && m.ReliabilityPrior <= 1) {
 		return bad("market.reliability_prior", "%v: must be within 0..1", m.ReliabilityPrior)

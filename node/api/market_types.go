@@ -25,6 +25,7 @@ type Offer struct {
 	Images      []string     `json:"allowed_images,omitempty"`
 	Egress      bool         `json:"egress"`
 	Datasets    []string     `json:"datasets,omitempty"`
+	Models      []string     `json:"models,omitempty"` // model IDs on the host's disk
 	Version     string       `json:"version"`
 	Reliability float64      `json:"reliability"`
 	Fingerprint string       `json:"fingerprint_id,omitempty"`

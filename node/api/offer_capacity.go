@@ -33,6 +33,7 @@ func OfferFromCapacity(c *auction.Capacity, reliability float64, detail bool) Of
 		Images:      c.Policy.AllowedImages,
 		Egress:      c.Policy.Egress,
 		Datasets:    c.Datasets,
+		Models:      c.Models,
 		Version:     c.Version,
 		Reliability: reliability,
 		Fingerprint: c.FingerprintID,

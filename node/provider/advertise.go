@@ -106,6 +106,14 @@ func newAdvertiser(offer OfferConfig, d advertiserDeps) (*advertiser, error) {
 	return a, nil
 }
 
+// heldModels lists the models this host holds now (models.go).
+func (a *advertiser) heldModels() []string {
+	a.liveMu.RLock()
+	cfg := a.cfg
+	a.liveMu.RUnlock()
+	return heldModels(cfg, a.log)
+}
+
 // Lease marks an offered GPU as leased and re-advertises.
 func (a *advertiser) Lease(uuid, leaseID string) error {
 	if leaseID == "" {
@@ -216,6 +224,7 @@ func (a *advertiser) build(seq uint64) (*auction.Capacity, error) {
 			Egress:         cfg.Egress,
 		},
 		Datasets: slices.Clone(cfg.Datasets),
+		Models:   heldModels(cfg, a.log),
 		Version:  a.version,
 	}
 	if a.fingerprintID != nil {

@@ -73,6 +73,9 @@ type bidderDeps struct {
 	// signal (marketView).
 	selected func(rfq *auction.RFQ, rfqID, topic string) bool
 	market   func(rfq *auction.RFQ) *auction.MarketSignal
+	// askedModel records the model an RFQ names (the pre-stager); nil:
+	// not recorded.
+	askedModel func(rfq *auction.RFQ)
 	// start runs a countersigned lease; preempt stops one for higher-tier
 	// work at the end of its notice (the lease runner).
 	start   func(l *store.Lease)
@@ -172,6 +175,9 @@ func (b *bidder) onRFQ(ctx context.Context, msg p2p.Message) {
 		return
 	}
 	rfqID := attest.RecordID(msg.Data).String()
+	if b.askedModel != nil {
+		b.askedModel(rfq) // demand, whether or not this provider bids
+	}
 	if !b.diskOpen() || !b.selected(rfq, rfqID, msg.Topic) {
 		return
 	}

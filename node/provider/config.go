@@ -40,6 +40,21 @@ type OfferConfig struct {
 	OfferGPUs []string `toml:"offer_gpus"`
 	// Datasets are CIDs of datasets cached on this host.
 	Datasets []string `toml:"datasets"`
+	// Models are IDs (a CID, or name@sha256:<hex>) of models on this
+	// host's disk; ModelsDir is a directory whose entries named by a
+	// model ID are advertised too (models.go). Renters prefer a provider
+	// that holds the model a job serves: it starts without a download.
+	Models    []string `toml:"models"`
+	ModelsDir string   `toml:"models_dir"`
+	// PrestageCommand, when set with ModelsDir, fetches into it the
+	// models at least PrestageMinRenters renters asked for within a day,
+	// of at most PrestageMaxGiB, at most PrestagePerDay a day
+	// (prestage.go). The argv gets the model ID, its size in MiB and
+	// ModelsDir appended.
+	PrestageCommand    []string `toml:"prestage_command"`
+	PrestageMinRenters int      `toml:"prestage_min_renters"`
+	PrestageMaxGiB     int      `toml:"prestage_max_gib"`
+	PrestagePerDay     int      `toml:"prestage_per_day"`
 	// CPUShare is the share (0..1) of the host's cores and RAM offered to
 	// CPU-only jobs (gpus: 0), which lease it without a GPU; 0 offers
 	// none. CPUFloorUSD is its lowest price per core-hour, in USD.

@@ -108,6 +108,7 @@ type Provider struct {
 	jobs     *jobServer
 	books    *bookkeeper
 	tasks    *tasks
+	prestage *prestager
 
 	closers   []func() error // what New opened, undone in reverse by Close
 	group     sync.WaitGroup
@@ -167,6 +168,10 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 		log: log.With("component", "digest"), now: now, key: key, p2p: network, republish: offer.Republish, ttl: offer.RecordTTL,
 		capacity: p.adv.build, published: p.adv.Current, firmHeld: p.firm.heldNow, due: digestDue,
 	})
+	p.prestage = newPrestager(prestagerDeps{
+		log: log.With("component", "prestage"), now: now, cfg: prestageConfig(offer), dir: offer.ModelsDir,
+		held: p.adv.heldModels, fetched: p.adv.signal,
+	})
 	bidLog := log.With("component", "bidder")
 	p.market = newMarketView(marketDeps{
 		self: p.self.String(), log: bidLog, now: now, ttl: offer.RecordTTL, capacity: p.adv.build, firmHeld: p.firm.heldNow,
@@ -195,7 +200,7 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	b = newBidder(bidderDeps{
 		log: bidLog, now: now, key: key, p2p: network, db: db, leases: book, gpus: gpus, policy: bidPolicy(offer), terms: cfg.Attest.Offer(), admit: deps.AdmitAward,
 		firm: p.firm, cpu: p.cpu, takeUps: newTakeUps(takeUpLimits(cfg.TakeUp), now), capacity: p.adv.build, changed: p.adv.signal, diskOpen: p.disk.open,
-		selected: p.market.selected, market: p.market.signal,
+		selected: p.market.selected, market: p.market.signal, askedModel: p.prestage.noteRFQ,
 		start: p.runner.start, preempt: p.runner.preempt, background: p.tasks.spawn,
 	})
 	p.bidder = b
@@ -218,6 +223,7 @@ func (p *Provider) Run(ctx context.Context) error {
 	p.group.Go(func() { p.runner.run(ctx) })
 	p.group.Go(func() { p.attest.run(ctx) })
 	p.group.Go(func() { p.digest.run(ctx) })
+	p.group.Go(func() { p.prestage.run(ctx) })
 	<-ctx.Done()
 	p.group.Wait()
 	p.tasks.wait()

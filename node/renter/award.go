@@ -71,7 +71,8 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 	if len(bids) == 0 {
 		return nil, "no bidder holds the reputation badge the tier needs (see idlegrid rep)"
 	}
-	unbacked := ar.unbacked(ctx, jobID, bids)
+	unbacked, records := ar.unbacked(ctx, jobID, bids)
+	pa.modelHosts = modelHostsOf(pa.rfq.Model, records)
 	pa.waitPings()
 	rfq := *pa.rfq
 	reserves := ar.reserves(&rfq)
@@ -91,10 +92,14 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 		rfq.Resources.GPUs = need
 		in := ar.matchInput(&rfq, pa.rfqID, remaining)
 		in.Unbacked = unbacked
+		in.ModelHosts = pa.modelHosts
 		in.ReserveMicro = reserves
 		plan := auction.Match(in)
 		for _, l := range plan.Losers {
 			ar.log.Debug("bid lost", "job", jobID, "provider", l.Provider, "code", l.Code, "reason", l.Reason)
+		}
+		if attempt == 0 {
+			ar.noteColdLosers(jobID, &rfq, plan)
 		}
 		if plan.Unfilled != "" {
 			if len(leases) == 0 {
@@ -118,6 +123,7 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 			if cpuOnly {
 				msg = fmt.Sprintf("lease %s: %d cores, %d MiB RAM (CPU-only) on %s at %s/h", lease.Short(l.ID), l.CPUCores, l.RAMMiB, lease.Short(l.Provider), lease.USD(l.PriceMicro))
 			}
+			msg += modelNote(&rfq, alloc)
 			ar.jobs.note(jobID, store.JobEvent{Kind: "lease", Message: msg},
 				func(j *store.Job) { j.Leases = append(j.Leases, l.ID) })
 		}

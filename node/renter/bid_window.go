@@ -36,6 +36,9 @@ type pendingAuction struct {
 	closed   bool
 	firstBid store.JobEvent // the first bid's event, stored when the window closes
 	pings    sync.WaitGroup // the bidders' RTT measurements (rtt.go)
+	// modelHosts are what the bidders' records say of the RFQ's model
+	// (award_model.go); nil when it names none.
+	modelHosts map[string]auction.ModelHost
 }
 
 func newPendingAuction(rfq *auction.RFQ, rfqID, jobID string, shards []auction.Shard) *pendingAuction {

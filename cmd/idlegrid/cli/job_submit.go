@@ -49,6 +49,8 @@ var specFlags = []specFlag{
 	{"start-by", "start_by", "string", "latest start: RFC 3339 time or a duration from now, e.g. 30m (default no deadline)"},
 	{"bid-window", "bid_window", "string", "how long the auction collects bids, 50ms to 1m (default 500ms)"},
 	{"dataset", "datasets", "list", "dataset CIDs the job reads (default none)"},
+	{"model", "model", "string", "the model it serves: the weights' CID or NAME@sha256:<64 hex>; providers holding it are preferred (default none)"},
+	{"model-size", "model_size", "string", "the model's size on disk, units as --vram, e.g. 16GB (required with --model)"},
 	{"pricing", "pricing", "string", "first (pay each winner its bid) or second (one clearing price) (default first)"},
 	{"egress", "egress", "bool", "the job needs outbound network (default false)"},
 	{"min-notice", "min_notice", "string", "bronze only: shortest preemption notice you accept, e.g. 5m (default none)"},

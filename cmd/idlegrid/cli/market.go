@@ -155,6 +155,9 @@ func printOffer(w io.Writer, o api.Offer) error {
 	for _, d := range o.Datasets {
 		fmt.Fprintf(tw, "dataset\t%s\n", d)
 	}
+	for _, m := range o.Models {
+		fmt.Fprintf(tw, "model\t%s\n", m)
+	}
 	fmt.Fprintf(tw, "version\t%s\n", o.Version)
 	if err := tw.Flush(); err != nil {
 		return err
