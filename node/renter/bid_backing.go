@@ -17,16 +17,18 @@ import (
 // unbacked checks every bid against its provider's current capacity
 // record (auction.BidBacking) and returns, per provider whose record does
 // not back its bid, the reason; the matcher rejects those bids as
-// unbacked. The records are fetched concurrently, one per bidder (the
+// unbacked. It also returns the records found, by provider (replicas
+// tell hosts apart by their fingerprints). The records are fetched concurrently, one per bidder (the
 // window already bounds the bids). Without a record source (Deps.
 // ProviderRecord nil) nothing is checked.
-func (ar *awarder) unbacked(ctx context.Context, jobID string, bids []*auction.Bid) map[string]string {
+func (ar *awarder) unbacked(ctx context.Context, jobID string, bids []*auction.Bid) (map[string]string, map[string]*auction.Capacity) {
 	if ar.record == nil || len(bids) == 0 {
-		return nil
+		return nil, nil
 	}
 	now := ar.now()
 	var mu sync.Mutex
 	out := map[string]string{}
+	records := map[string]*auction.Capacity{}
 	var wg sync.WaitGroup
 	for _, b := range bids {
 		wg.Go(func() {
@@ -34,6 +36,9 @@ func (ar *awarder) unbacked(ctx context.Context, jobID string, bids []*auction.B
 			if id, err := peer.Decode(b.Provider); err == nil {
 				rec, _ = ar.record(ctx, id)
 			}
+			mu.Lock()
+			records[b.Provider] = rec
+			mu.Unlock()
 			if why := auction.BidBacking(b, rec, now); why != "" {
 				mu.Lock()
 				out[b.Provider] = why
@@ -51,5 +56,5 @@ func (ar *awarder) unbacked(ctx context.Context, jobID string, bids []*auction.B
 		ar.jobs.event(jobID, "unbacked", "%s not backed by the provider's capacity record, refused: %s",
 			words.Plural(len(out), "bid"), strings.Join(parts, "; "))
 	}
-	return out
+	return out, records
 }
