@@ -1,0 +1,146 @@
+package nodetest_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/idlegrid/idlegrid/node"
+	"github.com/idlegrid/idlegrid/node/executor"
+	"github.com/idlegrid/idlegrid/node/executor/executortest"
+	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/node/nodetest"
+	"github.com/idlegrid/idlegrid/store"
+)
+
+// replicatedJob is a deterministic WASM job (the fake executor stands in
+// for wazero) that runs a few attestation windows, so its leases are paid.
+func replicatedJob(name string, replicas int) []byte {
+	return fmt.Appendf(nil, "name: %s\nmodule: %s\ncommand: [\"sleep:2s\", \"write:result.txt=42\"]\nreplicas: %d\n"+
+		"gpus: 1\ngpu: [a10]\ntier: bronze\nmax_price: 5\nduration: 10m\nbid_window: 3s\n", name, nodetest.DemoModule, replicas)
+}
+
+// TestReplicasCatchACheater: the cheapest of three providers returns a
+// wrong output for every job. A job with replicas: 3 runs on all three
+// (distinct keys and fingerprints); the two honest replicas agree, the
+// renter re-runs the job, proves the cheater wrong and gossips the proof:
+// the cheater's lease ends unverified, every node blocks it, and the job
+// completes with the honest output. A second job with replicas: 2 then
+// runs on the honest pair, which agrees, and both are paid.
+func TestReplicasCatchACheater(t *testing.T) {
+	o := nodetest.Options{
+		Configure: func(i int, cfg *node.Config) {
+			fastAttest(i, cfg) // the runs last a few windows: they are paid
+		},
+		ReplayExecutor: nodetest.FakeReplay,
+		Executors: func(i int, dir string) []executor.Executor {
+			fake := executortest.NewFake(filepath.Join(dir, "fake"), nil)
+			fake.Runtime = "wasm"
+			if i == 1 { // the cheapest provider
+				fake.WrongEvery = 1
+			}
+			return []executor.Executor{fake}
+		},
+	}
+	c, renter := auctionCluster(t, []provOpts{{gpus: 1, bronze: 0.5}, {gpus: 1, bronze: 0.6}, {gpus: 1, bronze: 0.7}}, o)
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	provs := c.ByRole(node.RoleProvider)
+	cheat := provs[0].Node.ID()
+	honest := []string{provs[1].Node.ID().String(), provs[2].Node.ID().String()}
+
+	submitted := time.Now()
+	j, err := renter.Renter().Submit(replicatedJob("replicated", 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j = waitJob(t, ctx, renter, j.ID, lease.JobCompleted, lease.JobUnverified, lease.JobFailed, lease.JobUnfilled)
+	settled := time.Now()
+	if j.State != lease.JobCompleted || !hasJobEvent(j, "wrong-result-proven") {
+		logEvents(t, j)
+		t.Fatalf("job %s %q, want completed with the cheater proven wrong", j.State, j.Reason)
+	}
+	if !strings.Contains(j.Reason, lease.Short(cheat.String())) {
+		t.Fatalf("reason %q does not name the cheater", j.Reason)
+	}
+	t.Logf("3 replicas compared and the cheater proven wrong %s after submit", settled.Sub(submitted).Round(time.Millisecond))
+	ls := jobLeases(t, renter, j)
+	if len(ls) != 3 {
+		t.Fatalf("%d leases, want one per replica: %+v", len(ls), ls)
+	}
+	for _, l := range ls {
+		want := lease.Completed
+		if l.Provider == cheat.String() {
+			want = lease.Unverified
+		}
+		if l.State != want {
+			t.Fatalf("lease of %s %s (%s), want %s", lease.Short(l.Provider), l.State, l.Reason, want)
+		}
+	}
+	for _, m := range c.Members {
+		if m.Node.ID() == cheat {
+			continue
+		}
+		if err := nodetest.WaitFor(ctx, "member blocks the cheater", func() bool { return m.Node.P2P().Blocked(cheat) }); err != nil {
+			t.Fatalf("member %d (%s): %v", m.Index, m.Role, err)
+		}
+		for _, h := range provs[1:] {
+			if m.Node.P2P().Blocked(h.Node.ID()) {
+				t.Fatalf("member %d blocked honest provider %s", m.Index, h.Node.ID())
+			}
+		}
+	}
+	t.Logf("every node excluded the cheater %s after the renter proved it wrong", time.Since(settled).Round(time.Millisecond))
+	res, _, err := renter.Renter().Result(ctx, j.ID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Provider == cheat.String() {
+		t.Fatalf("the job's result is the cheater's lease %s", res.ID)
+	}
+	waitPaid(t, ctx, renter, j, honest)
+
+	submitted = time.Now()
+	pair, err := renter.Renter().Submit(replicatedJob("replicated-pair", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair = waitJob(t, ctx, renter, pair.ID, lease.JobCompleted, lease.JobUnverified, lease.JobFailed, lease.JobUnfilled)
+	if pair.State != lease.JobCompleted || !hasJobEvent(pair, "replicas-agreed") {
+		logEvents(t, pair)
+		t.Fatalf("job %s %q, want completed with the replicas agreeing", pair.State, pair.Reason)
+	}
+	t.Logf("2 honest replicas agreed %s after submit", time.Since(submitted).Round(time.Millisecond))
+	waitPaid(t, ctx, renter, pair, honest)
+}
+
+// waitPaid waits until the job's leases on each of providers are paid.
+func waitPaid(t *testing.T, ctx context.Context, renter *node.Node, j *store.Job, providers []string) {
+	t.Helper()
+	if err := nodetest.WaitFor(ctx, "the honest replicas are paid", func() bool {
+		paid := map[string]bool{}
+		for _, l := range jobLeases(t, renter, j) {
+			if l.State == lease.Completed && l.PaidMicro > 0 {
+				paid[l.Provider] = true
+			}
+		}
+		for _, p := range providers {
+			if !paid[p] {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		t.Fatalf("%v: %+v", err, jobLeases(t, renter, j))
+	}
+}
+
+func logEvents(t *testing.T, j *store.Job) {
+	t.Helper()
+	for _, ev := range j.Events {
+		t.Logf("  %s: %s", ev.Kind, ev.Message)
+	}
+}
