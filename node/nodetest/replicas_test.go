@@ -144,3 +144,77 @@ func logEvents(t *testing.T, j *store.Job) {
 		t.Logf("  %s: %s", ev.Kind, ev.Message)
 	}
 }
+
+// replicaImage is a (fake) Docker image: a Docker job is not
+// deterministic, so a disagreement between its replicas proves nothing.
+const replicaImage = "example.org/batch@sha256:7d2c4e1a7d2c4e1a7d2c4e1a7d2c4e1a7d2c4e1a7d2c4e1a7d2c4e1a7d2c4e1a"
+
+// TestReplicasDisagreeOnDocker: with two providers, a job asking for
+// replicas: 3 ends unfilled saying how many independent providers bid,
+// with no lease awarded. A Docker job with replicas: 2 runs on both; the
+// cheaper returns a wrong output, and as no re-run can prove which output
+// is wrong the job ends unverified naming both providers, both leases
+// count as failures, and nobody is blocked.
+func TestReplicasDisagreeOnDocker(t *testing.T) {
+	o := nodetest.Options{
+		Configure: func(i int, cfg *node.Config) { cfg.Provider.Runtimes = []string{"docker"} },
+		Executors: func(i int, dir string) []executor.Executor {
+			fake := executortest.NewFake(filepath.Join(dir, "fake"), nil)
+			fake.Runtime = "docker"
+			if i == 1 { // the cheaper provider
+				fake.WrongEvery = 1
+			}
+			return []executor.Executor{fake}
+		},
+	}
+	c, renter := auctionCluster(t, []provOpts{{gpus: 1, bronze: 0.5}, {gpus: 1, bronze: 0.6}}, o)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	provs := c.ByRole(node.RoleProvider)
+	job := func(name string, replicas int) []byte {
+		return fmt.Appendf(nil, "name: %s\nimage: %s\ncommand: [\"write:result.txt=42\"]\nreplicas: %d\n"+
+			"gpus: 1\ngpu: [a10]\ntier: bronze\nmax_price: 5\nduration: 10m\nbid_window: 3s\n", name, replicaImage, replicas)
+	}
+
+	j, err := renter.Renter().Submit(job("three", 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j = waitJob(t, ctx, renter, j.ID, lease.JobUnfilled, lease.JobCompleted, lease.JobUnverified, lease.JobFailed)
+	if j.State != lease.JobUnfilled || !strings.Contains(j.Reason, "replicas: 3 needs 3 independent providers") || len(j.Leases) != 0 {
+		logEvents(t, j)
+		t.Fatalf("job %s %q with %d leases, want unfilled before any award, saying why", j.State, j.Reason, len(j.Leases))
+	}
+	t.Logf("unfilled: %s", j.Reason)
+
+	j, err = renter.Renter().Submit(job("two", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j = waitJob(t, ctx, renter, j.ID, lease.JobUnfilled, lease.JobCompleted, lease.JobUnverified, lease.JobFailed)
+	if j.State != lease.JobUnverified || !hasJobEvent(j, "replicas-disagreed") {
+		logEvents(t, j)
+		t.Fatalf("job %s %q, want unverified: the replicas disagree", j.State, j.Reason)
+	}
+	t.Logf("unverified: %s", j.Reason)
+	for _, p := range provs {
+		if !strings.Contains(j.Reason, lease.Short(p.Node.ID().String())) {
+			t.Fatalf("reason %q does not name provider %s", j.Reason, p.Node.ID())
+		}
+	}
+	for _, l := range jobLeases(t, renter, j) {
+		if l.State != lease.Unverified {
+			t.Fatalf("lease of %s %s (%s), want unverified: nothing shows which replica is right", lease.Short(l.Provider), l.State, l.Reason)
+		}
+	}
+	if _, _, err := renter.Renter().Result(ctx, j.ID, ""); err == nil {
+		t.Fatal("the result of a job whose replicas disagree was served")
+	}
+	for _, m := range c.Members {
+		for _, p := range provs {
+			if m.Node.P2P().Blocked(p.Node.ID()) {
+				t.Fatalf("member %d blocked provider %s on an unproven disagreement", m.Index, p.Node.ID())
+			}
+		}
+	}
+}

@@ -111,6 +111,9 @@ func (d *jobDriver) resume(ctx context.Context) {
 					leases = append(leases, l)
 				}
 			}
+			if n := batchReplicas(spec); n > 1 && len(leases) > 0 {
+				leases = d.replicaLeases(j, n)
+			}
 			if len(leases) > 0 {
 				d.jobs.event(j.ID, "resumed", "following %d lease(s) again after a node restart", len(leases))
 				d.bg.track(func() {
@@ -142,6 +145,11 @@ func (d *jobDriver) watchCompletion(ctx context.Context, jobID string, spec *auc
 	defer stopFollowing()
 	ended := make(chan *store.Lease, len(leases))
 	for _, l := range leases {
+		if lease.State(l.State).Terminal() {
+			// A replica that ended before a restart (replicaLeases).
+			ended <- l
+			continue
+		}
 		d.bg.track(func() { ended <- d.follow(fctx, l) })
 		// The payer outlives the job's following: it pays for the last
 		// window even when the lease's end is heard first, and stops by

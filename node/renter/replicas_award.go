@@ -98,6 +98,8 @@ func (ar *awarder) placeable(pa *pendingAuction, bids []*auction.Bid, unbacked m
 	if plan.Unfilled != "" && len(picked) == 0 {
 		why += "; " + plan.Unfilled
 	}
+	// Bids outranked by the placed replicas' are no reason the rest failed.
+	plan.Losers = slices.DeleteFunc(plan.Losers, func(r auction.Rejection) bool { return r.Code == auction.RejectOutranked })
 	return why + lossSummary(plan)
 }
 

@@ -163,3 +163,18 @@ func (v *completionVerifier) overturn(l *store.Lease, reason string) {
 	v.jobs.event(l.RenterJobID(), "unverified", "lease %s on provider %s: %s", lease.Short(l.ID), lease.Short(l.Provider), reason)
 	v.invalidate()
 }
+
+// replicaLeases are the replicas of a running replicated job that a
+// restart interrupted: of its last n leases (one auction's replicas),
+// those still live and those that completed, so the completed ones are
+// compared with the rest when they end.
+func (d *jobDriver) replicaLeases(j *store.Job, n int) []*store.Lease {
+	var out []*store.Lease
+	for _, id := range j.Leases[max(0, len(j.Leases)-n):] {
+		l, err := d.db.GetLease(id)
+		if err == nil && (l.State == lease.Completed || !lease.State(l.State).Terminal()) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
