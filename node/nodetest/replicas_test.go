@@ -218,3 +218,53 @@ func TestReplicasDisagreeOnDocker(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicaCPUCheaterNotPaidItsLastStretch: CPU-only work is paid by
+// time while it runs and up to when it finished only once its completion
+// is verified. For a replica that waits for the comparison: the honest
+// replica of a CPU-only WASM job is paid up to its finish, the cheater,
+// proven wrong, never gets that last voucher.
+func TestReplicaCPUCheaterNotPaidItsLastStretch(t *testing.T) {
+	o := nodetest.Options{
+		Configure:      fastAttest,
+		ReplayExecutor: nodetest.FakeReplay,
+		Executors: func(i int, dir string) []executor.Executor {
+			fake := executortest.NewFake(filepath.Join(dir, "fake"), nil)
+			fake.Runtime = "wasm"
+			if i == 1 { // the cheaper provider
+				fake.WrongEvery = 1
+			}
+			return []executor.Executor{fake}
+		},
+	}
+	c, renter := auctionCluster(t, []provOpts{{gpus: 1, bronze: 0.5}, {gpus: 1, bronze: 0.6}}, o)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cheat := c.ByRole(node.RoleProvider)[0].Node.ID().String()
+	j, err := renter.Renter().Submit(fmt.Appendf(nil, "name: cpu-replicas\nmodule: %s\ncommand: [\"sleep:2s\", \"write:result.txt=42\"]\n"+
+		"replicas: 2\ngpus: 0\nmax_price: 5\nduration: 10m\nbid_window: 3s\n", nodetest.DemoModule))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j = waitJob(t, ctx, renter, j.ID, lease.JobCompleted, lease.JobUnverified, lease.JobFailed, lease.JobUnfilled)
+	if j.State != lease.JobCompleted || !hasJobEvent(j, "wrong-result-proven") {
+		logEvents(t, j)
+		t.Fatalf("job %s %q, want completed with the cheater proven wrong", j.State, j.Reason)
+	}
+	if err := nodetest.WaitFor(ctx, "the honest replica paid up to its finish", func() bool {
+		for _, l := range jobLeases(t, renter, j) {
+			if l.Provider != cheat && l.State == lease.Completed && l.PaidUntilMs >= l.WorkFinishedMs {
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatalf("%v: %+v", err, jobLeases(t, renter, j))
+	}
+	for _, l := range jobLeases(t, renter, j) {
+		if l.Provider == cheat && (l.State != lease.Unverified || l.PaidUntilMs >= l.WorkFinishedMs) {
+			t.Fatalf("the cheater's lease %s (%s), paid until %d, finished %d: want unverified and not paid to its finish",
+				l.State, l.Reason, l.PaidUntilMs, l.WorkFinishedMs)
+		}
+	}
+}

@@ -178,3 +178,14 @@ func (d *jobDriver) replicaLeases(j *store.Job, n int) []*store.Lease {
 	}
 	return out
 }
+
+// replicaPending reports whether l is a replica of a batch job whose
+// outputs are not compared yet (the job has not ended).
+func replicaPending(db *store.DB, l *store.Lease) bool {
+	j, err := db.GetJob(l.RenterJobID())
+	if err != nil || lease.JobState(j.State).Terminal() {
+		return false
+	}
+	spec, err := auction.ParseJobSpec(j.Spec)
+	return err == nil && batchReplicas(spec) > 1
+}
