@@ -65,7 +65,8 @@ func TestReplicasCatchACheater(t *testing.T) {
 	if !strings.Contains(j.Reason, lease.Short(cheat.String())) {
 		t.Fatalf("reason %q does not name the cheater", j.Reason)
 	}
-	t.Logf("3 replicas compared and the cheater proven wrong %s after submit", settled.Sub(submitted).Round(time.Millisecond))
+	t.Logf("3 replicas compared and the cheater proven wrong %s after submit (leased %s, all verified %s after submit)",
+		settled.Sub(submitted).Round(time.Millisecond), sinceCreated(j, "running"), sinceCreated(j, "verified"))
 	ls := jobLeases(t, renter, j)
 	if len(ls) != 3 {
 		t.Fatalf("%d leases, want one per replica: %+v", len(ls), ls)
@@ -112,7 +113,7 @@ func TestReplicasCatchACheater(t *testing.T) {
 		logEvents(t, pair)
 		t.Fatalf("job %s %q, want completed with the replicas agreeing", pair.State, pair.Reason)
 	}
-	t.Logf("2 honest replicas agreed %s after submit", time.Since(submitted).Round(time.Millisecond))
+	t.Logf("2 honest replicas agreed %s after submit (leased %s after submit)", time.Since(submitted).Round(time.Millisecond), sinceCreated(pair, "running"))
 	waitPaid(t, ctx, renter, pair, honest)
 }
 
@@ -144,6 +145,18 @@ func waitPaid(t *testing.T, ctx context.Context, renter *node.Node, j *store.Job
 	}); err != nil {
 		t.Fatalf("%v: %+v", err, jobLeases(t, renter, j))
 	}
+}
+
+// sinceCreated is how long after the job's creation its last event of
+// kind came.
+func sinceCreated(j *store.Job, kind string) time.Duration {
+	var at int64
+	for _, ev := range j.Events {
+		if ev.Kind == kind {
+			at = ev.AtMs
+		}
+	}
+	return time.Duration(at-j.CreatedAtMs) * time.Millisecond
 }
 
 func logEvents(t *testing.T, j *store.Job) {
