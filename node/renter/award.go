@@ -74,7 +74,7 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 	if replicas > 1 {
 		leases, unfilled = ar.awardReplicas(ctx, pa, bids, bidIDs, unbacked, records, replicas)
 	} else {
-		leases, unfilled = ar.awardPlan(ctx, pa, bids, bidIDs, unbacked, false)
+		leases, unfilled = ar.awardPlan(ctx, pa, bids, bidIDs, unbacked, false, map[string]bool{})
 	}
 	if len(leases) == 0 {
 		return nil, unfilled
@@ -93,15 +93,15 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 // the remaining bids, so the award passes to the next-best; GPUs already
 // leased in a micro-pool stay leased and only the rest is re-matched.
 // singleHost ranks a host that holds the whole job above any pool (a
-// replica's bids all can).
-func (ar *awarder) awardPlan(ctx context.Context, pa *pendingAuction, bids []*auction.Bid, bidIDs []string, unbacked map[string]string, singleHost bool) (leases []*store.Lease, unfilled string) {
+// replica's bids all can). excluded are the providers not to offer an
+// award again (they declined or hold one); awardPlan adds to it.
+func (ar *awarder) awardPlan(ctx context.Context, pa *pendingAuction, bids []*auction.Bid, bidIDs []string, unbacked map[string]string, singleHost bool, excluded map[string]bool) (leases []*store.Lease, unfilled string) {
 	jobID := pa.jobID
 	rfq := *pa.rfq
 	reserves := ar.reserves(&rfq)
 	need := rfq.Resources.GPUs
 	// A CPU-only job (no GPU) is filled by one lease on a CPU share.
 	cpuOnly := need == 0
-	excluded := map[string]bool{}
 	for attempt := 0; attempt < maxAwardAttempts && (need > 0 || cpuOnly && len(leases) == 0); attempt++ {
 		var remaining []*auction.Bid
 		var remainingIDs []string

@@ -46,9 +46,10 @@ func (ar *awarder) awardReplicas(ctx context.Context, pa *pendingAuction, bids [
 		return nil, why + refusedSummary(pools)
 	}
 	var chosen []auction.ReplicaHost
+	excluded := map[string]bool{} // declined one replica's award: not offered the next
 	for k := 1; k <= n; k++ {
 		kept, _ := auction.ReplicaBids(bids, gpus, chosen, host)
-		ls, why := ar.awardPlan(ctx, pa, pick(bids, kept), pick(bidIDs, kept), unbacked, true)
+		ls, why := ar.awardPlan(ctx, pa, pick(bids, kept), pick(bidIDs, kept), unbacked, true, excluded)
 		if len(ls) == 0 {
 			ar.jobs.event(jobID, "replica-unfilled", "replica %d of %d unfilled: %s; the job runs %s", k, n, why, words.Plural(len(leases), "replica"))
 			continue
