@@ -2,6 +2,8 @@ package renter
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/store"
 )
 
 // replicaRenter is a renter with four providers whose capacity records
@@ -102,6 +105,86 @@ func TestTooFewIndependentHostsAwardNothing(t *testing.T) {
 	for i, p := range provs {
 		if n := awardsOf(p); n != 0 {
 			t.Fatalf("provider %d got %d awards, want none", i, n)
+		}
+	}
+}
+
+// TestReplicaLeasesAfterRestart: a restart resumes a replicated job with
+// its last auction's replicas, the completed ones included (they are
+// compared with the rest when those end), not the leases of an earlier
+// round that were cancelled.
+func TestReplicaLeasesAfterRestart(t *testing.T) {
+	r, _, _ := newRenter(t, 0)
+	states := []string{lease.Cancelled, lease.Cancelled, lease.Completed, lease.Running}
+	j := &store.Job{ID: "job"}
+	for i, st := range states {
+		l := &store.Lease{ID: fmt.Sprintf("lease-%d", i), State: st}
+		if err := r.db.PutLease(l); err != nil {
+			t.Fatal(err)
+		}
+		j.Leases = append(j.Leases, l.ID)
+	}
+	var got []string
+	for _, l := range r.driver.replicaLeases(j, 2) {
+		got = append(got, l.ID)
+	}
+	if !slices.Equal(got, []string{"lease-2", "lease-3"}) {
+		t.Fatalf("resumed with %v, want the last round's lease-2 (completed) and lease-3 (running)", got)
+	}
+	got = got[:0]
+	for _, l := range r.driver.replicaLeases(j, 3) {
+		got = append(got, l.ID)
+	}
+	if !slices.Equal(got, []string{"lease-2", "lease-3"}) {
+		t.Fatalf("3 replicas: resumed with %v, want lease-2 and lease-3 (lease-1 was cancelled)", got)
+	}
+}
+
+// TestUnprovenDisagreementBlamesTheMinority: three replicas of a job no
+// re-run can judge, two agreeing: the job ends unverified naming every
+// provider, and only the odd one's lease is overturned; with no majority
+// (two replicas, two outputs) both are.
+func TestUnprovenDisagreementBlamesTheMinority(t *testing.T) {
+	for _, tc := range []struct {
+		outputs []string
+		blamed  []bool
+	}{
+		{[]string{"bafkreix", "bafkreiy", "bafkreix"}, []bool{false, true, false}},
+		{[]string{"bafkreix", "bafkreiy"}, []bool{true, true}},
+	} {
+		r, _, _ := newRenter(t, 0)
+		jobID := fmt.Sprintf("job-%d", len(tc.outputs))
+		if err := r.jobs.create(&store.Job{ID: jobID, State: lease.JobRunning}); err != nil {
+			t.Fatal(err)
+		}
+		var ran []*store.Lease
+		for i, o := range tc.outputs {
+			l := &store.Lease{ID: fmt.Sprintf("lease-%d", i), JobID: jobID, Side: lease.SideRenter, Provider: fmt.Sprintf("provider-%d", i),
+				State: lease.Completed, OutputCID: o}
+			if err := r.db.PutLease(l); err != nil {
+				t.Fatal(err)
+			}
+			ran = append(ran, l)
+		}
+		r.driver.replicasDisagreed(jobID, ran, auction.GroupOutputs(tc.outputs), "not deterministic")
+		j, err := r.db.GetJob(jobID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.State != lease.JobUnverified {
+			t.Fatalf("%v: job %s, want unverified", tc.outputs, j.State)
+		}
+		for i, l := range ran {
+			if !strings.Contains(j.Reason, l.Provider) {
+				t.Fatalf("%v: reason %q does not name %s", tc.outputs, j.Reason, l.Provider)
+			}
+			cur, err := r.db.GetLease(l.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if blamed := cur.State == lease.Unverified; blamed != tc.blamed[i] {
+				t.Fatalf("%v: lease %d %s, want blamed %v", tc.outputs, i, cur.State, tc.blamed[i])
+			}
 		}
 	}
 }
