@@ -143,7 +143,13 @@ func waitPaid(t *testing.T, ctx context.Context, renter *node.Node, j *store.Job
 		}
 		return true
 	}); err != nil {
-		t.Fatalf("%v: %+v", err, jobLeases(t, renter, j))
+		if cur, gerr := renter.Store().GetJob(j.ID); gerr == nil {
+			logEvents(t, cur)
+		}
+		for _, l := range jobLeases(t, renter, j) {
+			t.Logf("lease %s on %s: %s (%s), paid %d µUSD until %d", lease.Short(l.ID), lease.Short(l.Provider), l.State, l.Reason, l.PaidMicro, l.PaidUntilMs)
+		}
+		t.Fatal(err)
 	}
 }
 
