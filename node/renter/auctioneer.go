@@ -89,7 +89,8 @@ func (au *auctioneer) runOnce(ctx context.Context, jobID string, spec *auction.J
 		}
 	}
 	shards := au.shardsFor(ctx, rfq)
-	rfq.WantBids = wantPerShard(au.wantBids, len(shards))
+	// Each replica of a batch job needs its own bid from an independent host.
+	rfq.WantBids = wantPerShard(au.wantBids*batchReplicas(spec), len(shards))
 	if everyone || (au.silence != nil && au.silence.everyone(shards, au.now())) {
 		everyone = true
 		rfq.WantBids = auction.EveryoneBids
@@ -161,7 +162,7 @@ func (au *auctioneer) award(ctx context.Context, pa *pendingAuction, spec *aucti
 	if len(bids) == 0 {
 		return nil, au.unfilled(ctx, pa.jobID, round, au.explainNoBids(ctx, pa.rfq))
 	}
-	leases, unfilled := au.awarder.award(ctx, pa, bids, bidIDs)
+	leases, unfilled := au.awarder.award(ctx, pa, bids, bidIDs, batchReplicas(spec))
 	if len(leases) == 0 {
 		return nil, au.unfilled(ctx, pa.jobID, round, unfilled)
 	}

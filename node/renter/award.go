@@ -58,12 +58,10 @@ type awarder struct {
 }
 
 // award runs the matcher over the collected bids and turns the plan into
-// leases. A winner that declines or does not answer is dropped and the
-// matcher runs again over the remaining bids, so the award passes to the
-// next-best; GPUs already leased in a micro-pool stay leased and only the
-// rest is re-matched. With leases the job runs; without any, unfilled says
-// why.
-func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auction.Bid, bidIDs []string) (leases []*store.Lease, unfilled string) {
+// leases: for a replicated job (replicas > 1) one lease per replica, each
+// on an independent host (awardReplicas). With leases the job runs;
+// without any, unfilled says why.
+func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auction.Bid, bidIDs []string, replicas int) (leases []*store.Lease, unfilled string) {
 	jobID := pa.jobID
 	bidders := auction.Bidders(bids) // vouched for in the award summaries (issue 23)
 	bids, bidIDs = ar.avoid.filter(jobID, bids, bidIDs)
@@ -74,12 +72,37 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 	unbacked, records := ar.unbacked(ctx, jobID, bids)
 	pa.modelHosts = modelHostsOf(pa.rfq.Model, records)
 	pa.waitPings()
+	if replicas > 1 {
+		leases, unfilled = ar.awardReplicas(ctx, pa, bids, bidIDs, unbacked, records, replicas)
+	} else {
+		leases, unfilled = ar.awardPlan(ctx, pa, bids, bidIDs, unbacked, false, map[string]bool{})
+	}
+	if len(leases) == 0 {
+		return nil, unfilled
+	}
+	if _, err := ar.jobs.setState(jobID, lease.JobRunning, "running", "%d lease(s) countersigned", len(leases)); err != nil {
+		ar.log.Warn("job state", "job", jobID, "err", err)
+	}
+	for _, l := range leases {
+		ar.publishSummary(ctx, l, bidders)
+	}
+	return leases, ""
+}
+
+// awardPlan turns the matcher's plan over bids into leases. A winner that
+// declines or does not answer is dropped and the matcher runs again over
+// the remaining bids, so the award passes to the next-best; GPUs already
+// leased in a micro-pool stay leased and only the rest is re-matched.
+// singleHost ranks a host that holds the whole job above any pool (a
+// replica's bids all can). excluded are the providers not to offer an
+// award again (they declined or hold one); awardPlan adds to it.
+func (ar *awarder) awardPlan(ctx context.Context, pa *pendingAuction, bids []*auction.Bid, bidIDs []string, unbacked map[string]string, singleHost bool, excluded map[string]bool) (leases []*store.Lease, unfilled string) {
+	jobID := pa.jobID
 	rfq := *pa.rfq
 	reserves := ar.reserves(&rfq)
 	need := rfq.Resources.GPUs
 	// A CPU-only job (no GPU) is filled by one lease on a CPU share.
 	cpuOnly := need == 0
-	excluded := map[string]bool{}
 	for attempt := 0; attempt < maxAwardAttempts && (need > 0 || cpuOnly && len(leases) == 0); attempt++ {
 		var remaining []*auction.Bid
 		var remainingIDs []string
@@ -94,6 +117,7 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 		in.Unbacked = unbacked
 		in.ModelHosts = pa.modelHosts
 		in.ReserveMicro = reserves
+		in.Weights.RankPools = in.Weights.RankPools && !singleHost
 		plan := auction.Match(in)
 		for _, l := range plan.Losers {
 			ar.log.Debug("bid lost", "job", jobID, "provider", l.Provider, "code", l.Code, "reason", l.Reason)
@@ -133,12 +157,6 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 	}
 	if need > 0 {
 		ar.jobs.event(jobID, "partial", "%s still missing after %d award attempts; running on what was leased", words.Plural(int(need), "GPU"), maxAwardAttempts)
-	}
-	if _, err := ar.jobs.setState(jobID, lease.JobRunning, "running", "%d lease(s) countersigned", len(leases)); err != nil {
-		ar.log.Warn("job state", "job", jobID, "err", err)
-	}
-	for _, l := range leases {
-		ar.publishSummary(ctx, l, bidders)
 	}
 	return leases, ""
 }

@@ -39,6 +39,9 @@ type jobDriverDeps struct {
 	submitCanary func(origin *store.Job, avoid string) (*store.Job, error)
 	// prover proves which of two disagreeing runs is wrong (canary_proof.go).
 	prover *wrongResultProver
+	// overturn records a completed lease unverified when its replicas
+	// show its output wrong (completionVerifier.overturn).
+	overturn func(l *store.Lease, reason string)
 }
 
 // jobDriver carries a job from its auction to its end: it follows the
@@ -75,7 +78,7 @@ func (d *jobDriver) drive(ctx context.Context, jobID string, spec *auction.JobSp
 				continue
 			}
 		}
-		if !d.watchCompletion(ctx, jobID, leases, round) {
+		if !d.watchCompletion(ctx, jobID, spec, leases, round) {
 			return
 		}
 		leases, round = nil, round+1
@@ -108,6 +111,9 @@ func (d *jobDriver) resume(ctx context.Context) {
 					leases = append(leases, l)
 				}
 			}
+			if n := batchReplicas(spec); n > 1 && len(leases) > 0 {
+				leases = d.replicaLeases(j, n)
+			}
 			if len(leases) > 0 {
 				d.jobs.event(j.ID, "resumed", "following %d lease(s) again after a node restart", len(leases))
 				d.bg.track(func() {
@@ -132,12 +138,18 @@ func (d *jobDriver) resume(ctx context.Context) {
 // reports that the work is to be re-auctioned. One failed, expired,
 // cancelled or unverified (reported completed without the chain and output
 // to prove it): the others are cancelled and the job ends with that
-// lease's outcome.
-func (d *jobDriver) watchCompletion(ctx context.Context, jobID string, leases []*store.Lease, round int) (reauction bool) {
+// lease's outcome. A replicated batch job's leases are its replicas:
+// when all completed, their outputs are compared (settleReplicas).
+func (d *jobDriver) watchCompletion(ctx context.Context, jobID string, spec *auction.JobSpec, leases []*store.Lease, round int) (reauction bool) {
 	fctx, stopFollowing := context.WithCancel(ctx)
 	defer stopFollowing()
 	ended := make(chan *store.Lease, len(leases))
 	for _, l := range leases {
+		if lease.State(l.State).Terminal() {
+			// A replica that ended before a restart (replicaLeases).
+			ended <- l
+			continue
+		}
 		d.bg.track(func() { ended <- d.follow(fctx, l) })
 		// The payer outlives the job's following: it pays for the last
 		// window even when the lease's end is heard first, and stops by
@@ -216,6 +228,10 @@ func (d *jobDriver) watchCompletion(ctx context.Context, jobID string, leases []
 			d.jobs.set(jobID, state, state, "lease %s %s: %s", lease.Short(l.ID), l.State, l.Reason)
 			return false
 		}
+	}
+	if batchReplicas(spec) > 1 {
+		d.settleReplicas(ctx, jobID, spec, leases)
+		return false
 	}
 	d.jobs.set(jobID, lease.JobCompleted, "completed", "%s", completionSummary(leases, d.db))
 	d.maybeCanary(jobID, leases)

@@ -13,7 +13,8 @@ import (
 // The renter has no evidence of the running work beyond the provider's
 // status, so it risks one interval, as with GPU work (CPU telemetry would
 // make these payments verified); the last stretch, up to when the work
-// finished, is paid only once the lease's completion is verified.
+// finished, is paid only once the lease's completion is verified (and,
+// for a replica, its output compared with the others').
 func (py *payer) payByTime(ctx context.Context) {
 	d := py.d
 	t := time.NewTicker(max(py.terms.VoucherInterval(), 10*time.Millisecond))
@@ -23,6 +24,9 @@ func (py *payer) payByTime(ctx context.Context) {
 		switch {
 		case err != nil:
 			return
+		case cur.State == lease.Completed && cur.WorkFinishedMs != 0 && replicaPending(d.db, cur):
+			// A replica: paid once the replicas' outputs agree or its
+			// own is confirmed (settleReplicas), never when proven wrong.
 		case cur.State == lease.Completed && cur.WorkFinishedMs != 0:
 			py.pay(ctx, time.UnixMilli(cur.WorkFinishedMs), "")
 			return

@@ -158,6 +158,7 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 		start: r.driver.start, avoid: avoid.add,
 	}}
 	r.driver.submitCanary = r.submitter.canary
+	r.driver.overturn = verifier.overturn
 	if deps.JudgeWrongResult != nil {
 		r.driver.prover = &wrongResultProver{
 			log: log, now: now, key: deps.Key, self: self, artifacts: deps.Artifacts, readChain: verifier.readChain,

@@ -95,6 +95,7 @@ func newJobStatusCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(w, "reason  %s\n", j.Reason)
 			}
 			printLeases(w, j.Leases)
+			printReplicas(w, j)
 			printForwards(w, j.Forwards)
 			for _, l := range j.Leases {
 				if end := leaseEnd(l); end != "" {

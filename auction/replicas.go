@@ -1,0 +1,134 @@
+package auction
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// Replicated batch jobs. A spec with `replicas: N` (N > 1) runs the same
+// spec CID on N independent providers at once, and the renter compares
+// the N signed outputs: agreement completes the job, a disagreement on a
+// deterministic job is proven by re-running it (attest.WrongResultProof),
+// any other disagreement is recorded against the providers. Replicas are
+// only worth their price when they are independent: two peer IDs on one
+// machine (one hardware fingerprint) would run one computation and
+// agree with themselves.
+
+// Replica conflict codes: why a bid cannot run another replica of a job.
+const (
+	ReplicaSamePeer        = "same_peer"        // the provider already runs a replica
+	ReplicaSameFingerprint = "same_fingerprint" // another key on the same machine runs one
+	ReplicaPool            = "pool"             // the bid alone cannot hold the job's GPUs
+)
+
+// ReplicaHost is what makes a replica independent of the others: the
+// provider's peer ID and the hardware fingerprint its capacity record
+// names (fingerprint_id: one machine under two keys is one host).
+type ReplicaHost struct {
+	Peer        string
+	Fingerprint string
+}
+
+// ReplicaConflict says why candidate cannot run another replica beside
+// those on chosen, as one of the Replica* codes with the reason in words;
+// both empty when it can. Hosts are told apart by hardware fingerprint
+// where both name one. A GPU bid always does (BidBacking refuses one
+// whose record names none); a CPU-only host attests no GPU fingerprint,
+// so CPU-only replicas are told apart by peer ID alone, a weaker
+// guarantee the renter's job history states.
+func ReplicaConflict(chosen []ReplicaHost, candidate ReplicaHost) (code, reason string) {
+	for i, c := range chosen {
+		switch {
+		case c.Peer == candidate.Peer:
+			return ReplicaSamePeer, fmt.Sprintf("already runs replica %d", i+1)
+		case c.Fingerprint != "" && c.Fingerprint == candidate.Fingerprint:
+			return ReplicaSameFingerprint, fmt.Sprintf("same hardware fingerprint as replica %d's provider %s", i+1, c.Peer)
+		}
+	}
+	return "", ""
+}
+
+// ReplicaBids keeps the bids that may run the next replica of a job that
+// needs gpus GPUs: a bid that holds them alone (a replica is one host, so
+// its output is one signed CID to compare), from a host in no conflict
+// with chosen (ReplicaConflict). host maps a provider to its ReplicaHost
+// (its fingerprint from its capacity record). It returns the kept bids'
+// indexes and, per refused provider, the reason in words.
+func ReplicaBids(bids []*Bid, gpus uint32, chosen []ReplicaHost, host func(provider string) ReplicaHost) (kept []int, refused map[string]string) {
+	refused = map[string]string{}
+	for i, b := range bids {
+		if b == nil {
+			continue
+		}
+		if uint32(len(b.GPUs)) < gpus {
+			refused[b.Provider] = fmt.Sprintf("%s: offers %d of the %d GPUs and a replica runs on one host", ReplicaPool, len(b.GPUs), gpus)
+			continue
+		}
+		if code, why := ReplicaConflict(chosen, host(b.Provider)); code != "" {
+			refused[b.Provider] = code + ": " + why
+			continue
+		}
+		kept = append(kept, i)
+	}
+	return kept, refused
+}
+
+// ReplicaGroup is the replicas that returned one output CID.
+type ReplicaGroup struct {
+	Output string
+	// Members index the outputs slice given to GroupOutputs, in order.
+	Members []int
+}
+
+// GroupOutputs groups replica outputs by CID, the largest group first
+// (the candidate answer: the majority when there is one), ties in the
+// order their first member came. One group means the replicas agree.
+func GroupOutputs(outputs []string) []ReplicaGroup {
+	var groups []ReplicaGroup
+	at := map[string]int{}
+	for i, o := range outputs {
+		g, ok := at[o]
+		if !ok {
+			g = len(groups)
+			at[o] = g
+			groups = append(groups, ReplicaGroup{Output: o})
+		}
+		groups[g].Members = append(groups[g].Members, i)
+	}
+	slices.SortStableFunc(groups, func(a, b ReplicaGroup) int { return cmp.Compare(len(b.Members), len(a.Members)) })
+	return groups
+}
+
+// Majority reports whether the first of groups (GroupOutputs) holds more
+// than half of the replicas.
+func Majority(groups []ReplicaGroup) bool {
+	total := 0
+	for _, g := range groups {
+		total += len(g.Members)
+	}
+	return len(groups) > 0 && 2*len(groups[0].Members) > total
+}
+
+// PlaceReplicas picks up to n hosts for the replicas of a job from
+// ranked, the feasible bids' hosts best first (the matcher's winner, then
+// its backups): each the best one in no conflict with those picked before
+// it. It returns the picked indexes into ranked and, when fewer than n
+// could be placed, why the others were passed over, in words.
+func PlaceReplicas(n int, ranked []ReplicaHost) (picked []int, passed []string) {
+	var chosen []ReplicaHost
+	for i, h := range ranked {
+		if len(picked) == n {
+			break
+		}
+		if code, why := ReplicaConflict(chosen, h); code != "" {
+			passed = append(passed, fmt.Sprintf("%s: %s", h.Peer, why))
+			continue
+		}
+		picked, chosen = append(picked, i), append(chosen, h)
+	}
+	if len(picked) == n {
+		passed = nil
+	}
+	return picked, passed
+}
