@@ -61,6 +61,9 @@ const indexAlpha = 0.05
 func (m *market) place(w *World, j *jobState) ([]Take, error) {
 	now := w.nowTime()
 	rfqID := fmt.Sprintf("rfq-%d-%d", j.ID, j.attempt)
+	if j.canaryOf != nil {
+		rfqID = "canary-" + rfqID
+	}
 	rfq := &auction.RFQ{
 		V: auction.MessagesVersion, Renter: "renter", JobCID: rfqID, IssuedAtMs: now.UnixMilli(),
 		Resources: auction.Resources{GPUs: uint32(j.GPUs), Models: j.Models},

@@ -48,12 +48,27 @@ type Metrics struct {
 	FeasiblePerRFQ float64 `json:"feasible_per_rfq,omitempty"`
 	Leases         int     `json:"leases"`
 	Failures       int     `json:"failed_runs"`
+	// Cheating (cheat.go): the cheaters and how many a canary caught;
+	// of the completed jobs, the share whose run had a cheater, the share
+	// that returned a wrong result and the share of wrong results the
+	// renter kept, in all and after its first 200 jobs. Canaries are the
+	// canary runs started, CanaryUSD what their leases cost and
+	// CanaryShare that over what the jobs themselves cost.
+	Cheaters           int     `json:"cheaters,omitempty"`
+	Caught             int     `json:"caught,omitempty"`
+	CheaterWork        float64 `json:"cheater_work,omitempty"`
+	WrongShare         float64 `json:"wrong_share,omitempty"`
+	WrongAccepted      float64 `json:"wrong_accepted,omitempty"`
+	WrongAcceptedAfter float64 `json:"wrong_accepted_after_200,omitempty"`
+	Canaries           int     `json:"canaries,omitempty"`
+	CanaryUSD          float64 `json:"canary_usd,omitempty"`
+	CanaryShare        float64 `json:"canary_share,omitempty"`
 }
 
 // measure computes r's metrics (all but the bound).
 func (r *replay) measure(name string) Metrics {
 	m := Metrics{Policy: name, Seed: r.w.seed}
-	var paid, floor, busyGPUh float64
+	var paid, floor, busyGPUh, canaryUSD float64
 	var horizon int64
 	atMax := 0
 	for _, l := range r.leases {
@@ -65,6 +80,9 @@ func (r *replay) measure(name string) Metrics {
 		horizon = max(horizon, l.end)
 		if l.priceMicro >= l.job.maxPrice {
 			atMax++
+		}
+		if l.job.canaryOf != nil {
+			canaryUSD += c
 		}
 		if l.failed {
 			m.FailedUSD += c
@@ -86,6 +104,7 @@ func (r *replay) measure(name string) Metrics {
 		}
 	}
 	m.CostUSD = paid
+	r.cheatMetrics(&m, paid, canaryUSD)
 	if floor > 0 {
 		m.PriceOverFloor = paid / floor
 	}
