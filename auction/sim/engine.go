@@ -65,12 +65,20 @@ type replay struct {
 	// counts the renter's completed jobs that could be canaried.
 	canaries      []*jobState
 	deterministic uint64
+	// firstWait is how long a new job (or canary) waits for a plan and
+	// rerunWait how long failed work does, in seconds (-1: a failed run
+	// fails its job); both Config.MaxWait unless the policy sets them.
+	firstWait, rerunWait int64
 }
 
 // runReplay replays cfg's jobs under pol for one seed.
 func runReplay(cfg *Config, seed uint64, pol policy) (*replay, error) {
-	r := &replay{w: newWorld(cfg, seed), pol: pol}
+	wait := int64(cfg.MaxWait / time.Second)
+	r := &replay{w: newWorld(cfg, seed), pol: pol, firstWait: wait, rerunWait: wait}
 	r.jobs = r.w.newJobs()
+	if s, ok := pol.(interface{ setup(*replay) }); ok {
+		s.setup(r)
+	}
 	for _, j := range r.jobs {
 		r.push(event{at: j.arrival, kind: evArrive, job: j})
 	}
@@ -241,7 +249,11 @@ func (r *replay) end(run []*lease) {
 	}
 	j := run[0].job
 	j.attempt++
-	j.deadline = w.now + int64(w.cfg.MaxWait/time.Second)
+	if r.rerunWait < 0 {
+		j.dropped = true
+		return
+	}
+	j.deadline = w.now + r.rerunWait
 	r.enqueue(j)
 }
 

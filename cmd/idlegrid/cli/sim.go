@@ -87,7 +87,7 @@ func newSimCmd(g *globals) *cobra.Command {
 	fl.Float64Var(&f.flakyFail, "flaky-fail", 0.3, "failure probability of a flaky provider's lease")
 	fl.Float64Var(&f.cheaters, "cheaters", 0.1, "share of providers that return wrong results")
 	fl.Float64Var(&f.cheatRate, "cheat-rate", sim.DefaultCheatRate, "share of a cheater's leases whose result is wrong")
-	fl.Float64Var(&f.canaryRate, "canary-rate", 0, "share of the renter's completed jobs re-run on a second provider to check (market.canary_rate)")
+	fl.Float64Var(&f.canaryRate, "canary-rate", sim.DefaultNodePolicy().CanaryRate, "share of the renter's completed jobs re-run on a second provider to check (market.canary_rate)")
 	f.exclusionDelay = sim.DefaultExclusionDelay
 	fl.Var((*durationValue)(&f.exclusionDelay), "exclusion-delay", "time from a caught lie to the liar's exclusion on every node")
 	f.maxWait = 24 * time.Hour
