@@ -16,8 +16,11 @@ type Metrics struct {
 	// CostOverBound the ratio.
 	BoundUSD      float64 `json:"bound_usd"`
 	CostOverBound float64 `json:"cost_over_bound"`
-	// Fill is GPU-hours of completed jobs over GPU-hours requested.
-	Fill float64 `json:"fill"`
+	// Fill is GPU-hours of completed jobs over GPU-hours requested, and
+	// CostPerGPUHour CostUSD over those completed GPU-hours: the price of
+	// the work done, so policies that place different work compare.
+	Fill           float64 `json:"fill"`
+	CostPerGPUHour float64 `json:"cost_per_gpu_hour"`
 	// Queueing delay of completed jobs, arrival to the start of the run
 	// that finished, in minutes; Constrained is for jobs that accept only
 	// some models.
@@ -130,6 +133,9 @@ func (r *replay) measure(name string) Metrics {
 	}
 	if req > 0 {
 		m.Fill = placed / req
+	}
+	if placed > 0 {
+		m.CostPerGPUHour = paid / placed
 	}
 	if len(r.jobs) > 0 {
 		m.Unplaced = float64(undone) / float64(len(r.jobs))

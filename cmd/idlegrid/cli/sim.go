@@ -46,7 +46,7 @@ type simFlags struct {
 	flaky, flakyFail, spread            float64
 	cheaters, cheatRate, canaryRate     float64
 	maxWait, exclusionDelay             time.Duration
-	calendars, asJSON                   bool
+	calendars, asJSON, perSeed          bool
 	sample                              bool // the built-in sample, not files
 	pricing, seeds, policies            string
 }
@@ -97,6 +97,7 @@ func newSimCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.seeds, "seeds", "1,2,3,4,5", "comma-separated seeds")
 	fl.StringVar(&f.policies, "policies", "", "comma-separated policies (default all: "+strings.Join(sim.AllPolicies(), ",")+")")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON instead of a table")
+	fl.BoolVar(&f.perSeed, "per-seed", false, "after the table, one row per policy and seed at equal work (cost per placed GPU-hour, against greedy's)")
 	cmd.AddCommand(newSimScaleCmd(g))
 	return cmd
 }
@@ -175,7 +176,11 @@ func runSim(out io.Writer, f simFlags) error {
 	if f.asJSON {
 		return res.WriteJSON(out)
 	}
-	return res.WriteTable(out)
+	if err := res.WriteTable(out); err != nil || !f.perSeed {
+		return err
+	}
+	fmt.Fprintln(out)
+	return res.WriteSeedTable(out)
 }
 
 // readFile reads a trace file, or one of the built-in sample's.
