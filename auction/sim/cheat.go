@@ -77,7 +77,7 @@ func (r *replay) finished(run []*lease) {
 	w := r.w
 	c := &jobState{
 		Job: j.Job, arrival: w.now, deadline: w.now + r.firstWait,
-		allowed: j.allowed, maxPrice: j.maxPrice, order: j.order, canaryOf: j, avoid: run[0].prov,
+		allowed: j.allowed, maxPrice: j.maxPrice, order: j.order, canaryOf: j, avoid: []int{run[0].prov},
 	}
 	r.canaries = append(r.canaries, c)
 	r.enqueue(c)

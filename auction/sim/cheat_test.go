@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/idlegrid/idlegrid/auction"
@@ -118,7 +119,7 @@ func TestCanaryRuleAndExclusion(t *testing.T) {
 			if p.excluded(l.start) {
 				t.Errorf("%s: job %d leased to %d at %d, excluded since %d", name, l.job.ID, l.prov, l.start, p.excludedAt)
 			}
-			if c := l.job.canaryOf; c != nil && l.prov == l.job.avoid {
+			if c := l.job.canaryOf; c != nil && slices.Contains(l.job.avoid, l.prov) {
 				t.Errorf("%s: canary of job %d ran on its origin's provider %d", name, c.ID, l.prov)
 			}
 			if p.excludedAt >= 0 && l.start < p.excludedAt {

@@ -69,6 +69,9 @@ type replay struct {
 	// rerunWait how long failed work does, in seconds (-1: a failed run
 	// fails its job); both Config.MaxWait unless the policy sets them.
 	firstWait, rerunWait int64
+	// avoidFailed: failed work avoids the provider that failed it (the
+	// node's re-auction).
+	avoidFailed bool
 }
 
 // runReplay replays cfg's jobs under pol for one seed.
@@ -249,6 +252,11 @@ func (r *replay) end(run []*lease) {
 	}
 	j := run[0].job
 	j.attempt++
+	for _, l := range run {
+		if l.culprit && r.avoidFailed {
+			j.avoid = append(j.avoid, l.prov)
+		}
+	}
 	if r.rerunWait < 0 {
 		j.dropped = true
 		return

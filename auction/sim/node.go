@@ -43,9 +43,10 @@ type NodePolicy struct {
 	// CanaryRate is market.canary_rate.
 	CanaryRate float64
 	// UnfilledAtOnce: a job whose first auction finds no plan is
-	// unfilled. Work whose provider failed is auctioned again when
-	// Reauction is on (as market.reauction), for ReauctionWindow: the
-	// renter's 8 rounds with backoff from 1 s doubling to 30 s.
+	// unfilled. Work whose provider failed is auctioned again, avoiding
+	// that provider, when Reauction is on (as market.reauction), for
+	// ReauctionWindow: the renter's 8 rounds with backoff from 1 s
+	// doubling to 30 s.
 	UnfilledAtOnce  bool
 	Reauction       bool
 	ReauctionWindow time.Duration
@@ -77,12 +78,14 @@ func newNodeMarket(np NodePolicy) *market {
 }
 
 // setup makes the replay the node's: the renter's fold with the node's
-// prior, no waiting for a first plan, and the re-auction window.
+// prior, failed work avoiding the provider that failed it, no waiting
+// for a first plan, and the re-auction window.
 func (m *market) setup(r *replay) {
 	if m.node == nil {
 		return
 	}
 	r.w.rep = reputation.NewRunning(m.node.Reputation)
+	r.avoidFailed = true
 	if !m.node.UnfilledAtOnce {
 		return
 	}

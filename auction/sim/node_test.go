@@ -2,6 +2,7 @@ package sim
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/idlegrid/idlegrid/auction"
@@ -37,5 +38,33 @@ func TestNodeRowIsTheNodesMarket(t *testing.T) {
 		if r.Unplaced != want[r.Policy] {
 			t.Errorf("%s: unplaced %v, want %v", r.Policy, r.Unplaced, want[r.Policy])
 		}
+	}
+}
+
+// TestNodeRowAvoidsTheProviderThatFailed: as the node's renter, the row
+// re-auctions failed work away from the provider that failed it.
+func TestNodeRowAvoidsTheProviderThatFailed(t *testing.T) {
+	cfg := synthetic(400, 20, 0.8)
+	cfg.FlakyShare, cfg.FlakyFailProb = 0.3, 0.5
+	cfg.fill()
+	r, err := runReplay(&cfg, 1, policies[PolicyNodeWait]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	failedBy := map[*jobState][]int{}
+	reruns := 0
+	for _, l := range r.leases {
+		if slices.Contains(failedBy[l.job], l.prov) {
+			t.Errorf("job %d attempt %d leased again to provider %d, which failed it", l.job.ID, l.job.attempt, l.prov)
+		}
+		if len(failedBy[l.job]) > 0 {
+			reruns++
+		}
+		if l.culprit {
+			failedBy[l.job] = append(failedBy[l.job], l.prov)
+		}
+	}
+	if reruns == 0 {
+		t.Fatal("no failed work was re-auctioned: the test needs some")
 	}
 }

@@ -55,9 +55,10 @@ type jobState struct {
 	// order is the job's place in arrival order (the renter's n-th job).
 	order int
 	// canaryOf is the job a canary run checks (nil for the trace's jobs);
-	// avoid is the provider the canary must not use (its origin's).
+	// avoid are providers the job must not use: a canary's origin's, and
+	// in the node's row those whose failure it is re-auctioned after.
 	canaryOf *jobState
-	avoid    int
+	avoid    []int
 	// liars are the providers of the completed run that returned a wrong
 	// result, and wrong says there were some; rejected: a canary showed
 	// the renter so, and it did not keep that result. onCheater: the run
@@ -212,13 +213,13 @@ func (w *World) freeFor(j *jobState) int {
 }
 
 // candidates lists providers with free GPUs j may use, by index: not
-// excluded by a wrong-result proof, and for a canary not its origin's.
+// excluded by a wrong-result proof, nor one j avoids.
 func (w *World) candidates(j *jobState) []*provider {
 	var out []*provider
 	for _, m := range j.allowed {
 		for _, i := range w.byModel[m] {
 			p := w.provs[i]
-			if p.free > 0 && !p.excluded(w.now) && (j.canaryOf == nil || i != j.avoid) {
+			if p.free > 0 && !p.excluded(w.now) && !slices.Contains(j.avoid, i) {
 				out = append(out, w.provs[i])
 			}
 		}
