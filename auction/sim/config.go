@@ -42,7 +42,9 @@ type Config struct {
 	// their leases (exit 0, paid, indistinguishable from a right one);
 	// the renter re-runs CanaryRate of its completed jobs on a second
 	// provider (auction.CanaryDue, as the node's market.canary_rate), and
-	// a mismatch excludes the liar ExclusionDelay later (cheat.go).
+	// a mismatch excludes the liar ExclusionDelay later (cheat.go). Zero
+	// CheatRate and ExclusionDelay take DefaultCheatRate and
+	// DefaultExclusionDelay.
 	CheaterShare   float64
 	CheatRate      float64
 	CanaryRate     float64
