@@ -23,7 +23,13 @@ const (
 )
 
 var policies = map[string]func() policy{
-	PolicyIdlegrid:    func() policy { return newMarket(marketIdlegrid) },
+	PolicyIdlegrid: func() policy { return newMarket(marketIdlegrid) },
+	PolicyNode:     func() policy { return newNodeMarket(DefaultNodePolicy()) },
+	PolicyNodeWait: func() policy {
+		np := DefaultNodePolicy()
+		np.UnfilledAtOnce = false
+		return newNodeMarket(np)
+	},
 	PolicyPriceOnly:   func() policy { return newMarket(marketPriceOnly) },
 	PolicyBounded:     func() policy { m := newMarket(marketIdlegrid); m.bounded = true; return m },
 	PolicyLegacy:      func() policy { return newMarket(marketLegacy) },
@@ -36,7 +42,7 @@ var policies = map[string]func() policy{
 
 // AllPolicies lists the policies in report order.
 func AllPolicies() []string {
-	return []string{PolicyIdlegrid, PolicyBounded, PolicyPriceOnly, PolicyLegacy, PolicyPosted, PolicyGreedy, PolicyRandom, PolicyClairvoyant}
+	return []string{PolicyIdlegrid, PolicyNode, PolicyBounded, PolicyPriceOnly, PolicyLegacy, PolicyPosted, PolicyGreedy, PolicyRandom, PolicyClairvoyant}
 }
 
 type order int

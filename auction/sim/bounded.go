@@ -20,9 +20,6 @@ import (
 // digestRefresh is the digest re-gossip timer (the record republish timer).
 const digestRefresh = 10 * 60
 
-// boundedWantBids is the RFQ's want_bids over all its shards.
-const boundedWantBids = auction.DefaultWantBids
-
 type digestEntry struct {
 	d    *auction.Digest
 	free int
@@ -100,11 +97,12 @@ func (v *bidView) digest(w *World, i int) (*auction.Digest, error) {
 	return d, nil
 }
 
-// bidders returns which of cands bid on rfq, and how many providers the
+// bidders returns which of cands bid on rfq, which asks for wantBids
+// bids over all its shards, and how many providers the
 // digests showed as feasible (the bids "everyone bids" would draw). With
 // verify, every provider also decides alone with auction.ShouldBid, and
 // any disagreement with auction.SelectBidders is an error.
-func (v *bidView) bidders(w *World, rfq *auction.RFQ, rfqID string, cands []*provider, verify bool) ([]*provider, int, error) {
+func (v *bidView) bidders(w *World, rfq *auction.RFQ, rfqID string, cands []*provider, wantBids int, verify bool) ([]*provider, int, error) {
 	r := *rfq
 	if r.Runtime == "" {
 		r.Runtime = auction.RuntimeDocker // what Quote assumes for an empty one
@@ -135,7 +133,7 @@ func (v *bidView) bidders(w *World, rfq *auction.RFQ, rfqID string, cands []*pro
 	if len(shards) == 0 {
 		return nil, 0, nil
 	}
-	r.WantBids = uint32((boundedWantBids + len(shards) - 1) / len(shards))
+	r.WantBids = uint32((wantBids + len(shards) - 1) / len(shards))
 	picked := map[int]bool{}
 	feasible := 0
 	for _, s := range shards {

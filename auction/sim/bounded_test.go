@@ -2,6 +2,8 @@ package sim
 
 import (
 	"testing"
+
+	"github.com/idlegrid/idlegrid/auction"
 )
 
 // TestBoundedBiddingCostsNothing is issue 12's claim on a small market:
@@ -31,7 +33,7 @@ func TestBoundedBiddingCostsNothing(t *testing.T) {
 		every.CostUSD.Mean, every.Fill.Mean, every.BidsPerRFQ.Mean,
 		bounded.CostUSD.Mean, bounded.Fill.Mean, bounded.BidsPerRFQ.Mean, bounded.FeasiblePerRFQ.Mean)
 	// The proof is empty unless bounding cuts bids.
-	if bounded.BidsPerRFQ.Mean > every.BidsPerRFQ.Mean/2 || bounded.BidsPerRFQ.Mean > 2*boundedWantBids {
+	if bounded.BidsPerRFQ.Mean > every.BidsPerRFQ.Mean/2 || bounded.BidsPerRFQ.Mean > 2*auction.DefaultWantBids {
 		t.Errorf("bounded drew %.1f bids per RFQ against %.1f: the fixture does not bound anything", bounded.BidsPerRFQ.Mean, every.BidsPerRFQ.Mean)
 	}
 	for _, m := range res.Runs {

@@ -38,6 +38,17 @@ type Config struct {
 	// uniformly drawn point of it; the job then reruns from scratch.
 	FlakyShare    float64
 	FlakyFailProb float64
+	// CheaterShare of providers return a wrong result for CheatRate of
+	// their leases (exit 0, paid, indistinguishable from a right one);
+	// the renter re-runs CanaryRate of its completed jobs on a second
+	// provider (auction.CanaryDue, as the node's market.canary_rate), and
+	// a mismatch excludes the liar ExclusionDelay later (cheat.go). Zero
+	// CheatRate and ExclusionDelay take DefaultCheatRate and
+	// DefaultExclusionDelay.
+	CheaterShare   float64
+	CheatRate      float64
+	CanaryRate     float64
+	ExclusionDelay time.Duration
 	// Calendars gives every provider a weekday calendar (8-20 UTC at
 	// 1.2x, Mon-Fri), so peak pricing and gap discounts take part.
 	Calendars bool
@@ -81,6 +92,12 @@ func (c *Config) fill() {
 	if c.FlakyFailProb == 0 {
 		c.FlakyFailProb = 0.3
 	}
+	if c.CheatRate == 0 {
+		c.CheatRate = DefaultCheatRate
+	}
+	if c.ExclusionDelay == 0 {
+		c.ExclusionDelay = DefaultExclusionDelay
+	}
 	if c.Pricing == "" {
 		c.Pricing = auction.PayBid
 	}
@@ -110,6 +127,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("sim: floor spread %v: must be within 0..1", c.FloorSpread)
 	case c.FlakyShare < 0 || c.FlakyShare > 1 || c.FlakyFailProb < 0 || c.FlakyFailProb > 1:
 		return fmt.Errorf("sim: flaky share %v, fail probability %v: must be within 0..1", c.FlakyShare, c.FlakyFailProb)
+	case c.CheaterShare < 0 || c.CheaterShare > 1 || c.CheatRate < 0 || c.CheatRate > 1 || c.CanaryRate < 0 || c.CanaryRate > 1:
+		return fmt.Errorf("sim: cheater share %v, cheat rate %v, canary rate %v: must be within 0..1", c.CheaterShare, c.CheatRate, c.CanaryRate)
+	case c.ExclusionDelay < 0:
+		return fmt.Errorf("sim: exclusion delay %v: must not be negative", c.ExclusionDelay)
 	case c.PoolScale < 0 || c.TimeScale < 0 || c.MaxPriceFactor < 1:
 		return fmt.Errorf("sim: pool scale %v, time scale %v must be positive, max price factor %v at least 1",
 			c.PoolScale, c.TimeScale, c.MaxPriceFactor)

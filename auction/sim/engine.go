@@ -61,12 +61,27 @@ type replay struct {
 	ev     events
 	seq    int
 	leases []*lease
+	// canaries are the canary runs started (cheat.go); deterministic
+	// counts the renter's completed jobs that could be canaried.
+	canaries      []*jobState
+	deterministic uint64
+	// firstWait is how long a new job (or canary) waits for a plan and
+	// rerunWait how long failed work does, in seconds (-1: a failed run
+	// fails its job); both Config.MaxWait unless the policy sets them.
+	firstWait, rerunWait int64
+	// avoidFailed: failed work avoids the provider that failed it (the
+	// node's re-auction).
+	avoidFailed bool
 }
 
 // runReplay replays cfg's jobs under pol for one seed.
 func runReplay(cfg *Config, seed uint64, pol policy) (*replay, error) {
-	r := &replay{w: newWorld(cfg, seed), pol: pol}
+	wait := int64(cfg.MaxWait / time.Second)
+	r := &replay{w: newWorld(cfg, seed), pol: pol, firstWait: wait, rerunWait: wait}
 	r.jobs = r.w.newJobs()
+	if s, ok := pol.(interface{ setup(*replay) }); ok {
+		s.setup(r)
+	}
 	for _, j := range r.jobs {
 		r.push(event{at: j.arrival, kind: evArrive, job: j})
 	}
@@ -180,7 +195,8 @@ func (r *replay) start(j *jobState, takes []Take) error {
 	run := make([]*lease, 0, len(takes))
 	for _, t := range takes {
 		p := w.provs[t.Prov]
-		l := &lease{job: j, prov: t.Prov, gpus: t.GPUs, priceMicro: t.PriceMicro, floorMicro: p.floor(j.Tier), start: now, end: end}
+		l := &lease{job: j, prov: t.Prov, gpus: t.GPUs, priceMicro: t.PriceMicro, floorMicro: p.floor(j.Tier), start: now, end: end,
+			wrong: w.cheatDraw(j, p)}
 		if failAt >= 0 {
 			l.end, l.failed, l.culprit = failAt, true, t.Prov == culprit
 		}
@@ -201,7 +217,8 @@ func (r *replay) start(j *jobState, takes []Take) error {
 }
 
 // end frees a run's GPUs, tells the renter's reputation fold how each
-// lease ended and requeues the job of a failed run.
+// lease ended, requeues the job of a failed run and hands a finished one
+// to the renter's canary check.
 func (r *replay) end(run []*lease) {
 	w := r.w
 	for _, l := range run {
@@ -219,18 +236,33 @@ func (r *replay) end(run []*lease) {
 		case l.failed:
 			state = reputation.StateCancelledByRenter
 		}
+		kind := "job"
+		if l.job.canaryOf != nil {
+			kind = "canary"
+		}
 		w.rep.Add(reputation.Outcome{
-			Lease: fmt.Sprintf("%d/%d/%d", l.job.ID, l.job.attempt, l.prov), Provider: p.cap.Peer,
+			Lease: fmt.Sprintf("%s/%d/%d/%d", kind, l.job.ID, l.job.attempt, l.prov), Provider: p.cap.Peer,
 			EndedAt: epoch.Add(time.Duration(l.end) * time.Second), State: state,
 			GPUHours: float64(len(l.gpus)) * float64(l.job.DurationSec) / 3600,
 		})
 	}
-	if run[0].failed {
-		j := run[0].job
-		j.attempt++
-		j.deadline = w.now + int64(w.cfg.MaxWait/time.Second)
-		r.enqueue(j)
+	if !run[0].failed {
+		r.finished(run)
+		return
 	}
+	j := run[0].job
+	j.attempt++
+	for _, l := range run {
+		if l.culprit && r.avoidFailed {
+			j.avoid = append(j.avoid, l.prov)
+		}
+	}
+	if r.rerunWait < 0 {
+		j.dropped = true
+		return
+	}
+	j.deadline = w.now + r.rerunWait
+	r.enqueue(j)
 }
 
 // nowTime is the replay's clock as a time.

@@ -32,10 +32,14 @@ type market struct {
 	noReserve bool
 	rep       map[string]float64
 	byPeer    map[string]*provider
+	// wantBids is the bounded RFQ's want_bids over all its shards; node
+	// is the node's defaults for the idlegrid-node row (node.go).
+	wantBids int
+	node     *NodePolicy
 }
 
 func newMarket(k marketKind) *market {
-	m := &market{kind: k, rep: map[string]float64{}, byPeer: map[string]*provider{}}
+	m := &market{kind: k, rep: map[string]float64{}, byPeer: map[string]*provider{}, wantBids: auction.DefaultWantBids}
 	switch k {
 	case marketIdlegrid:
 		m.weights = auction.DefaultWeights()
@@ -61,6 +65,9 @@ const indexAlpha = 0.05
 func (m *market) place(w *World, j *jobState) ([]Take, error) {
 	now := w.nowTime()
 	rfqID := fmt.Sprintf("rfq-%d-%d", j.ID, j.attempt)
+	if j.canaryOf != nil {
+		rfqID = "canary-" + rfqID
+	}
 	rfq := &auction.RFQ{
 		V: auction.MessagesVersion, Renter: "renter", JobCID: rfqID, IssuedAtMs: now.UnixMilli(),
 		Resources: auction.Resources{GPUs: uint32(j.GPUs), Models: j.Models},
@@ -69,15 +76,21 @@ func (m *market) place(w *World, j *jobState) ([]Take, error) {
 		Pricing: w.cfg.Pricing,
 	}
 	pol := w.cfg.Bid
+	if m.node != nil {
+		pol = m.node.Bid
+	}
 	if m.kind == marketLegacy {
 		pol.ScarcityK = 0
 	}
 	m.bids = m.bids[:0]
 	clear(m.rep)
 	// idlegrid scores newcomers like the market they join (see
-	// reputation.Running.Overall); the legacy market used the fixed prior.
+	// reputation.Running.Overall); the legacy market and the node use the
+	// fixed prior.
 	prior := w.cfg.Reputation.Prior
-	if m.kind == marketIdlegrid {
+	if m.node != nil {
+		prior = m.node.Reputation.Prior
+	} else if m.kind == marketIdlegrid {
 		prior = w.rep.Overall(now)
 	}
 	// The market signal is the busy share of every GPU that could serve
@@ -99,7 +112,7 @@ func (m *market) place(w *World, j *jobState) ([]Take, error) {
 			m.view = v
 		}
 		var err error
-		if cands, feasible, err = m.view.bidders(w, rfq, rfqID, cands, w.cfg.VerifyBidders); err != nil {
+		if cands, feasible, err = m.view.bidders(w, rfq, rfqID, cands, m.wantBids, w.cfg.VerifyBidders); err != nil {
 			return nil, err
 		}
 	}

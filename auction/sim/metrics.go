@@ -16,8 +16,11 @@ type Metrics struct {
 	// CostOverBound the ratio.
 	BoundUSD      float64 `json:"bound_usd"`
 	CostOverBound float64 `json:"cost_over_bound"`
-	// Fill is GPU-hours of completed jobs over GPU-hours requested.
-	Fill float64 `json:"fill"`
+	// Fill is GPU-hours of completed jobs over GPU-hours requested, and
+	// CostPerGPUHour CostUSD over those completed GPU-hours: the price of
+	// the work done, so policies that place different work compare.
+	Fill           float64 `json:"fill"`
+	CostPerGPUHour float64 `json:"cost_per_gpu_hour"`
 	// Queueing delay of completed jobs, arrival to the start of the run
 	// that finished, in minutes; Constrained is for jobs that accept only
 	// some models.
@@ -48,12 +51,27 @@ type Metrics struct {
 	FeasiblePerRFQ float64 `json:"feasible_per_rfq,omitempty"`
 	Leases         int     `json:"leases"`
 	Failures       int     `json:"failed_runs"`
+	// Cheating (cheat.go): the cheaters and how many a canary caught;
+	// of the completed jobs, the share whose run had a cheater, the share
+	// that returned a wrong result and the share of wrong results the
+	// renter kept, in all and after its first 200 jobs. Canaries are the
+	// canary runs started, CanaryUSD what their leases cost and
+	// CanaryShare that over what the jobs themselves cost.
+	Cheaters           int     `json:"cheaters,omitempty"`
+	Caught             int     `json:"caught,omitempty"`
+	CheaterWork        float64 `json:"cheater_work,omitempty"`
+	WrongShare         float64 `json:"wrong_share,omitempty"`
+	WrongAccepted      float64 `json:"wrong_accepted,omitempty"`
+	WrongAcceptedAfter float64 `json:"wrong_accepted_after_200,omitempty"`
+	Canaries           int     `json:"canaries,omitempty"`
+	CanaryUSD          float64 `json:"canary_usd,omitempty"`
+	CanaryShare        float64 `json:"canary_share,omitempty"`
 }
 
 // measure computes r's metrics (all but the bound).
 func (r *replay) measure(name string) Metrics {
 	m := Metrics{Policy: name, Seed: r.w.seed}
-	var paid, floor, busyGPUh float64
+	var paid, floor, busyGPUh, canaryUSD float64
 	var horizon int64
 	atMax := 0
 	for _, l := range r.leases {
@@ -65,6 +83,9 @@ func (r *replay) measure(name string) Metrics {
 		horizon = max(horizon, l.end)
 		if l.priceMicro >= l.job.maxPrice {
 			atMax++
+		}
+		if l.job.canaryOf != nil {
+			canaryUSD += c
 		}
 		if l.failed {
 			m.FailedUSD += c
@@ -86,6 +107,7 @@ func (r *replay) measure(name string) Metrics {
 		}
 	}
 	m.CostUSD = paid
+	r.cheatMetrics(&m, paid, canaryUSD)
 	if floor > 0 {
 		m.PriceOverFloor = paid / floor
 	}
@@ -111,6 +133,9 @@ func (r *replay) measure(name string) Metrics {
 	}
 	if req > 0 {
 		m.Fill = placed / req
+	}
+	if placed > 0 {
+		m.CostPerGPUHour = paid / placed
 	}
 	if len(r.jobs) > 0 {
 		m.Unplaced = float64(undone) / float64(len(r.jobs))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -35,6 +36,12 @@ type Summary struct {
 	FailedShare            Stat   `json:"failed_share"`
 	BidsPerRFQ             Stat   `json:"bids_per_rfq"`
 	FeasiblePerRFQ         Stat   `json:"feasible_per_rfq"`
+	CostPerGPUHour         Stat   `json:"cost_per_gpu_hour"`
+	WrongAccepted          Stat   `json:"wrong_accepted"`
+	WrongAcceptedAfter     Stat   `json:"wrong_accepted_after_200"`
+	CanaryShare            Stat   `json:"canary_share"`
+	Caught                 Stat   `json:"caught"`
+	Cheaters               Stat   `json:"cheaters"`
 }
 
 // Run replays cfg: every policy on every seed.
@@ -90,19 +97,21 @@ func runOne(cfg *Config, seed uint64, name string) (Metrics, *World, error) {
 
 func summarize(name string, runs []Metrics) Summary {
 	s := Summary{Policy: name}
-	var f [13][]float64
+	var f [19][]float64
 	for _, m := range runs {
 		if m.Policy != name {
 			continue
 		}
 		s.Seeds++
 		for i, x := range []float64{m.CostUSD, m.CostOverBound, m.Fill, m.DelayP50Min, m.DelayP95Min,
-			m.ConstrainedDelayP95Min, m.Unplaced, m.Utilization, m.PriceOverFloor, m.FailedUSD, m.FailedShare, m.BidsPerRFQ, m.FeasiblePerRFQ} {
+			m.ConstrainedDelayP95Min, m.Unplaced, m.Utilization, m.PriceOverFloor, m.FailedUSD, m.FailedShare, m.BidsPerRFQ, m.FeasiblePerRFQ,
+			m.WrongAccepted, m.WrongAcceptedAfter, m.CanaryShare, float64(m.Caught), float64(m.Cheaters), m.CostPerGPUHour} {
 			f[i] = append(f[i], x)
 		}
 	}
 	for i, dst := range []*Stat{&s.CostUSD, &s.CostOverBound, &s.Fill, &s.DelayP50Min, &s.DelayP95Min,
-		&s.ConstrainedDelayP95Min, &s.Unplaced, &s.Utilization, &s.PriceOverFloor, &s.FailedUSD, &s.FailedShare, &s.BidsPerRFQ, &s.FeasiblePerRFQ} {
+		&s.ConstrainedDelayP95Min, &s.Unplaced, &s.Utilization, &s.PriceOverFloor, &s.FailedUSD, &s.FailedShare, &s.BidsPerRFQ, &s.FeasiblePerRFQ,
+		&s.WrongAccepted, &s.WrongAcceptedAfter, &s.CanaryShare, &s.Caught, &s.Cheaters, &s.CostPerGPUHour} {
 		*dst = stat(f[i])
 	}
 	return s
@@ -119,16 +128,58 @@ func (res Result) WriteJSON(w io.Writer) error {
 func (res Result) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "%d jobs, %d providers, %d GPUs\n", res.Jobs, res.Providers, res.GPUs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	cols := []string{"policy", "seeds", "cost USD", "cost/LB", "fill", "delay p50 min", "delay p95 min",
-		"constr. p95 min", "unplaced", "util", "paid/floor", "failed USD", "failed share", "bids/RFQ"}
+	cols := []string{"policy", "seeds", "cost USD", "cost/LB", "fill", "USD/GPU-h", "delay p50 min", "delay p95 min",
+		"constr. p95 min", "unplaced", "util", "paid/floor", "failed USD", "failed share", "bids/RFQ",
+		"wrong kept", "wrong kept >200", "canary cost", "caught"}
 	fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
 	for _, s := range res.Summary {
 		pm := func(x Stat, f string) string { return fmt.Sprintf(f+" ±"+f, x.Mean, x.SD) }
 		fmt.Fprintln(tw, strings.Join([]string{s.Policy, fmt.Sprint(s.Seeds),
-			pm(s.CostUSD, "%.0f"), pm(s.CostOverBound, "%.3f"), pm(s.Fill, "%.3f"),
+			pm(s.CostUSD, "%.0f"), pm(s.CostOverBound, "%.3f"), pm(s.Fill, "%.3f"), pm(s.CostPerGPUHour, "%.3f"),
 			pm(s.DelayP50Min, "%.1f"), pm(s.DelayP95Min, "%.0f"), pm(s.ConstrainedDelayP95Min, "%.0f"),
 			pm(s.Unplaced, "%.3f"), pm(s.Utilization, "%.3f"), pm(s.PriceOverFloor, "%.3f"),
-			pm(s.FailedUSD, "%.0f"), pm(s.FailedShare, "%.3f"), pm(s.BidsPerRFQ, "%.1f")}, "\t")+"\t")
+			pm(s.FailedUSD, "%.0f"), pm(s.FailedShare, "%.3f"), pm(s.BidsPerRFQ, "%.1f"),
+			pm(s.WrongAccepted, "%.4f"), pm(s.WrongAcceptedAfter, "%.4f"), pm(s.CanaryShare, "%.3f"),
+			fmt.Sprintf("%.1f/%.1f", s.Caught.Mean, s.Cheaters.Mean)}, "\t")+"\t")
 	}
 	return tw.Flush()
+}
+
+// WriteSeedTable writes one row per policy and seed, at equal work: cost,
+// fill, cost per placed GPU-hour and that over greedy's on the same seed
+// (when greedy ran), so a policy that pays less by placing less shows it.
+func (res Result) WriteSeedTable(w io.Writer) error {
+	greedy := map[uint64]float64{}
+	for _, m := range res.Runs {
+		if m.Policy == PolicyGreedy {
+			greedy[m.Seed] = m.CostPerGPUHour
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tseed\tcost USD\tfill\tunplaced\tUSD/GPU-h\tvs greedy\tfailed USD\t")
+	for _, name := range uniquePolicies(res.Runs) {
+		for _, m := range res.Runs {
+			if m.Policy != name {
+				continue
+			}
+			vs := "-"
+			if g := greedy[m.Seed]; g > 0 {
+				vs = fmt.Sprintf("%.3f", m.CostPerGPUHour/g)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.4f\t%.3f\t%.3f\t%s\t%.0f\t\n",
+				m.Policy, m.Seed, m.CostUSD, m.Fill, m.Unplaced, m.CostPerGPUHour, vs, m.FailedUSD)
+		}
+	}
+	return tw.Flush()
+}
+
+// uniquePolicies lists the policies of runs in their first order.
+func uniquePolicies(runs []Metrics) []string {
+	var out []string
+	for _, m := range runs {
+		if !slices.Contains(out, m.Policy) {
+			out = append(out, m.Policy)
+		}
+	}
+	return out
 }

@@ -76,6 +76,9 @@ func TestTenJobBaselines(t *testing.T) {
 		if m.BoundUSD < 13+10+0.5-1e-6 || m.BoundUSD > 32.5+1e-6 {
 			t.Errorf("%s: bound %v outside [23.5, 32.5]", m.Policy, m.BoundUSD)
 		}
+		if want := m.CostUSD / (requested - 11); math.Abs(m.CostPerGPUHour-want) > 1e-9 {
+			t.Errorf("%s: cost per placed GPU-hour %v, want %v", m.Policy, m.CostPerGPUHour, want)
+		}
 		if math.Abs(m.Unplaced-0.1) > 1e-9 || math.Abs(m.Fill-(requested-11)/requested) > 1e-9 || m.DelayP95Min != 0 {
 			t.Errorf("%s: unplaced %v fill %v delay %v, want 0.1, %v, 0", m.Policy, m.Unplaced, m.Fill, m.DelayP95Min, (requested-11)/requested)
 		}

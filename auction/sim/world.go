@@ -27,6 +27,10 @@ type provider struct {
 	free  int
 	uuid  map[string]int // GPU UUID -> index in cap.GPUs
 	flaky bool
+	// cheater returns wrong results (Config.CheatRate of its leases);
+	// excludedAt is when a wrong-result proof excludes it (-1: never).
+	cheater    bool
+	excludedAt int64
 	// minPriceFactor is the lowest price a bid can reach relative to its
 	// tier floor (the gap discount on a calendar), for the lower bound.
 	minPriceFactor float64
@@ -48,6 +52,19 @@ type jobState struct {
 	done     bool
 	started  int64 // start of the successful run
 	dropped  bool
+	// order is the job's place in arrival order (the renter's n-th job).
+	order int
+	// canaryOf is the job a canary run checks (nil for the trace's jobs);
+	// avoid are providers the job must not use: a canary's origin's, and
+	// in the node's row those whose failure it is re-auctioned after.
+	canaryOf *jobState
+	avoid    []int
+	// liars are the providers of the completed run that returned a wrong
+	// result, and wrong says there were some; rejected: a canary showed
+	// the renter so, and it did not keep that result. onCheater: the run
+	// had a cheater among its providers.
+	liars                      []int
+	wrong, rejected, onCheater bool
 }
 
 // lease is one provider's part of one run of a job.
@@ -60,6 +77,7 @@ type lease struct {
 	start, end int64
 	failed     bool // the run ended in a failure
 	culprit    bool // this member caused it
+	wrong      bool // this member returned a wrong result (a cheater's lie)
 }
 
 // World is what a policy sees: the providers and their free GPUs, the
@@ -105,10 +123,12 @@ func newWorld(cfg *Config, seed uint64) *World {
 		rep: reputation.NewRunning(cfg.Reputation), rng: rand.New(rand.NewPCG(seed, 0xa11)), index: map[string]float64{},
 	}
 	flakyRng := rand.New(rand.NewPCG(seed, 0xf1a))
+	cheatRng := rand.New(rand.NewPCG(seed, 0xc4ea7))
 	for i, nd := range nodes {
 		ref := float64(cfg.Prices.Price(nd.Model))
 		silver := ref * (1 + cfg.FloorSpread*(2*rng.Float64()-1))
-		p := &provider{idx: i, free: nd.GPUs, uuid: map[string]int{}, flaky: flakyRng.Float64() < cfg.FlakyShare, minPriceFactor: 1}
+		p := &provider{idx: i, free: nd.GPUs, uuid: map[string]int{}, flaky: flakyRng.Float64() < cfg.FlakyShare, minPriceFactor: 1,
+			cheater: cheatRng.Float64() < cfg.CheaterShare, excludedAt: -1}
 		c := &auction.Capacity{
 			V: auction.CapacityVersion, Peer: fmt.Sprintf("p%04d", i),
 			Host:     auction.Host{CPUCores: 1 << 16, RAMMiB: 1 << 30, DiskGiB: 1 << 20},
@@ -177,6 +197,9 @@ func (w *World) newJobs() []*jobState {
 		out = append(out, js)
 	}
 	slices.SortStableFunc(out, func(a, b *jobState) int { return cmp.Compare(a.arrival, b.arrival) })
+	for i, j := range out {
+		j.order = i
+	}
 	return out
 }
 
@@ -189,12 +212,14 @@ func (w *World) freeFor(j *jobState) int {
 	return n
 }
 
-// candidates lists providers with free GPUs j may use, by index.
+// candidates lists providers with free GPUs j may use, by index: not
+// excluded by a wrong-result proof, nor one j avoids.
 func (w *World) candidates(j *jobState) []*provider {
 	var out []*provider
 	for _, m := range j.allowed {
 		for _, i := range w.byModel[m] {
-			if w.provs[i].free > 0 {
+			p := w.provs[i]
+			if p.free > 0 && !p.excluded(w.now) && !slices.Contains(j.avoid, i) {
 				out = append(out, w.provs[i])
 			}
 		}

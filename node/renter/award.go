@@ -208,6 +208,10 @@ func lossSummary(plan auction.Plan) string {
 	return "; bids lost: " + strings.Join(parts, ", ")
 }
 
+// MatchWeights are the matcher weights of every award; auction/sim's
+// idlegrid-node row replays the same (a test in package node checks).
+func MatchWeights() auction.Weights { return auction.DefaultWeights() }
+
 func (ar *awarder) matchInput(rfq *auction.RFQ, rfqID string, bids []*auction.Bid) auction.MatchInput {
 	// Measured RTTs are used only where the RFQ makes RTT matter (a bound
 	// or near regions): that is where the award waited for the pings. In
@@ -228,7 +232,7 @@ func (ar *awarder) matchInput(rfq *auction.RFQ, rfqID string, bids []*auction.Bi
 	return auction.MatchInput{
 		RFQ: rfq, RFQID: rfqID, Bids: bids,
 		Reputation: ar.rep.Scores(), Prior: ar.reliabilityPrior,
-		RTT: rtt, Now: ar.now(), Weights: auction.DefaultWeights(), Terms: &ar.terms,
+		RTT: rtt, Now: ar.now(), Weights: MatchWeights(), Terms: &ar.terms,
 	}
 }
 

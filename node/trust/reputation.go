@@ -50,9 +50,16 @@ func (r *ReputationBook) remember(id string, rc reputation.Receipt) {
 }
 
 func newReputationBook(t *Trust) *ReputationBook {
+	return &ReputationBook{t: t, cfg: ReputationConfig(t.cfg.ReliabilityPrior), now: t.now}
+}
+
+// ReputationConfig is the fold of a node whose market.reliability_prior
+// is prior; auction/sim's idlegrid-node row replays the same (a test in
+// package node checks).
+func ReputationConfig(prior float64) reputation.Config {
 	cfg := reputation.DefaultConfig()
-	cfg.Prior = t.cfg.ReliabilityPrior
-	return &ReputationBook{t: t, cfg: cfg, now: t.now}
+	cfg.Prior = prior
+	return cfg
 }
 
 // Invalidate makes the next read fold the evidence again.

@@ -44,8 +44,9 @@ type simFlags struct {
 	offset, limit, providers            int
 	poolScale, timeScale                float64
 	flaky, flakyFail, spread            float64
-	maxWait                             time.Duration
-	calendars, asJSON                   bool
+	cheaters, cheatRate, canaryRate     float64
+	maxWait, exclusionDelay             time.Duration
+	calendars, asJSON, perSeed          bool
 	sample                              bool // the built-in sample, not files
 	pricing, seeds, policies            string
 }
@@ -84,6 +85,11 @@ func newSimCmd(g *globals) *cobra.Command {
 	fl.Float64Var(&f.timeScale, "time-scale", 1, "divides arrival times (2: jobs arrive twice as fast)")
 	fl.Float64Var(&f.flaky, "flaky", 0, "share of providers that fail leases")
 	fl.Float64Var(&f.flakyFail, "flaky-fail", 0.3, "failure probability of a flaky provider's lease")
+	fl.Float64Var(&f.cheaters, "cheaters", 0.1, "share of providers that return wrong results")
+	fl.Float64Var(&f.cheatRate, "cheat-rate", sim.DefaultCheatRate, "share of a cheater's leases whose result is wrong")
+	fl.Float64Var(&f.canaryRate, "canary-rate", sim.DefaultNodePolicy().CanaryRate, "share of the renter's completed jobs re-run on a second provider to check (market.canary_rate)")
+	f.exclusionDelay = sim.DefaultExclusionDelay
+	fl.Var((*durationValue)(&f.exclusionDelay), "exclusion-delay", "time from a caught lie to the liar's exclusion on every node")
 	f.maxWait = 24 * time.Hour
 	fl.Var((*durationValue)(&f.maxWait), "max-wait", "how long a job waits before it counts as unplaced, e.g. 24h or 2d")
 	fl.BoolVar(&f.calendars, "calendars", false, "give providers weekday peak calendars")
@@ -91,6 +97,7 @@ func newSimCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.seeds, "seeds", "1,2,3,4,5", "comma-separated seeds")
 	fl.StringVar(&f.policies, "policies", "", "comma-separated policies (default all: "+strings.Join(sim.AllPolicies(), ",")+")")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON instead of a table")
+	fl.BoolVar(&f.perSeed, "per-seed", false, "after the table, one row per policy and seed at equal work (cost per placed GPU-hour, against greedy's)")
 	cmd.AddCommand(newSimScaleCmd(g))
 	return cmd
 }
@@ -146,6 +153,7 @@ func runSim(out io.Writer, f simFlags) error {
 		Jobs: sim.Window(jobs, f.offset, f.limit), Nodes: nodes, Prices: prices,
 		Providers: f.providers, PoolScale: f.poolScale, TimeScale: f.timeScale,
 		FloorSpread: f.spread, FlakyShare: f.flaky, FlakyFailProb: f.flakyFail, MaxWait: f.maxWait, Calendars: f.calendars,
+		CheaterShare: f.cheaters, CheatRate: f.cheatRate, CanaryRate: f.canaryRate, ExclusionDelay: f.exclusionDelay,
 	}
 	var err error
 	if cfg.Pricing, err = sim.ParsePricing(f.pricing); err != nil {
@@ -168,7 +176,11 @@ func runSim(out io.Writer, f simFlags) error {
 	if f.asJSON {
 		return res.WriteJSON(out)
 	}
-	return res.WriteTable(out)
+	if err := res.WriteTable(out); err != nil || !f.perSeed {
+		return err
+	}
+	fmt.Fprintln(out)
+	return res.WriteSeedTable(out)
 }
 
 // readFile reads a trace file, or one of the built-in sample's.

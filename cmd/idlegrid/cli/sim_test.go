@@ -13,11 +13,11 @@ func TestSimBuiltInSample(t *testing.T) {
 	t.Chdir(t.TempDir())
 	var out, errOut bytes.Buffer
 	root := NewRoot(&out, &errOut)
-	root.SetArgs([]string{"sim", "--seeds", "1", "--policies", "idlegrid", "--limit", "200"})
+	root.SetArgs([]string{"sim", "--seeds", "1", "--policies", "idlegrid", "--limit", "200", "--per-seed"})
 	if err := root.Execute(); err != nil {
 		t.Fatalf("sim: %v\n%s", err, errOut.String())
 	}
-	if !strings.Contains(out.String(), "200 jobs, 33 providers, 160 GPUs") || !strings.Contains(errOut.String(), "built-in sample") {
+	if !strings.Contains(out.String(), "200 jobs, 33 providers, 160 GPUs") || !strings.Contains(out.String(), "USD/GPU-h") || !strings.Contains(errOut.String(), "built-in sample") {
 		t.Errorf("sim on the sample:\n%s\n%s", out.String(), errOut.String())
 	}
 	root = NewRoot(&out, &errOut)
