@@ -104,6 +104,14 @@ func (t LeaseTerms) Allowance() time.Duration {
 	return max(t.Window(), t.VoucherInterval()) + t.Grace()
 }
 
+// PrepareAllowance is how long a provider may take from its acceptance to
+// the lease's `started` chain event (fetching the spec, pulling an image,
+// creating the workload) before the renter stops waiting for telemetry.
+// The allowance for missing telemetry counts from that event, as the
+// provider's for missing payments counts from the work's start. It is a
+// protocol constant, not a term: both sides know it without agreeing it.
+const PrepareAllowance = 15 * time.Minute
+
 // Prepaid is how much of the work the renter pays before it is done.
 func (t LeaseTerms) Prepaid() time.Duration { return time.Duration(t.Prepay) * t.VoucherInterval() }
 

@@ -76,8 +76,13 @@ type payer struct {
 	seq          uint64 // vouchers sent
 	coveredMs    int64  // what the last voucher covers
 	undelivered  []byte // the last voucher, until the provider acknowledged it
-	lastWindow   time.Time
-	stopped      string // why payments stopped ("" while paying)
+	// lastWindow is when the last telemetry window arrived or, before
+	// any, when the lease's `started` event did (or the payer began).
+	lastWindow time.Time
+	// started: the chain showed the lease's `started` event. Until then
+	// the provider is preparing and gets auction.PrepareAllowance more.
+	started bool
+	stopped string // why payments stopped ("" while paying)
 	// unhealthySince is when the service lease was first seen unhealthy.
 	unhealthySince time.Time
 }
@@ -182,8 +187,12 @@ func (py *payer) ended() bool {
 
 // checkLate stops the payments once telemetry is late beyond the grace.
 func (py *payer) checkLate(late time.Duration) {
-	if py.stopped == "" && py.d.now().Sub(py.lastWindow) > late && !py.ended() {
-		py.stop(fmt.Sprintf("no telemetry from the provider for %s", py.d.now().Sub(py.lastWindow).Round(time.Second)))
+	what, wait := "no telemetry from the provider", late
+	if !py.started {
+		what, wait = "the provider has not started the work", late+auction.PrepareAllowance
+	}
+	if py.stopped == "" && py.d.now().Sub(py.lastWindow) > wait && !py.ended() {
+		py.stop(fmt.Sprintf("%s for %s", what, py.d.now().Sub(py.lastWindow).Round(time.Second)))
 	}
 	py.checkUnhealthy(late)
 }
@@ -214,9 +223,15 @@ func (py *payer) entry(ctx context.Context, raw []byte) {
 	py.entries = append(py.entries, raw)
 	py.next = e.Seq + 1
 	py.checkDoubleLease(ctx, e)
+	if j := e.Job; j != nil && j.Lease == py.l.ID && j.Event == attest.JobStarted && !py.started {
+		// The work starts here: telemetry is due an allowance from now,
+		// however long the provider took to prepare.
+		py.started, py.lastWindow = true, py.d.now()
+	}
 	if e.Telemetry == nil {
 		return
 	}
+	py.started = true
 	py.lastWindow = py.d.now()
 	if py.stopped != "" {
 		return
