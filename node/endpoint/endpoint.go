@@ -46,7 +46,8 @@ type Deps struct {
 }
 
 // failBackoff is how long a replica that failed a connection is passed
-// over while another can take the request.
+// over while another can take the request, doubling with each failure in
+// a row up to 16 times.
 const failBackoff = 2 * time.Second
 
 // ErrNoReplica: no replica could take the request.
@@ -73,6 +74,7 @@ type replica struct {
 	Replica
 	transport   *http.Transport
 	inFlight    int // under Endpoint.mu
+	fails       int // failures in a row, under Endpoint.mu
 	failedUntil time.Time
 	rec         recorder
 }
@@ -203,9 +205,14 @@ func (e *Endpoint) release(r *replica, failed bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	r.inFlight--
-	if failed {
-		r.failedUntil = e.deps.Clock().Add(failBackoff)
+	if !failed {
+		r.fails = 0
+		return
 	}
+	// A replica that keeps failing (its provider gone, until the renter
+	// replaces it) is tried less and less often.
+	r.fails++
+	r.failedUntil = e.deps.Clock().Add(failBackoff << min(r.fails-1, 4))
 }
 
 // ServiceStats are the service's totals and each replica's stats.

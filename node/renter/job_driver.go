@@ -42,6 +42,8 @@ type jobDriverDeps struct {
 	// overturn records a completed lease unverified when its replicas
 	// show its output wrong (completionVerifier.overturn).
 	overturn func(l *store.Lease, reason string)
+	// slots are the replicated services' leases by slot (service_replicas.go).
+	slots *replicaSlots
 }
 
 // jobDriver carries a job from its auction to its end: it follows the
@@ -67,6 +69,10 @@ func (d *jobDriver) start(jobID string, spec *auction.JobSpec) error {
 // already holds) until the job ends: an auction retried after its backoff
 // or work to re-auction runs the next round.
 func (d *jobDriver) drive(ctx context.Context, jobID string, spec *auction.JobSpec, round int, leases []*store.Lease) {
+	if isReplicatedService(spec) {
+		d.driveReplicas(ctx, jobID, spec, leases)
+		return
+	}
 	for {
 		if len(leases) == 0 {
 			var again bool

@@ -1,0 +1,289 @@
+package nodetest_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idlegrid/idlegrid/node"
+	"github.com/idlegrid/idlegrid/node/executor"
+	"github.com/idlegrid/idlegrid/node/executor/executortest"
+	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/node/modelstub"
+	"github.com/idlegrid/idlegrid/node/nodetest"
+	"github.com/idlegrid/idlegrid/store"
+)
+
+// modelFake is a scripted "docker" runtime whose service is the test
+// model server (package modelstub) on loopback.
+type modelFake struct {
+	*executortest.Fake
+	srv *httptest.Server
+}
+
+func (f *modelFake) Endpoint(_ context.Context, _ executor.Handle, _ uint16) (string, error) {
+	return f.srv.Listener.Addr().String(), nil
+}
+
+// modelExecutors gives each provider a model server named after its
+// member index, spending tokenDelay on each token.
+func modelExecutors(t *testing.T, tokenDelay time.Duration) func(i int, dir string) []executor.Executor {
+	return func(i int, dir string) []executor.Executor {
+		f := &modelFake{Fake: executortest.NewFake(filepath.Join(dir, "fake"), nil)}
+		f.Runtime = "docker"
+		f.srv = httptest.NewServer(modelstub.Handler(modelstub.Config{Name: fmt.Sprintf("m%d", i), TokenDelay: tokenDelay}))
+		t.Cleanup(f.srv.Close)
+		return []executor.Executor{f}
+	}
+}
+
+func replicatedServiceJob(name string, replicas int) []byte {
+	return fmt.Appendf(nil, "name: %s\nkind: service\nimage: %s\ncommand: [svc, hang]\nports: [8080]\nreplicas: %d\n"+
+		"health: http:8080/healthz\nhealth_interval: 500ms\nhealth_threshold: 2\ngpus: 1\ngpu: [a10]\nmax_price: 5\nduration: 1h\nbid_window: 3s\n",
+		name, serviceImage, replicas)
+}
+
+// servingLeases are the job's running, healthy leases.
+func servingLeases(t *testing.T, r *node.Node, jobID string) []*store.Lease {
+	t.Helper()
+	j, err := r.Store().GetJob(jobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*store.Lease
+	for _, id := range j.Leases {
+		if l, err := r.Store().GetLease(id); err == nil && l.State == lease.Running && l.Health == lease.HealthHealthy {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// streamCompletion asks addr for a streamed completion of n tokens. It
+// reports whether any byte of the answer came before a failure, which
+// tells a request the endpoint could have retried from one it could not.
+func streamCompletion(client *http.Client, addr string, n int) (ok, gotBytes bool, err error) {
+	body := fmt.Sprintf(`{"model":"stub","messages":[{"role":"user","content":"one two three"}],"max_tokens":%d,"stream":true}`, n)
+	resp, err := client.Post("http://"+addr+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		return false, false, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return false, false, fmt.Errorf("status %s: %s", resp.Status, b)
+	}
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if len(line) > 0 {
+			gotBytes = true
+		}
+		if strings.HasPrefix(line, "data: [DONE]") {
+			return true, true, nil
+		}
+		if err != nil {
+			return false, gotBytes, err
+		}
+	}
+}
+
+// TestReplicatedServiceEndpoint: a 3-replica service runs on three
+// distinct providers; the renter's one endpoint balances requests over
+// them and counts exactly the tokens the model servers' usage reports;
+// a provider cut off mid-stream loses no request that had not yet been
+// answered, the endpoint answers throughout, and the lost replica is
+// replaced on the fourth provider within 30 s.
+func TestReplicatedServiceEndpoint(t *testing.T) {
+	prov := provOpts{gpus: 1, bronze: 0.5}
+	c, renter := auctionCluster(t, []provOpts{prov, prov, prov, prov},
+		nodetest.Options{Executors: modelExecutors(t, 10*time.Millisecond), Configure: func(i int, cfg *node.Config) {
+			dockerOnly(i, cfg)
+			fastAttest(i, cfg)
+			cfg.Market.ProviderTimeout = 5 * time.Second
+		}})
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	j, err := renter.Renter().Submit(replicatedServiceJob("llm", 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var serving []*store.Lease
+	if err := nodetest.WaitFor(ctx, "three healthy replicas", func() bool {
+		serving = servingLeases(t, renter, j.ID)
+		return len(serving) == 3
+	}); err != nil {
+		cur, _ := renter.Store().GetJob(j.ID)
+		for _, ev := range cur.Events {
+			t.Logf("  %s: %s", ev.Kind, ev.Message)
+		}
+		t.Fatal(err)
+	}
+	providers := map[string]bool{}
+	for _, l := range serving {
+		providers[l.Provider] = true
+	}
+	if len(providers) != 3 {
+		t.Fatalf("replicas on %d distinct providers, want 3", len(providers))
+	}
+	ep, err := renter.Renter().StartEndpoint(j.ID, "127.0.0.1:0", 8080)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nodetest.WaitFor(ctx, "endpoint knows the three replicas", func() bool {
+		e, ok := renter.Renter().ServiceEndpoint(j.ID)
+		return ok && len(e.Replicas) == 3
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Balanced, and tokens counted exactly: non-streamed and streamed.
+	client := &http.Client{Timeout: 30 * time.Second}
+	var wantTokens uint64
+	per := map[string]int{}
+	for i := range 12 {
+		n := i%4 + 1
+		var by string
+		if i%2 == 0 {
+			resp, err := client.Post("http://"+ep.Listen+"/v1/completions", "application/json",
+				strings.NewReader(fmt.Sprintf(`{"prompt":"a b c d","max_tokens":%d}`, n)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v struct{ Usage modelstub.Usage }
+			if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			by = resp.Header.Get("X-Idlegrid-Replica")
+			wantTokens += uint64(v.Usage.TotalTokens)
+		} else {
+			if ok, _, err := streamCompletion(client, ep.Listen, n); !ok {
+				t.Fatal(err)
+			}
+			wantTokens += uint64(n + 3)
+			by = "stream"
+		}
+		per[by]++
+	}
+	e, _ := renter.Renter().ServiceEndpoint(j.ID)
+	if e.Total.Requests != 12 || e.Total.Tokens() != wantTokens {
+		t.Fatalf("endpoint total %+v, want 12 requests and %d tokens", e.Total, wantTokens)
+	}
+	var sum uint64
+	for _, r := range e.Replicas {
+		sum += r.Tokens()
+		if r.Requests != 4 {
+			t.Errorf("replica %d served %d requests, want 4 (balanced)", r.Slot, r.Requests)
+		}
+	}
+	if sum != wantTokens {
+		t.Errorf("replicas' tokens sum to %d, want %d", sum, wantTokens)
+	}
+	if err := nodetest.WaitFor(ctx, "$/1M tokens reported", func() bool {
+		e, _ = renter.Renter().ServiceEndpoint(j.ID)
+		return e.Total.SpentUSD > 0 && e.Total.USDPerMTok > 0
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := e.Total.SpentUSD / float64(e.Total.Tokens()) * 1e6; e.Total.USDPerMTok != want {
+		t.Errorf("$/1M tokens %v, want %v", e.Total.USDPerMTok, want)
+	}
+
+	// Load through the endpoint while one replica's provider is cut.
+	var okN, lostRetriable, cut atomic.Int64
+	var firstErr atomic.Value
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ok, gotBytes, err := streamCompletion(client, ep.Listen, 20)
+				switch {
+				case ok:
+					okN.Add(1)
+				case gotBytes:
+					cut.Add(1) // cut mid-stream: not retriable
+				default:
+					lostRetriable.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+				}
+			}
+		})
+	}
+	if err := nodetest.WaitFor(ctx, "load flowing", func() bool { return okN.Load() >= 12 }); err != nil {
+		t.Fatal(err)
+	}
+	victim := serving[0]
+	var victimIdx int
+	for _, m := range c.ByRole(node.RoleProvider) {
+		if m.Node.P2P().ID().String() == victim.Provider {
+			victimIdx = m.Index
+		}
+	}
+	cutAt := time.Now()
+	if err := c.Cut(victimIdx); err != nil {
+		t.Fatal(err)
+	}
+	before := okN.Load()
+	var replacedIn time.Duration
+	if err := nodetest.WaitFor(ctx, "replica replaced", func() bool {
+		for _, l := range servingLeases(t, renter, j.ID) {
+			if !providers[l.Provider] {
+				replacedIn = time.Since(cutAt)
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		cur, _ := renter.Store().GetJob(j.ID)
+		for _, ev := range cur.Events {
+			t.Logf("  %s: %s", ev.Kind, ev.Message)
+		}
+		t.Fatal(err)
+	}
+	answeredDuring := okN.Load() - before
+	// A few more answers once the new replica serves.
+	after := okN.Load()
+	if err := nodetest.WaitFor(ctx, "answers after the replacement", func() bool { return okN.Load() >= after+12 }); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("replica replaced in %s; %d answers during, %d streams cut mid-answer, %d lost before any byte",
+		replacedIn.Round(100*time.Millisecond), answeredDuring, cut.Load(), lostRetriable.Load())
+	if n := lostRetriable.Load(); n > 0 {
+		t.Errorf("%d requests lost before any byte of their answer (retriable): first %v", n, firstErr.Load())
+	}
+	if answeredDuring == 0 {
+		t.Error("the endpoint answered nothing while the replica was replaced")
+	}
+	if replacedIn > 30*time.Second {
+		t.Errorf("replica replaced in %s, want within 30s", replacedIn)
+	}
+	e, _ = renter.Renter().ServiceEndpoint(j.ID)
+	live := 0
+	for _, r := range e.Replicas {
+		if r.Live {
+			live++
+		}
+	}
+	if live != 3 || int64(e.Total.Broken) != cut.Load() {
+		t.Errorf("after the replacement: %d live replicas, %d broken (clients saw %d cut)", live, e.Total.Broken, cut.Load())
+	}
+}
