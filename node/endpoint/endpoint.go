@@ -35,6 +35,10 @@ type Config struct {
 	// MaxRetryBody is the largest request body kept to send again
 	// (default 1 MiB); a larger one is sent once.
 	MaxRetryBody int64
+	// DialTimeout bounds opening a connection to a replica (default 5s):
+	// a replica whose provider vanished is given up on for another
+	// rather than holding the request for the tunnel's own timeout.
+	DialTimeout time.Duration
 }
 
 // Deps are what an endpoint needs.
@@ -86,6 +90,9 @@ func New(cfg Config, deps Deps) (*Endpoint, error) {
 	}
 	if cfg.MaxRetryBody <= 0 {
 		cfg.MaxRetryBody = 1 << 20
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 5 * time.Second
 	}
 	if deps.Clock == nil {
 		deps.Clock = time.Now
@@ -150,7 +157,7 @@ func (e *Endpoint) SetReplicas(rs []Replica) {
 			live = append(live, cur)
 			continue
 		}
-		live = append(live, newReplica(r))
+		live = append(live, newReplica(r, e.cfg.DialTimeout))
 	}
 	for _, r := range e.replicas {
 		if keep[r.ID] != nil {
@@ -164,10 +171,14 @@ func (e *Endpoint) SetReplicas(rs []Replica) {
 	e.replicas = live
 }
 
-func newReplica(r Replica) *replica {
-	dial := r.Dial
+func newReplica(r Replica, dialTimeout time.Duration) *replica {
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+		defer cancel()
+		return r.Dial(ctx)
+	}
 	return &replica{Replica: r, transport: &http.Transport{
-		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
+		DialContext:         dial,
 		MaxIdleConnsPerHost: 64,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,

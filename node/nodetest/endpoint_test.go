@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -203,6 +204,8 @@ func TestReplicatedServiceEndpoint(t *testing.T) {
 	// Load through the endpoint while one replica's provider is cut.
 	var okN, lostRetriable, cut atomic.Int64
 	var firstErr atomic.Value
+	var latMu sync.Mutex
+	var lats []timedLatency
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for range 6 {
@@ -213,7 +216,11 @@ func TestReplicatedServiceEndpoint(t *testing.T) {
 					return
 				default:
 				}
+				t0 := time.Now()
 				ok, gotBytes, err := streamCompletion(client, ep.Listen, 20)
+				latMu.Lock()
+				lats = append(lats, timedLatency{t0, time.Since(t0)})
+				latMu.Unlock()
 				switch {
 				case ok:
 					okN.Add(1)
@@ -229,10 +236,23 @@ func TestReplicatedServiceEndpoint(t *testing.T) {
 	if err := nodetest.WaitFor(ctx, "load flowing", func() bool { return okN.Load() >= 12 }); err != nil {
 		t.Fatal(err)
 	}
-	victim := serving[0]
+	// The victim is a replica with a stream in flight.
+	var victim string
+	if err := nodetest.WaitFor(ctx, "a replica streaming", func() bool {
+		e, _ := renter.Renter().ServiceEndpoint(j.ID)
+		for _, r := range e.Replicas {
+			if r.Live && r.InFlight > 0 {
+				victim = r.Provider
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatal(err)
+	}
 	var victimIdx int
 	for _, m := range c.ByRole(node.RoleProvider) {
-		if m.Node.P2P().ID().String() == victim.Provider {
+		if m.Node.P2P().ID().String() == victim {
 			victimIdx = m.Index
 		}
 	}
@@ -265,8 +285,18 @@ func TestReplicatedServiceEndpoint(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
-	t.Logf("replica replaced in %s; %d answers during, %d streams cut mid-answer, %d lost before any byte",
-		replacedIn.Round(100*time.Millisecond), answeredDuring, cut.Load(), lostRetriable.Load())
+	var before95, during95 []time.Duration
+	for _, l := range lats {
+		switch {
+		case l.at.Before(cutAt):
+			before95 = append(before95, l.d)
+		case l.at.Before(cutAt.Add(replacedIn)):
+			during95 = append(during95, l.d)
+		}
+	}
+	t.Logf("replica replaced in %s; %d answers during, %d streams cut mid-answer, %d lost before any byte; "+
+		"p95 of a 20-token stream %s before the cut, %s until the replacement",
+		replacedIn.Round(100*time.Millisecond), answeredDuring, cut.Load(), lostRetriable.Load(), p95(before95), p95(during95))
 	if n := lostRetriable.Load(); n > 0 {
 		t.Errorf("%d requests lost before any byte of their answer (retriable): first %v", n, firstErr.Load())
 	}
@@ -277,6 +307,8 @@ func TestReplicatedServiceEndpoint(t *testing.T) {
 		t.Errorf("replica replaced in %s, want within 30s", replacedIn)
 	}
 	e, _ = renter.Renter().ServiceEndpoint(j.ID)
+	t.Logf("endpoint: %d requests, %d attempts failed before answering and sent again (%d retries), %d cut",
+		e.Total.Requests, e.Total.Errors, e.Total.Retries, e.Total.Broken)
 	live := 0
 	for _, r := range e.Replicas {
 		if r.Live {
@@ -286,4 +318,17 @@ func TestReplicatedServiceEndpoint(t *testing.T) {
 	if live != 3 || int64(e.Total.Broken) != cut.Load() {
 		t.Errorf("after the replacement: %d live replicas, %d broken (clients saw %d cut)", live, e.Total.Broken, cut.Load())
 	}
+}
+
+type timedLatency struct {
+	at time.Time
+	d  time.Duration
+}
+
+func p95(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return ds[min(len(ds)-1, len(ds)*95/100)].Round(time.Millisecond)
 }
