@@ -119,7 +119,9 @@ func TestImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _, _ = cli.ImageRemove(context.Background(), tag, image.RemoveOptions{Force: true, PruneChildren: true}) }()
+	defer func() {
+		_, _ = cli.ImageRemove(context.Background(), tag, image.RemoveOptions{Force: true, PruneChildren: true})
+	}()
 	port := nat.Port("8080/tcp")
 	c, err := cli.ContainerCreate(ctx, &container.Config{Image: tag, Env: []string{"NAME=img", "TOKEN_DELAY=1ms"}, ExposedPorts: nat.PortSet{port: {}}},
 		&container.HostConfig{PortBindings: nat.PortMap{port: {{HostIP: "127.0.0.1", HostPort: "0"}}}}, nil, nil, "")
