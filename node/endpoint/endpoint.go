@@ -226,6 +226,16 @@ func (e *Endpoint) release(r *replica, failed bool) {
 	r.failedUntil = e.deps.Clock().Add(failBackoff << min(r.fails-1, 4))
 }
 
+// Load is the requests in flight now and the replicas taking requests.
+func (e *Endpoint) Load() (inFlight, replicas int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, r := range e.replicas {
+		inFlight += r.inFlight
+	}
+	return inFlight, len(e.replicas)
+}
+
 // ServiceStats are the service's totals and each replica's stats.
 type ServiceStats struct {
 	Total    Stats          `json:"total"`

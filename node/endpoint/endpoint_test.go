@@ -107,6 +107,20 @@ func complete(t *testing.T, addr, prompt string, maxTokens int, stream bool) (te
 	return sb.String(), by, nil
 }
 
+// settled is the endpoint's stats once n answers are recorded: a client
+// can read an answer's end before the endpoint records it.
+func settled(t *testing.T, e *Endpoint, n uint64) ServiceStats {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st := e.Stats()
+		if st.Total.Requests >= n && st.Total.InFlight == 0 || time.Now().After(deadline) {
+			return st
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func wantText(n int) string {
 	var sb strings.Builder
 	for i := range n {
@@ -139,7 +153,7 @@ func TestBalancedAndTokensCounted(t *testing.T) {
 	if len(per) != 3 || per["0"] != 10 || per["1"] != 10 || per["2"] != 10 {
 		t.Errorf("requests per replica: %v, want 10 each", per)
 	}
-	st := e.Stats()
+	st := settled(t, e, 30)
 	if st.Total.Requests != 30 || st.Total.PromptTokens != wantPrompt || st.Total.CompletionTokens != wantCompletion {
 		t.Errorf("total %+v, want 30 requests, %d prompt and %d completion tokens", st.Total, wantPrompt, wantCompletion)
 	}
@@ -175,7 +189,7 @@ func TestBalancedAndTokensCounted(t *testing.T) {
 	if len(per) != 3 {
 		t.Errorf("concurrent requests per replica: %v", per)
 	}
-	if s := e2.Stats().Total; s.TTFTP50Ms <= 0 || s.P95Ms < s.TTFTP50Ms {
+	if s := settled(t, e2, 9).Total; s.TTFTP50Ms <= 0 || s.P95Ms < s.TTFTP50Ms {
 		t.Errorf("latencies %+v", s)
 	}
 }
@@ -190,7 +204,7 @@ func TestRetriedOnAnotherReplica(t *testing.T) {
 			t.Fatalf("request %d: %v", i, err)
 		}
 	}
-	st := e.Stats()
+	st := settled(t, e, 12)
 	if st.Total.Requests != 12 || st.Total.Errors == 0 || st.Total.Retries != st.Total.Errors {
 		t.Errorf("total %+v", st.Total)
 	}
@@ -240,7 +254,7 @@ func TestCutStreamIsBroken(t *testing.T) {
 	if _, by, err := complete(t, e.Addr().String(), "x", 2, false); err != nil || by == fmt.Sprint(victim) {
 		t.Fatalf("after the cut: by %s, %v", by, err)
 	}
-	if st := e.Stats().Total; st.Broken != 1 {
+	if st := settled(t, e, 2).Total; st.Broken != 1 {
 		t.Errorf("total %+v", st)
 	}
 }

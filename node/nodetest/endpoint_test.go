@@ -178,6 +178,12 @@ func TestReplicatedServiceEndpoint(t *testing.T) {
 		per[by]++
 	}
 	e, _ := renter.Renter().ServiceEndpoint(j.ID)
+	if err := nodetest.WaitFor(ctx, "12 answers recorded", func() bool {
+		e, _ = renter.Renter().ServiceEndpoint(j.ID)
+		return e.Total.Requests >= 12 && e.Total.InFlight == 0
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if e.Total.Requests != 12 || e.Total.Tokens() != wantTokens {
 		t.Fatalf("endpoint total %+v, want 12 requests and %d tokens", e.Total, wantTokens)
 	}
@@ -331,4 +337,77 @@ func p95(ds []time.Duration) time.Duration {
 	}
 	slices.Sort(ds)
 	return ds[min(len(ds)-1, len(ds)*95/100)].Round(time.Millisecond)
+}
+
+// TestReplicatedServiceScales: a service with replicas 1..2 and a target
+// of one request in flight per replica gets a second replica, on another
+// provider, while four clients stream through its endpoint, and goes back
+// to one when they stop.
+func TestReplicatedServiceScales(t *testing.T) {
+	prov := provOpts{gpus: 1, bronze: 0.5}
+	_, renter := auctionCluster(t, []provOpts{prov, prov, prov},
+		nodetest.Options{Executors: modelExecutors(t, 20*time.Millisecond), Configure: func(i int, cfg *node.Config) {
+			dockerOnly(i, cfg)
+			fastAttest(i, cfg)
+		}})
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	spec := string(replicatedServiceJob("scaled", 1)) + "min_replicas: 1\nmax_replicas: 2\nscale_in_flight: 1\nscale_window: 2s\n"
+	j, err := renter.Renter().Submit([]byte(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nodetest.WaitFor(ctx, "one healthy replica", func() bool { return len(servingLeases(t, renter, j.ID)) == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	ep, err := renter.Renter().StartEndpoint(j.ID, "127.0.0.1:0", 8080)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if ok, _, _ := streamCompletion(client, ep.Listen, 50); !ok {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	var two []*store.Lease
+	err = nodetest.WaitFor(ctx, "scaled up to two replicas", func() bool {
+		two = servingLeases(t, renter, j.ID)
+		return len(two) == 2
+	})
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if two[0].Provider == two[1].Provider {
+		t.Error("both replicas on one provider")
+	}
+	if err := nodetest.WaitFor(ctx, "scaled back down to one replica", func() bool {
+		return len(servingLeases(t, renter, j.ID)) == 1
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cur, _ := renter.Store().GetJob(j.ID)
+	if !hasEvent(cur, "scaled", "adding replica 1") || !hasEvent(cur, "scaled", "removing replica 1") || cur.State != lease.JobRunning {
+		for _, ev := range cur.Events {
+			t.Logf("  %s: %s", ev.Kind, ev.Message)
+		}
+		t.Errorf("job %s without both scaling events", cur.State)
+	}
+	if n := failed.Load(); n > 0 {
+		t.Errorf("%d requests failed while the service scaled up", n)
+	}
 }

@@ -228,6 +228,19 @@ func (es *endpoints) get(jobID string) (Endpoint, bool) {
 	return es.view(jobID, re), true
 }
 
+// load is the requests in flight at a job's endpoint and its replicas
+// taking requests; false when the job has no endpoint.
+func (es *endpoints) load(jobID string) (inFlight, replicas int, ok bool) {
+	es.mu.Lock()
+	re := es.byJob[jobID]
+	es.mu.Unlock()
+	if re == nil {
+		return 0, 0, false
+	}
+	inFlight, replicas = re.ep.Load()
+	return inFlight, replicas, true
+}
+
 // view adds to the endpoint's stats what each lease's vouchers paid, and
 // so $/1M tokens: per replica its lease's pay, for the service every
 // lease of the job (replaced ones too) over every token served.

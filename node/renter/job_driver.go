@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/lease"
@@ -42,8 +43,12 @@ type jobDriverDeps struct {
 	// overturn records a completed lease unverified when its replicas
 	// show its output wrong (completionVerifier.overturn).
 	overturn func(l *store.Lease, reason string)
-	// slots are the replicated services' leases by slot (service_replicas.go).
+	// slots are the replicated services' leases by slot; now and load
+	// (endpoints.load: requests in flight at the job's endpoint and its
+	// replicas) drive their scaling (service_replicas.go, service_scale.go).
 	slots *replicaSlots
+	now   func() time.Time
+	load  func(jobID string) (inFlight, replicas int, ok bool)
 }
 
 // jobDriver carries a job from its auction to its end: it follows the

@@ -144,7 +144,8 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 			log: log, db: deps.Store, jobs: r.jobs, bg: r.bg, runs: r.runs, avoid: avoid,
 			auction: r.auctioneer.run, follow: r.follower.followLease, cancelLease: r.follower.cancelLease,
 			pay: r.payments.payLease, settle: r.payments.fetchReceipt, preemptions: r.preempts.of,
-			slots: slots,
+			slots: slots, now: now,
+			load: func(jobID string) (int, int, bool) { return r.endpoints.load(jobID) },
 		},
 		reauction: cfg.Reauction, canaryRate: cfg.CanaryRate,
 	}

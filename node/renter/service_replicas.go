@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/lease"
@@ -21,11 +23,12 @@ import (
 // (its lease expired, failed otherwise, was cancelled) ends the job as it
 // would end a single lease, and the siblings are cancelled.
 
-// isReplicatedService reports whether the spec is a service run on more
-// than one provider at once.
+// isReplicatedService reports whether the spec is a service run, or
+// that may scale, to more than one provider at once.
 func isReplicatedService(spec *auction.JobSpec) bool {
 	w, err := spec.Workload()
-	return err == nil && w.Service != nil && spec.ReplicaCount() > 1
+	_, hi := spec.ReplicaBounds()
+	return err == nil && w.Service != nil && hi > 1
 }
 
 // replicaSlots records which lease serves each replica slot of a job
@@ -76,27 +79,54 @@ type replicaRun struct {
 }
 
 // driveReplicas runs a replicated service until it ends: a keeper per
-// slot (following held, the leases a restart found, first).
+// slot (following held, the leases a restart found, first), and the
+// scaler when the spec sets bounds (service_scale.go).
 func (d *jobDriver) driveReplicas(ctx context.Context, jobID string, spec *auction.JobSpec, held []*store.Lease) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	n := spec.ReplicaCount()
-	run := &replicaRun{jobID: jobID, spec: spec, ended: make(chan *store.Lease, n), preempted: map[string]chan struct{}{}}
+	_, hi := spec.ReplicaBounds()
+	n := max(spec.ReplicaCount(), min(len(held), hi)) // a scaled service resumes at its count
+	run := &replicaRun{jobID: jobID, spec: spec, ended: make(chan *store.Lease, 2*hi+len(held)), preempted: map[string]chan struct{}{}}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer d.slots.forget(jobID)
+	keepers := make([]*replicaKeeper, 0, hi)
+	start := func(slot int, first *store.Lease) {
+		kctx, stop := context.WithCancel(ctx)
+		k := &replicaKeeper{stop: stop}
+		keepers = append(keepers, k)
+		wg.Go(func() { d.keepReplica(kctx, run, slot, first, &k.retired) })
+	}
 	for slot := range n {
 		var first *store.Lease
 		if slot < len(held) {
 			first = held[slot]
 		}
-		wg.Go(func() { d.keepReplica(ctx, run, slot, first) })
+		start(slot, first)
 	}
+	sc := newReplicaScaler(spec, d.now())
+	tick := time.NewTicker(scaleSample)
+	defer tick.Stop()
 	preempted := d.preemptions(jobID)
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-tick.C:
+			next, avg, ok := sc.sample(d.now(), len(keepers), d.load, jobID)
+			if !ok {
+				continue
+			}
+			if next > len(keepers) {
+				d.jobs.event(jobID, "scaled", "%.1f requests in flight per replica over the window: adding replica %d", avg, len(keepers))
+				start(len(keepers), nil)
+			} else if next < len(keepers) {
+				k := keepers[len(keepers)-1]
+				keepers = keepers[:len(keepers)-1]
+				d.jobs.event(jobID, "scaled", "%.2f requests in flight per replica over the window: removing replica %d", avg, len(keepers))
+				k.retired.Store(true)
+				k.stop()
+			}
 		case lid := <-preempted:
 			run.mu.Lock()
 			if ch := run.preempted[lid]; ch != nil {
@@ -125,16 +155,25 @@ func (d *jobDriver) driveReplicas(ctx context.Context, jobID string, spec *aucti
 	}
 }
 
+// replicaKeeper is one slot's keeper as the scaler sees it: retired and
+// stopped, it cancels its lease and ends.
+type replicaKeeper struct {
+	stop    context.CancelFunc
+	retired atomic.Bool
+}
+
 // keepReplica keeps one slot served: it auctions a lease for it (taking
 // turns with the other slots), follows and pays it, and when it is lost
 // to its provider, its health or a preemption auctions the slot again.
-func (d *jobDriver) keepReplica(ctx context.Context, run *replicaRun, slot int, l *store.Lease) {
+func (d *jobDriver) keepReplica(ctx context.Context, run *replicaRun, slot int, l *store.Lease, retired *atomic.Bool) {
 	for round := 0; ctx.Err() == nil; {
 		if l == nil {
 			var again bool
 			if l, again = d.auctionReplica(ctx, run, slot, round); l == nil {
 				if !again {
-					run.ended <- nil
+					if ctx.Err() == nil {
+						run.ended <- nil // the job's first auction found no plan
+					}
 					return
 				}
 				round++
@@ -147,7 +186,10 @@ func (d *jobDriver) keepReplica(ctx context.Context, run *replicaRun, slot int, 
 		end := d.serveReplica(ctx, run, l)
 		d.avoid.release(run.jobID, l.Provider)
 		if end == nil {
-			return // the job was cancelled or the node stops
+			if retired.Load() {
+				d.cancelLease(context.WithoutCancel(ctx), l, "the service scaled down")
+			}
+			return // scaled down, the job was cancelled or the node stops
 		}
 		_ = d.bg.Go(func(ctx context.Context) { d.settle(ctx, end) })
 		movable := end.State == lease.Failed &&
