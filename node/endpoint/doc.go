@@ -11,7 +11,8 @@
 //
 // Retrying: a request is sent again, to another replica, when the one it
 // went to failed before answering anything: the tunnel or connection
-// could not be opened, or broke before the response's status line. The
+// could not be opened, or broke before the response's status line, or
+// the replica answered 502, 503 or 504 while another replica is left. The
 // client has then received no byte, so even a POST is safe to send again
 // as long as the server kept no effect of it, which holds for the model
 // APIs this endpoint is for (a completion is a pure function of its

@@ -212,6 +212,19 @@ func (e *Endpoint) pick(tried map[string]bool) *replica {
 	return best
 }
 
+// hasUntried reports whether a live replica is left that the request has
+// not tried: a 502/503/504 is passed on as it is when none is.
+func (e *Endpoint) hasUntried(tried map[string]bool) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, r := range e.replicas {
+		if !tried[r.ID] {
+			return true
+		}
+	}
+	return false
+}
+
 func (e *Endpoint) release(r *replica, failed bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

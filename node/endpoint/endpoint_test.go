@@ -258,3 +258,36 @@ func TestCutStreamIsBroken(t *testing.T) {
 		t.Errorf("total %+v", st)
 	}
 }
+
+// TestUnavailableAnswerRetried: a replica answering 503 has the request
+// sent to another; with none left, its 503 reaches the client as it is.
+func TestUnavailableAnswerRetried(t *testing.T) {
+	e, err := New(Config{Listen: "127.0.0.1:0"}, Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = e.Run(t.Context()) }()
+	defer e.Close()
+	busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "busy loading the model", http.StatusServiceUnavailable)
+	}))
+	defer busy.Close()
+	ok := httptest.NewServer(modelstub.Handler(modelstub.Config{Name: "ok"}))
+	defer ok.Close()
+	e.SetReplicas([]Replica{{ID: "busy", Slot: 0, Dial: dialer(busy.Listener.Addr().String())}, {ID: "ok", Slot: 1, Dial: dialer(ok.Listener.Addr().String())}})
+	for range 4 {
+		if _, by, err := complete(t, e.Addr().String(), "x", 1, false); err != nil || by != "1" {
+			t.Fatalf("by %q: %v", by, err)
+		}
+	}
+	e.SetReplicas([]Replica{{ID: "busy", Slot: 0, Dial: dialer(busy.Listener.Addr().String())}})
+	resp, err := http.Get("http://" + e.Addr().String() + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "busy loading") {
+		t.Errorf("%s %q, want the replica's own 503", resp.Status, body)
+	}
+}

@@ -45,7 +45,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			out.Header.Del(h)
 		}
 		resp, err := rep.transport.RoundTrip(out)
-		if err == nil && retriable && attempt+1 < e.cfg.MaxAttempts && unavailable(resp.StatusCode) {
+		if err == nil && retriable && attempt+1 < e.cfg.MaxAttempts && unavailable(resp.StatusCode) && e.hasUntried(tried) {
 			_ = resp.Body.Close()
 			err = fmt.Errorf("replica answered %s", resp.Status)
 		}
