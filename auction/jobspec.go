@@ -85,6 +85,8 @@ type JobSpec struct {
 	ReplicasMax   int    `yaml:"max_replicas,omitempty"`
 	ScaleInFlight int    `yaml:"scale_in_flight,omitempty"`
 	ScaleWindow   string `yaml:"scale_window,omitempty"`
+	// MaxUSDPerMTok caps what the scaler lets a million tokens cost.
+	MaxUSDPerMTok float64 `yaml:"max_usd_per_mtok,omitempty"`
 
 	// Service jobs (kind: service; jobspec_service.go).
 	Kind               string   `yaml:"kind,omitempty"` // batch (default) or service
@@ -105,7 +107,7 @@ var jobSpecFields = []string{
 	"name", "runtime", "image", "module", "command", "env", "model", "model_size", "gpus", "gpu", "vram", "cc", "cpu",
 	"ram", "disk", "tier", "max_price", "min_reliability", "region", "near", "max_rtt", "duration",
 	"max_duration", "start_by", "bid_window", "datasets", "pricing", "egress", "min_notice",
-	"replicas", "min_replicas", "max_replicas", "scale_in_flight", "scale_window", "kind", "ports", "health", "health_interval", "health_threshold", "forward_peers", "reauction_unhealthy",
+	"replicas", "min_replicas", "max_replicas", "scale_in_flight", "scale_window", "max_usd_per_mtok", "kind", "ports", "health", "health_interval", "health_threshold", "forward_peers", "reauction_unhealthy",
 }
 
 // JobSpecFields returns the field names a job spec accepts, in

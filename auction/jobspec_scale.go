@@ -21,6 +21,7 @@ const (
 	minScaleWindow       = time.Second
 	maxScaleWindow       = time.Hour
 	maxScaleInFlight     = 10000
+	maxUSDPerMTok        = 1e6
 )
 
 // ReplicaBounds are the fewest and most replicas the renter may run;
@@ -52,10 +53,16 @@ func (s *JobSpec) ScaleRule() (inFlight int, window time.Duration) {
 // ScaleReplicas is the replica count to run next: one more when the
 // requests in flight per replica, averaged over the window, exceeded the
 // target; one fewer when they stayed under a quarter of it (the gap keeps
-// a count from flapping); never outside lo..hi.
-func ScaleReplicas(cur, lo, hi int, avgInFlight float64, target int) int {
+// a count from flapping); never outside lo..hi. Over the renter's
+// max_usd_per_mtok (overCap) the service never grows, and it shrinks by
+// one unless it is loaded past its target: idle replicas are what make
+// tokens dear.
+func ScaleReplicas(cur, lo, hi int, avgInFlight float64, target int, overCap bool) int {
 	next := cur
 	switch {
+	case overCap && avgInFlight > float64(target):
+	case overCap:
+		next = cur - 1
 	case avgInFlight > float64(target):
 		next = cur + 1
 	case avgInFlight < float64(target)/4:
@@ -63,6 +70,10 @@ func ScaleReplicas(cur, lo, hi int, avgInFlight float64, target int) int {
 	}
 	return max(lo, min(hi, next))
 }
+
+// MaxUSDPerMTokCap is the renter's cap on a service's $ per million
+// tokens; 0: none.
+func (s *JobSpec) MaxUSDPerMTokCap() float64 { return s.MaxUSDPerMTok }
 
 // setScale sets a scaling field; false for a field that is not one.
 func (s *JobSpec) setScale(field, v string) (bool, error) {
@@ -84,6 +95,12 @@ func (s *JobSpec) setScale(field, v string) (bool, error) {
 		s.ScaleInFlight, _ = strconv.Atoi(v)
 	case "scale_window":
 		s.ScaleWindow = v
+	case "max_usd_per_mtok":
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 || f > maxUSDPerMTok {
+			return true, fmt.Errorf("takes a price in USD per million tokens, above 0 and at most %g, got %q", float64(maxUSDPerMTok), v)
+		}
+		s.MaxUSDPerMTok = f
 	default:
 		return false, nil
 	}
@@ -93,7 +110,7 @@ func (s *JobSpec) setScale(field, v string) (bool, error) {
 // resolveScale checks the bounds: only for a service, and
 // 1 <= min_replicas <= replicas <= max_replicas <= MaxReplicas.
 func (s *JobSpec) resolveScale(sp *specProblems) {
-	if s.ReplicasMin == 0 && s.ReplicasMax == 0 && s.ScaleInFlight == 0 && s.ScaleWindow == "" {
+	if s.ReplicasMin == 0 && s.ReplicasMax == 0 && s.ScaleInFlight == 0 && s.ScaleWindow == "" && s.MaxUSDPerMTok == 0 {
 		return
 	}
 	if strings.ToLower(s.Kind) != KindService {

@@ -411,3 +411,55 @@ func TestReplicatedServiceScales(t *testing.T) {
 		t.Errorf("%d requests failed while the service scaled up", n)
 	}
 }
+
+// TestReplicatedServiceCostCap: a service loaded between a quarter of its
+// target and the target keeps its two replicas by the load rule, but a
+// million tokens costing more than max_usd_per_mtok takes it down to one.
+func TestReplicatedServiceCostCap(t *testing.T) {
+	prov := provOpts{gpus: 1, bronze: 0.5}
+	_, renter := auctionCluster(t, []provOpts{prov, prov},
+		nodetest.Options{Executors: modelExecutors(t, 20*time.Millisecond), Configure: func(i int, cfg *node.Config) {
+			dockerOnly(i, cfg)
+			fastAttest(i, cfg)
+		}})
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	spec := string(replicatedServiceJob("capped", 2)) + "min_replicas: 1\nmax_replicas: 2\nscale_in_flight: 4\nscale_window: 2s\nmax_usd_per_mtok: 0.000001\n"
+	j, err := renter.Renter().Submit([]byte(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nodetest.WaitFor(ctx, "two healthy replicas", func() bool { return len(servingLeases(t, renter, j.ID)) == 2 }); err != nil {
+		t.Fatal(err)
+	}
+	ep, err := renter.Renter().StartEndpoint(j.ID, "127.0.0.1:0", 8080)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 { // two per replica: under the target of 4, over a quarter of it
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _, _ = streamCompletion(client, ep.Listen, 50)
+			}
+		})
+	}
+	defer func() { close(stop); wg.Wait() }()
+	if err := nodetest.WaitFor(ctx, "scaled down by the cost cap", func() bool {
+		cur, err := renter.Store().GetJob(j.ID)
+		return err == nil && hasEvent(cur, "scaled", "max_usd_per_mtok: removing replica 1") && len(servingLeases(t, renter, j.ID)) == 1
+	}); err != nil {
+		cur, _ := renter.Store().GetJob(j.ID)
+		for _, ev := range cur.Events {
+			t.Logf("  %s: %s", ev.Kind, ev.Message)
+		}
+		t.Fatal(err)
+	}
+}

@@ -241,6 +241,16 @@ func (es *endpoints) load(jobID string) (inFlight, replicas int, ok bool) {
 	return inFlight, replicas, true
 }
 
+// cost is the $ per million tokens a job's endpoint served so far; false
+// without an endpoint or before any token.
+func (es *endpoints) cost(jobID string) (usdPerMTok float64, ok bool) {
+	v, has := es.get(jobID)
+	if !has || v.Total.Tokens() == 0 {
+		return 0, false
+	}
+	return v.Total.USDPerMTok, true
+}
+
 // view adds to the endpoint's stats what each lease's vouchers paid, and
 // so $/1M tokens: per replica its lease's pay, for the service every
 // lease of the job (replaced ones too) over every token served.

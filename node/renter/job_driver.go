@@ -49,6 +49,8 @@ type jobDriverDeps struct {
 	slots *replicaSlots
 	now   func() time.Time
 	load  func(jobID string) (inFlight, replicas int, ok bool)
+	// cost is a service's $ per million tokens so far (endpoints.cost).
+	cost func(jobID string) (usdPerMTok float64, ok bool)
 }
 
 // jobDriver carries a job from its auction to its end: it follows the

@@ -146,6 +146,7 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 			pay: r.payments.payLease, settle: r.payments.fetchReceipt, preemptions: r.preempts.of,
 			slots: slots, now: now,
 			load: func(jobID string) (int, int, bool) { return r.endpoints.load(jobID) },
+			cost: func(jobID string) (float64, bool) { return r.endpoints.cost(jobID) },
 		},
 		reauction: cfg.Reauction, canaryRate: cfg.CanaryRate,
 	}

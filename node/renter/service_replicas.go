@@ -113,9 +113,13 @@ func (d *jobDriver) driveReplicas(ctx context.Context, jobID string, spec *aucti
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			next, avg, ok := sc.sample(d.now(), len(keepers), d.load, jobID)
+			next, avg, overCap, ok := sc.sample(d.now(), len(keepers), d.load, d.cost, jobID)
 			if !ok {
 				continue
+			}
+			why := ""
+			if overCap {
+				why = ", and a million tokens cost more than max_usd_per_mtok"
 			}
 			if next > len(keepers) {
 				d.jobs.event(jobID, "scaled", "%.1f requests in flight per replica over the window: adding replica %d", avg, len(keepers))
@@ -123,7 +127,7 @@ func (d *jobDriver) driveReplicas(ctx context.Context, jobID string, spec *aucti
 			} else if next < len(keepers) {
 				k := keepers[len(keepers)-1]
 				keepers = keepers[:len(keepers)-1]
-				d.jobs.event(jobID, "scaled", "%.2f requests in flight per replica over the window: removing replica %d", avg, len(keepers))
+				d.jobs.event(jobID, "scaled", "%.2f requests in flight per replica over the window%s: removing replica %d", avg, why, len(keepers))
 				k.retired.Store(true)
 				k.stop()
 			}

@@ -17,6 +17,7 @@ const scaleSample = 250 * time.Millisecond
 type replicaScaler struct {
 	lo, hi  int
 	target  int
+	cap     float64 // max_usd_per_mtok; 0: none
 	window  time.Duration
 	since   time.Time
 	sum     float64
@@ -26,27 +27,34 @@ type replicaScaler struct {
 func newReplicaScaler(spec *auction.JobSpec, now time.Time) *replicaScaler {
 	lo, hi := spec.ReplicaBounds()
 	target, window := spec.ScaleRule()
-	return &replicaScaler{lo: lo, hi: hi, target: target, window: window, since: now}
+	return &replicaScaler{lo: lo, hi: hi, target: target, cap: spec.MaxUSDPerMTokCap(), window: window, since: now}
 }
 
 // sample reads the load once; at the window's end it returns the count to
 // run next and the average it is based on (ok), and starts a new window.
-func (sc *replicaScaler) sample(now time.Time, cur int, load func(jobID string) (inFlight, replicas int, ok bool), jobID string) (next int, avg float64, ok bool) {
+// cost, read at the window's end, is the service's $ per million tokens
+// so far (false before any token).
+func (sc *replicaScaler) sample(now time.Time, cur int, load func(jobID string) (inFlight, replicas int, ok bool),
+	cost func(jobID string) (usdPerMTok float64, ok bool), jobID string) (next int, avg float64, overCap, ok bool) {
 	if sc.lo == sc.hi || load == nil {
-		return cur, 0, false
+		return cur, 0, false, false
 	}
 	inFlight, replicas, has := load(jobID)
 	if !has {
 		sc.since, sc.sum, sc.samples = now, 0, 0
-		return cur, 0, false
+		return cur, 0, false, false
 	}
 	sc.sum += float64(inFlight) / float64(max(1, replicas))
 	sc.samples++
 	if now.Sub(sc.since) < sc.window {
-		return cur, 0, false
+		return cur, 0, false, false
 	}
 	avg = sc.sum / float64(sc.samples)
 	sc.since, sc.sum, sc.samples = now, 0, 0
-	next = auction.ScaleReplicas(cur, sc.lo, sc.hi, avg, sc.target)
-	return next, avg, next != cur
+	if sc.cap > 0 && cost != nil {
+		usd, known := cost(jobID)
+		overCap = known && usd > sc.cap
+	}
+	next = auction.ScaleReplicas(cur, sc.lo, sc.hi, avg, sc.target, overCap)
+	return next, avg, overCap, next != cur
 }
