@@ -54,6 +54,9 @@ type Deps struct {
 // a row up to 16 times.
 const failBackoff = 2 * time.Second
 
+// maxGone bounds the replaced replicas whose stats are kept.
+const maxGone = 64
+
 // ErrNoReplica: no replica could take the request.
 var ErrNoReplica = errors.New("no replica available")
 
@@ -165,8 +168,8 @@ func (e *Endpoint) SetReplicas(rs []Replica) {
 			e.gone = append(e.gone, r)
 		}
 	}
-	if len(e.gone) > 4*16 { // bound the history kept
-		e.gone = e.gone[len(e.gone)-64:]
+	if len(e.gone) > maxGone {
+		e.gone = e.gone[len(e.gone)-maxGone:]
 	}
 	e.replicas = live
 }

@@ -105,6 +105,9 @@ func TestHandler(t *testing.T) {
 // TestImage builds the server static into a FROM-scratch image, runs it
 // on the Docker engine and checks it answers as the handler does.
 func TestImage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a program and an image: not in -short")
+	}
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		t.Skipf("no docker engine: %v", err)
