@@ -86,7 +86,7 @@ func (d *jobDriver) driveReplicas(ctx context.Context, jobID string, spec *aucti
 	defer cancel()
 	_, hi := spec.ReplicaBounds()
 	n := max(spec.ReplicaCount(), min(len(held), hi)) // a scaled service resumes at its count
-	run := &replicaRun{jobID: jobID, spec: spec, ended: make(chan *store.Lease, 2*hi+len(held)), preempted: map[string]chan struct{}{}}
+	run := &replicaRun{jobID: jobID, spec: spec, ended: make(chan *store.Lease), preempted: map[string]chan struct{}{}}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer d.slots.forget(jobID)
@@ -159,6 +159,15 @@ func (d *jobDriver) driveReplicas(ctx context.Context, jobID string, spec *aucti
 	}
 }
 
+// end tells the run that a replica's end ends the job (nil: the job
+// already ended, unfilled); nothing once the keeper was stopped.
+func (run *replicaRun) end(ctx context.Context, l *store.Lease) {
+	select {
+	case run.ended <- l:
+	case <-ctx.Done():
+	}
+}
+
 // replicaKeeper is one slot's keeper as the scaler sees it: retired and
 // stopped, it cancels its lease and ends.
 type replicaKeeper struct {
@@ -175,9 +184,7 @@ func (d *jobDriver) keepReplica(ctx context.Context, run *replicaRun, slot int, 
 			var again bool
 			if l, again = d.auctionReplica(ctx, run, slot, round); l == nil {
 				if !again {
-					if ctx.Err() == nil {
-						run.ended <- nil // the job's first auction found no plan
-					}
+					run.end(ctx, nil) // the job's first auction found no plan
 					return
 				}
 				round++
@@ -203,7 +210,7 @@ func (d *jobDriver) keepReplica(ctx context.Context, run *replicaRun, slot int, 
 		case movable && d.reauction:
 			d.avoid.add(run.jobID, end.Provider)
 		default:
-			run.ended <- end
+			run.end(ctx, end)
 			return
 		}
 		d.jobs.event(run.jobID, "replica-lost", "replica %d (lease %s) %s: %s; re-auctioning it while the others serve",
