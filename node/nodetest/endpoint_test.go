@@ -110,7 +110,7 @@ func TestReplicatedServiceEndpoint(t *testing.T) {
 	c, renter := auctionCluster(t, []provOpts{prov, prov, prov, prov},
 		nodetest.Options{Executors: modelExecutors(t, 10*time.Millisecond), Configure: func(i int, cfg *node.Config) {
 			dockerOnly(i, cfg)
-			fastAttest(i, cfg)
+			replicaAttest(i, cfg)
 			cfg.Market.ProviderTimeout = 5 * time.Second
 		}})
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
@@ -348,7 +348,7 @@ func TestReplicatedServiceScales(t *testing.T) {
 	_, renter := auctionCluster(t, []provOpts{prov, prov, prov},
 		nodetest.Options{Executors: modelExecutors(t, 20*time.Millisecond), Configure: func(i int, cfg *node.Config) {
 			dockerOnly(i, cfg)
-			fastAttest(i, cfg)
+			replicaAttest(i, cfg)
 		}})
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
@@ -420,7 +420,7 @@ func TestReplicatedServiceCostCap(t *testing.T) {
 	_, renter := auctionCluster(t, []provOpts{prov, prov},
 		nodetest.Options{Executors: modelExecutors(t, 20*time.Millisecond), Configure: func(i int, cfg *node.Config) {
 			dockerOnly(i, cfg)
-			fastAttest(i, cfg)
+			replicaAttest(i, cfg)
 		}})
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
