@@ -79,6 +79,14 @@ type JobSpec struct {
 	MinNotice      string   `yaml:"min_notice,omitempty"` // bronze only
 	// Replicas is how many distinct providers run the job (jobspec_replicas.go).
 	Replicas int `yaml:"replicas,omitempty"`
+	// ReplicasMin, ReplicasMax, ScaleInFlight and ScaleWindow bound and
+	// steer a replicated service's count (jobspec_scale.go).
+	ReplicasMin   int    `yaml:"min_replicas,omitempty"`
+	ReplicasMax   int    `yaml:"max_replicas,omitempty"`
+	ScaleInFlight int    `yaml:"scale_in_flight,omitempty"`
+	ScaleWindow   string `yaml:"scale_window,omitempty"`
+	// MaxUSDPerMTok caps what the scaler lets a million tokens cost.
+	MaxUSDPerMTok float64 `yaml:"max_usd_per_mtok,omitempty"`
 
 	// Service jobs (kind: service; jobspec_service.go).
 	Kind               string   `yaml:"kind,omitempty"` // batch (default) or service
@@ -99,7 +107,7 @@ var jobSpecFields = []string{
 	"name", "runtime", "image", "module", "command", "env", "model", "model_size", "gpus", "gpu", "vram", "cc", "cpu",
 	"ram", "disk", "tier", "max_price", "min_reliability", "region", "near", "max_rtt", "duration",
 	"max_duration", "start_by", "bid_window", "datasets", "pricing", "egress", "min_notice",
-	"replicas", "kind", "ports", "health", "health_interval", "health_threshold", "forward_peers", "reauction_unhealthy",
+	"replicas", "min_replicas", "max_replicas", "scale_in_flight", "scale_window", "max_usd_per_mtok", "kind", "ports", "health", "health_interval", "health_threshold", "forward_peers", "reauction_unhealthy",
 }
 
 // JobSpecFields returns the field names a job spec accepts, in
@@ -222,6 +230,9 @@ func (s *JobSpec) set(field, v string) error {
 		return errors.New("is the argument list after --; assign JobSpec.Command")
 	default:
 		if ok, err := s.setService(field, v); ok {
+			return err
+		}
+		if ok, err := s.setScale(field, v); ok {
 			return err
 		}
 		return jobUnknownField(field)

@@ -139,6 +139,10 @@ func (b apiBackend) toAPIJob(j *store.Job) api.Job {
 	}
 	if b.n.renter != nil {
 		out.Forwards = apiForwards(b.n.renter.Forwards(j.ID))
+		if e, ok := b.n.renter.ServiceEndpoint(j.ID); ok {
+			ae := apiEndpoint(e)
+			out.Endpoint = &ae
+		}
 	}
 	return out
 }

@@ -18,6 +18,8 @@ type Job struct {
 	Events    []JobEvent `json:"events,omitempty"`
 	// Forwards are a service job's running forwards (job forward).
 	Forwards []Forward `json:"forwards,omitempty"`
+	// Endpoint is a service job's endpoint over its replicas (job endpoint).
+	Endpoint *Endpoint `json:"endpoint,omitempty"`
 }
 
 // SubmitOptions are the optional parts of a job submission.

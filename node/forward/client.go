@@ -203,11 +203,18 @@ func (f *Forwarder) openOnce(ctx context.Context) (io.ReadWriteCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	hdr, err := Header{LeaseID: leaseID, Port: f.cfg.Port}.Encode()
+	return Dial(ctx, f.deps.Open, p, leaseID, f.cfg.Port)
+}
+
+// Dial opens one tunnel to port of a lease's service at its provider p
+// and reads the provider's reply; the stream it returns then carries the
+// connection's raw bytes.
+func Dial(ctx context.Context, open Opener, p peer.ID, leaseID string, port uint16) (io.ReadWriteCloser, error) {
+	hdr, err := Header{LeaseID: leaseID, Port: port}.Encode()
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.deps.Open(ctx, p, hdr)
+	st, err := open(ctx, p, hdr)
 	if err != nil {
 		return nil, err
 	}

@@ -121,3 +121,18 @@ func (r *Renter) StopForward(jobID string, port uint16) error {
 
 // Forwards lists a job's running forwards with their stats.
 func (r *Renter) Forwards(jobID string) []Forward { return r.forwards.list(jobID) }
+
+// StartEndpoint serves a service job's port on one local address, listen
+// (default 127.0.0.1:PORT), balanced over the job's replicas as they come
+// and go (package endpoint). It stops when the job ends or StopEndpoint is
+// called.
+func (r *Renter) StartEndpoint(jobID, listen string, port uint16) (Endpoint, error) {
+	return r.endpoints.start(jobID, listen, port)
+}
+
+// StopEndpoint ends a job's endpoint.
+func (r *Renter) StopEndpoint(jobID string) error { return r.endpoints.stop(jobID) }
+
+// ServiceEndpoint is a job's endpoint with its stats per replica and for
+// the service; false when the job has none.
+func (r *Renter) ServiceEndpoint(jobID string) (Endpoint, bool) { return r.endpoints.get(jobID) }

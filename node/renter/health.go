@@ -41,7 +41,8 @@ func (py *payer) checkUnhealthy(grace time.Duration) {
 }
 
 // reauctionUnhealthy reports whether the job's spec asks for an
-// unhealthy service to be re-auctioned.
+// unhealthy service to be re-auctioned; a replicated service's unhealthy
+// replica always is (service_replicas.go).
 func reauctionUnhealthy(db *store.DB, jobID string) bool {
 	j, err := db.GetJob(jobID)
 	if err != nil {
@@ -52,5 +53,5 @@ func reauctionUnhealthy(db *store.DB, jobID string) bool {
 		return false
 	}
 	w, err := spec.Workload()
-	return err == nil && w.Service != nil && w.Service.ReauctionUnhealthy
+	return err == nil && w.Service != nil && (w.Service.ReauctionUnhealthy || spec.ReplicaCount() > 1)
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/lease"
@@ -42,6 +43,14 @@ type jobDriverDeps struct {
 	// overturn records a completed lease unverified when its replicas
 	// show its output wrong (completionVerifier.overturn).
 	overturn func(l *store.Lease, reason string)
+	// slots are the replicated services' leases by slot; now and load
+	// (endpoints.load: requests in flight at the job's endpoint and its
+	// replicas) drive their scaling (service_replicas.go, service_scale.go).
+	slots *replicaSlots
+	now   func() time.Time
+	load  func(jobID string) (inFlight, replicas int, ok bool)
+	// cost is a service's $ per million tokens so far (endpoints.cost).
+	cost func(jobID string) (usdPerMTok float64, ok bool)
 }
 
 // jobDriver carries a job from its auction to its end: it follows the
@@ -67,6 +76,10 @@ func (d *jobDriver) start(jobID string, spec *auction.JobSpec) error {
 // already holds) until the job ends: an auction retried after its backoff
 // or work to re-auction runs the next round.
 func (d *jobDriver) drive(ctx context.Context, jobID string, spec *auction.JobSpec, round int, leases []*store.Lease) {
+	if isReplicatedService(spec) {
+		d.driveReplicas(ctx, jobID, spec, leases)
+		return
+	}
 	for {
 		if len(leases) == 0 {
 			var again bool

@@ -55,6 +55,7 @@ type Renter struct {
 	server     *jobServer
 	fetcher    *fetcher
 	forwards   *forwards
+	endpoints  *endpoints
 	submitter  *submitter
 }
 
@@ -91,7 +92,7 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 		bg:   &background{},
 		runs: newJobRuns(),
 	}
-	inflight, avoid := newInflightAwards(), newAvoidList()
+	inflight, avoid, slots := newInflightAwards(), newAvoidList(), newReplicaSlots()
 	rtt := newRTTProber(network.MeasureRTT, r.bg.Go)
 	r.bids = newBidWindows(bidWindowDeps{now: now, notify: r.jobs.notify, measure: rtt.measureBidder})
 	r.auctioneer = &auctioneer{
@@ -143,6 +144,9 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 			log: log, db: deps.Store, jobs: r.jobs, bg: r.bg, runs: r.runs, avoid: avoid,
 			auction: r.auctioneer.run, follow: r.follower.followLease, cancelLease: r.follower.cancelLease,
 			pay: r.payments.payLease, settle: r.payments.fetchReceipt, preemptions: r.preempts.of,
+			slots: slots, now: now,
+			load: func(jobID string) (int, int, bool) { return r.endpoints.load(jobID) },
+			cost: func(jobID string) (float64, bool) { return r.endpoints.cost(jobID) },
 		},
 		reauction: cfg.Reauction, canaryRate: cfg.CanaryRate,
 	}
@@ -152,6 +156,10 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 		openTunnel: func(ctx context.Context, p peer.ID, hdr []byte) (io.ReadWriteCloser, error) {
 			return network.OpenTunnel(ctx, p, forward.Proto, hdr, forward.TunnelLimits)
 		},
+	}}
+	r.endpoints = &endpoints{endpointDeps: endpointDeps{
+		log: log, now: now, db: deps.Store, registerer: deps.Registerer, watch: r.jobs.watch, background: r.bg.Go,
+		openTunnel: r.forwards.openTunnel, slots: slots,
 	}}
 	r.submitter = &submitter{submitterDeps: submitterDeps{
 		now: now, self: self, db: deps.Store, jobs: r.jobs, artifacts: deps.Artifacts, offers: deps.Offers,

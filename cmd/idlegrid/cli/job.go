@@ -16,7 +16,7 @@ import (
 
 func newJobCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "job", Short: "Post and follow jobs (renter)"}
-	cmd.AddCommand(newJobSubmitCmd(g), newJobListCmd(g), newJobStatusCmd(g), newJobLogsCmd(g), newJobResultCmd(g), newJobCancelCmd(g), newJobForwardCmd(g))
+	cmd.AddCommand(newJobSubmitCmd(g), newJobListCmd(g), newJobStatusCmd(g), newJobLogsCmd(g), newJobResultCmd(g), newJobCancelCmd(g), newJobForwardCmd(g), newJobEndpointCmd(g))
 	return cmd
 }
 
@@ -97,6 +97,7 @@ func newJobStatusCmd(g *globals) *cobra.Command {
 			printLeases(w, j.Leases)
 			printReplicas(w, j)
 			printForwards(w, j.Forwards)
+			printEndpoint(w, j.Endpoint)
 			for _, l := range j.Leases {
 				if end := leaseEnd(l); end != "" {
 					fmt.Fprintf(w, "lease %s: %s\n", lease.Short(l.ID), end)
