@@ -101,6 +101,38 @@ func TestConnFloodLeavesRoomForNewcomer(t *testing.T) {
 	eventually(t, "flood held to the admission cap", func() bool { return inboundConns(target) <= 30 })
 }
 
+// TestDistinctSubnetsJoinPastTheCap: honest peers come from distinct
+// subnets. 36 of them join a node whose admission keeps 12 inbound
+// connections, one after another; each gets in and is still connected
+// once the node is back at its cap (an older, idle one made room), and
+// the node ends holding the newest ones.
+func TestDistinctSubnetsJoinPastTheCap(t *testing.T) {
+	const limit, joiners = 12, 36
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
+	defer cancel()
+	target := floodTarget(t, limit, &floodSubnets{})
+	var joined []peer.ID
+	for i := range joiners {
+		h, err := hostile.Newcomer(ctx, addrInfo(target))
+		if h != nil {
+			t.Cleanup(func() { _ = h.Close() })
+		}
+		if err != nil {
+			t.Fatalf("newcomer %d was refused: %v", i, err)
+		}
+		joined = append(joined, h.ID())
+		eventually(t, "back at the admission cap", func() bool { return inboundConns(target) <= limit })
+		if target.Host().Network().Connectedness(h.ID()) != network.Connected {
+			t.Fatalf("newcomer %d of %d (cap %d) was evicted on arrival", i, joiners, limit)
+		}
+	}
+	for i, p := range joined[joiners-limit/4:] {
+		if target.Host().Network().Connectedness(p) != network.Connected {
+			t.Errorf("newcomer %d, among the newest quarter, is gone", joiners-limit/4+i)
+		}
+	}
+}
+
 // BenchmarkConnFloodNewcomers: 15 honest newcomers join, one every
 // 200 ms, while 300 fresh identities flood the node at 100 connections/s;
 // with admission (the default cap, 48 of the resource manager's 64 inbound

@@ -139,8 +139,12 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 		n.host.Peerstore().AddAddrs(b.ID, b.Addrs, time.Hour)
 	}
 	if limit := admissionMax(&n.cfg, rcmgrInbound); limit > 0 {
-		n.admit = newAdmission(limit, cfg.Admission.Subnet, n.isProtected, func(c network.Conn) {
-			n.metrics.connRefused(RefusedCrowdedSubnet)
+		n.admit = newAdmission(limit, cfg.Admission.Subnet, n.isProtected, n.connValue, func(c network.Conn, crowded bool) {
+			if crowded {
+				n.metrics.connRefused(RefusedCrowdedSubnet)
+			} else {
+				n.metrics.connRefused(RefusedOverCap)
+			}
 			go func() { _ = c.Close() }()
 		})
 	}
