@@ -54,11 +54,16 @@ const (
 
 // DefaultSubnet is the default AdmissionConfig.Subnet: the /24 (IPv4) or
 // /48 (IPv6) network of the remote address, or the address itself when it
-// has no IP.
-func DefaultSubnet(_ peer.ID, remote ma.Multiaddr) string {
+// has no IP. A loopback peer is a process on this machine, not a stranger's
+// subnet: each is a group of its own (the resource manager exempts loopback
+// from its per-address limits too), so local nodes are not one crowd.
+func DefaultSubnet(p peer.ID, remote ma.Multiaddr) string {
 	ip, err := manet.ToIP(remote)
 	if err != nil {
 		return remote.String()
+	}
+	if ip.IsLoopback() {
+		return "loopback/" + p.String()
 	}
 	if v4 := ip.To4(); v4 != nil {
 		return v4.Mask(net.CIDRMask(24, 32)).String() + "/24"

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
 )
 
 func TestPickEviction(t *testing.T) {
@@ -93,5 +94,22 @@ func TestPickEvictionNeverTurnsAwayDistinctNewcomers(t *testing.T) {
 			t.Fatalf("newcomer %d of %d distinct subnets: evicted %q (crowded %v)", i, 5*limit, victim, crowded)
 		}
 		delete(conns, victim)
+	}
+}
+
+func TestDefaultSubnet(t *testing.T) {
+	for _, tc := range []struct {
+		peer, addr, want string
+	}{
+		{"a", "/ip4/192.0.2.7/tcp/7401", "192.0.2.0/24"},
+		{"b", "/ip4/192.0.2.200/udp/7401/quic-v1", "192.0.2.0/24"},
+		{"a", "/ip6/2001:db8:1:2::7/tcp/7401", "2001:db8:1::/48"},
+		{"a", "/ip4/127.0.0.1/tcp/7401", "loopback/" + peer.ID("a").String()},
+		{"b", "/ip4/127.0.0.1/tcp/7402", "loopback/" + peer.ID("b").String()},
+		{"a", "/dns4/example.com/tcp/7401", "/dns4/example.com/tcp/7401"},
+	} {
+		if got := DefaultSubnet(peer.ID(tc.peer), ma.StringCast(tc.addr)); got != tc.want {
+			t.Errorf("DefaultSubnet(%s, %s) = %q, want %q", tc.peer, tc.addr, got, tc.want)
+		}
 	}
 }
