@@ -34,9 +34,10 @@ import (
 //     one to go, every time, and a popular bootstrap peer would turn away
 //     everyone who arrives after it filled up.
 type AdmissionConfig struct {
-	// MaxInbound is the inbound connections kept. Zero means three
-	// quarters of the resource manager's inbound limit (ConnHigh on an
-	// injected host); negative turns admission off.
+	// MaxInbound is the inbound connections kept. Zero means the resource
+	// manager's inbound limit less its transient one, so that newcomers'
+	// handshakes always fit (ConnHigh on an injected host); negative turns
+	// admission off.
 	MaxInbound int
 	// Subnet groups a connection by its remote address; connections of
 	// one group compete with each other first. The default is the /24

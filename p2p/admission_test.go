@@ -113,3 +113,28 @@ func TestDefaultSubnet(t *testing.T) {
 		}
 	}
 }
+
+// The resource manager keeps room for what the connection manager keeps
+// plus handshakes, so the connection manager trims first and admission
+// (capped at the room left) is the flood backstop.
+func TestResourceManagerFollowsConnHigh(t *testing.T) {
+	for _, tc := range []struct {
+		memory        int64
+		high, wantCap int
+	}{
+		{512 << 20, 192, 192}, // production defaults: 96 inbound from memory alone
+		{64 << 20, 32, 32},
+		{64 << 20, 8, 32}, // the memory budget's own room is the floor
+	} {
+		cfg := DefaultConfig()
+		cfg.ResourceMemory, cfg.ConnHigh = tc.memory, tc.high
+		rm, keep, err := newResourceManager(&cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = rm.Close()
+		if keep != tc.wantCap {
+			t.Errorf("memory %d MiB, ConnHigh %d: admission keeps %d, want %d", tc.memory>>20, tc.high, keep, tc.wantCap)
+		}
+	}
+}

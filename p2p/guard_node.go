@@ -177,14 +177,14 @@ func (n *Node) connValue(c network.Conn, p peer.ID) connValue {
 	return v
 }
 
-// admissionMax is the inbound cap: configured, else three quarters of the
-// resource manager's inbound limit, else ConnHigh.
-func admissionMax(cfg *Config, rcmgrInbound int) int {
+// admissionMax is the inbound cap: configured, else what the resource
+// manager leaves room for (newResourceManager), else ConnHigh.
+func admissionMax(cfg *Config, rcmgrKeep int) int {
 	switch {
 	case cfg.Admission.MaxInbound != 0:
 		return cfg.Admission.MaxInbound
-	case rcmgrInbound > 0:
-		return max(1, rcmgrInbound*3/4)
+	case rcmgrKeep > 0:
+		return rcmgrKeep
 	}
 	return cfg.ConnHigh
 }

@@ -42,11 +42,12 @@ func (f *floodSubnets) subnet(p peer.ID, _ ma.Multiaddr) string {
 
 // floodTarget is a node whose inbound connections are capped by admission
 // at maxInbound (negative: admission off, so only the resource manager's
-// limit of 64 inbound connections applies).
+// limit of 64 inbound connections applies). The connection manager's grace
+// period outlasts the test, so it trims nothing.
 func floodTarget(tb testing.TB, maxInbound int, subnets *floodSubnets) *p2p.Node {
 	return realNode(tb, func(c *p2p.Config) {
-		c.ResourceMemory = 64 << 20 // 64 inbound connections
-		c.ConnLow, c.ConnHigh = 1000, 2000
+		c.ResourceMemory = 64 << 20 // 64 inbound connections: 32 kept, 32 in handshakes
+		c.ConnLow, c.ConnHigh, c.ConnGrace = 16, 32, time.Hour
 		c.Admission = p2p.AdmissionConfig{MaxInbound: maxInbound, Subnet: subnets.subnet}
 	}, p2p.Deps{})
 }
@@ -135,8 +136,8 @@ func TestDistinctSubnetsJoinPastTheCap(t *testing.T) {
 
 // BenchmarkConnFloodNewcomers: 15 honest newcomers join, one every
 // 200 ms, while 300 fresh identities flood the node at 100 connections/s;
-// with admission (the default cap, 48 of the resource manager's 64 inbound
-// connections) and without it. Reported: newcomers whose first dial
+// with admission (the default cap: the resource manager's 64 inbound
+// connections less 32 kept for handshakes) and without it. Reported: newcomers whose first dial
 // succeeded, newcomers still connected when the flood ends, and the
 // median first-dial time.
 func BenchmarkConnFloodNewcomers(b *testing.B) {

@@ -127,9 +127,9 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 		return nil, err
 	}
 	n.host = deps.Host
-	rcmgrInbound := 0
+	rcmgrKeep := 0
 	if n.host == nil {
-		n.host, rcmgrInbound, err = newHost(&n.cfg, deps.Registerer, n.blocklist, relayPeerSource(cfg.Bootstrap, func() host.Host { return n.host }), n.punches)
+		n.host, rcmgrKeep, err = newHost(&n.cfg, deps.Registerer, n.blocklist, relayPeerSource(cfg.Bootstrap, func() host.Host { return n.host }), n.punches)
 		if err != nil {
 			return nil, err
 		}
@@ -138,7 +138,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	for _, b := range cfg.Bootstrap {
 		n.host.Peerstore().AddAddrs(b.ID, b.Addrs, time.Hour)
 	}
-	if limit := admissionMax(&n.cfg, rcmgrInbound); limit > 0 {
+	if limit := admissionMax(&n.cfg, rcmgrKeep); limit > 0 {
 		n.admit = newAdmission(limit, cfg.Admission.Subnet, n.isProtected, n.connValue, func(c network.Conn, crowded bool) {
 			if crowded {
 				n.metrics.connRefused(RefusedCrowdedSubnet)
