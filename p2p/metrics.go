@@ -29,6 +29,7 @@ type metrics struct {
 	healed      prometheus.Counter
 	reach       *prometheus.GaugeVec
 	punches     *prometheus.CounterVec
+	reidentify  prometheus.Counter
 }
 
 func newMetrics(n *Node) *metrics {
@@ -58,11 +59,15 @@ func newMetrics(n *Node) *metrics {
 			Namespace: "idlegrid", Subsystem: "gossip", Name: "healed_peers_total",
 			Help: "Connected peers reconnected because gossipsub had lost their subscriptions.",
 		}),
+		reidentify: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "idlegrid", Subsystem: "p2p", Name: "identify_failed_reconnects_total",
+			Help: "Peers disconnected to be identified afresh after their only identify failed.",
+		}),
 	}
 	m.collectors = []prometheus.Collector{
 		m.messages, m.validation, m.redials,
 		m.abusePoints, m.abuseEvents, m.bans, m.streamRefs, m.connRefs, m.dhtPuts, m.throttledN, m.healed,
-		m.punches, m.reach,
+		m.punches, m.reach, m.reidentify,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "idlegrid", Subsystem: "p2p", Name: "connected_peers",
 			Help: "Peers with at least one open connection.",
@@ -158,6 +163,7 @@ func (m *metrics) connRefused(reason string) { m.connRefs.WithLabelValues(reason
 func (m *metrics) dhtPut(result string)      { m.dhtPuts.WithLabelValues(result).Inc() }
 func (m *metrics) throttled(n int)           { m.throttledN.Add(float64(n)) }
 func (m *metrics) gossipHealed()             { m.healed.Inc() }
+func (m *metrics) identifyRedone()           { m.reidentify.Inc() }
 
 func (m *metrics) holePunched(ok bool) {
 	if ok {

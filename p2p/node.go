@@ -231,7 +231,7 @@ func (n *Node) bootstrapPeers() []peer.AddrInfo {
 }
 
 // Run runs the node's loops (reconnect, peer book, protection, gossip
-// heal, reachability log) until ctx ends.
+// heal, reachability log, failed identify) until ctx ends.
 func (n *Node) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { n.recordPeers(ctx) })
@@ -240,6 +240,7 @@ func (n *Node) Run(ctx context.Context) error {
 	wg.Go(func() { n.healGossipLoop(ctx) })
 	wg.Go(func() { n.watchReachability(ctx) })
 	wg.Go(func() { n.watchLiveness(ctx) })
+	wg.Go(func() { n.redoFailedIdentify(ctx) })
 	wg.Wait()
 	return nil
 }
