@@ -15,9 +15,11 @@ type metrics struct {
 	reg        prometheus.Registerer
 	collectors []prometheus.Collector
 
-	messages   *prometheus.CounterVec
-	validation *prometheus.CounterVec
-	redials    *prometheus.CounterVec
+	messages    *prometheus.CounterVec
+	validation  *prometheus.CounterVec
+	copies      *prometheus.CounterVec
+	gossipBytes *prometheus.CounterVec
+	redials     *prometheus.CounterVec
 
 	abusePoints *prometheus.CounterVec
 	abuseEvents *prometheus.CounterVec
@@ -37,8 +39,12 @@ func newMetrics(n *Node) *metrics {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "idlegrid", Subsystem: sub, Name: name, Help: help}, labels)
 	}
 	m := &metrics{
-		messages:    counter("gossip", "messages_total", "Gossip messages by topic and direction (published, received).", "topic", "direction"),
-		validation:  counter("gossip", "validation_total", "Topic validator verdicts by topic and result (accept, reject, ignore, skip).", "topic", "result"),
+		messages:   counter("gossip", "messages_total", "Gossip messages by topic and direction (published, received).", "topic", "direction"),
+		validation: counter("gossip", "validation_total", "Topic validator verdicts by topic and result (accept, reject, ignore, skip).", "topic", "result"),
+		copies: counter("gossip", "copies_total",
+			"Gossip messages received by topic, the first copy of each and the duplicates dropped (topics not joined: other).", "topic", "copy"),
+		gossipBytes: counter("gossip", "bytes_total",
+			"Gossip RPC bytes by direction (in, out) and part: message payloads by topic (not joined: other), and control.", "direction", "part"),
 		redials:     counter("p2p", "redials_total", "Reconnect-loop dial attempts by result.", "result"),
 		abusePoints: counter("p2p", "abuse_points_total", "Abuse points charged to peers, by reason.", "reason"),
 		abuseEvents: counter("p2p", "abuse_events_total", "Abuse charges against peers, by reason.", "reason"),
@@ -65,7 +71,7 @@ func newMetrics(n *Node) *metrics {
 		}),
 	}
 	m.collectors = []prometheus.Collector{
-		m.messages, m.validation, m.redials,
+		m.messages, m.validation, m.copies, m.gossipBytes, m.redials,
 		m.abusePoints, m.abuseEvents, m.bans, m.streamRefs, m.connRefs, m.dhtPuts, m.throttledN, m.healed,
 		m.punches, m.reach, m.reidentify,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -68,6 +68,7 @@ type Node struct {
 
 	mu     sync.Mutex
 	topics map[string]*pubsub.Topic
+	joined joinedTopics // the topics' names, for the gossip tracer
 	// validatorFor makes the validators of policy-admitted topics.
 	validatorFor func(topic string) Validator
 	closed       bool
@@ -177,7 +178,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 		disc = retryingDiscovery{Discovery: n.routing, retry: 5 * time.Second}
 	}
 	n.ps, err = newPubSub(psCtx, n.host, &n.cfg, disc, n.isBootstrap, (&scoreWatch{log: n.log, set: n.setScores, explained: map[peer.ID]time.Time{}}).inspect,
-		gossipGuard{guard: n.guard, blocklist: n.blocklist, graylisted: n.isGraylisted, throttled: n.metrics.throttled})
+		gossipGuard{guard: n.guard, blocklist: n.blocklist, graylisted: n.isGraylisted, throttled: n.metrics.throttled}, gossipTrace{n})
 	if err != nil {
 		return nil, err
 	}

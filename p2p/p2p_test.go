@@ -15,6 +15,7 @@ import (
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 )
 
@@ -221,6 +222,16 @@ func TestGossipReachesEverySubscriberAndValidatorGates(t *testing.T) {
 			publishNext()
 		case <-deadline:
 			t.Fatalf("only %d of %d subscribers received any of %d messages: %v", len(seen), len(nodes)-1, seq, seen)
+		}
+	}
+	// The gossip tracer counted each subscriber's first copy and the bytes
+	// under the topic's name.
+	for i, n := range nodes[2:] {
+		if first := testutil.ToFloat64(n.metrics.copies.WithLabelValues(TopicRFQ, "first")); first < 1 {
+			t.Errorf("subscriber %d counted %v first copies on %s", i+2, first, TopicRFQ)
+		}
+		if in := testutil.ToFloat64(n.metrics.gossipBytes.WithLabelValues("in", TopicRFQ)); in < float64(len("hello")) {
+			t.Errorf("subscriber %d counted %v bytes in on %s", i+2, in, TopicRFQ)
 		}
 	}
 }

@@ -1,0 +1,81 @@
+package p2p
+
+import (
+	"sync"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	"google.golang.org/protobuf/proto"
+)
+
+// gossipTrace counts what gossip costs this node, for operators and for
+// calibrating the scale model (auction/netmodel): copies of each message
+// received (the first and the duplicates gossipsub drops), and RPC bytes
+// in and out, split into message payloads by topic and control
+// (subscriptions, IHAVE, IWANT, GRAFT, PRUNE, IDONTWANT). Topics this
+// node has not joined are counted as "other", so a peer cannot grow the
+// label set.
+type gossipTrace struct {
+	n *Node
+}
+
+// joinedTopics is the set of topics the node joined, for the tracer's
+// labels. It is not n.topics: the tracer runs on gossipsub's event loop,
+// which Join waits for while n.mu is held.
+type joinedTopics struct{ m sync.Map }
+
+func (j *joinedTopics) add(topic string)      { j.m.Store(topic, true) }
+func (j *joinedTopics) has(topic string) bool { _, ok := j.m.Load(topic); return ok }
+
+var _ pubsub.RawTracer = gossipTrace{}
+
+// label is the topic label: the topic if joined, else "other".
+func (t gossipTrace) label(topic string) string {
+	if t.n.joined.has(topic) {
+		return topic
+	}
+	return "other"
+}
+
+func (t gossipTrace) ValidateMessage(m *pubsub.Message) {
+	t.n.metrics.copies.WithLabelValues(t.label(m.GetTopic()), "first").Inc()
+}
+
+func (t gossipTrace) DuplicateMessage(m *pubsub.Message) {
+	t.n.metrics.copies.WithLabelValues(t.label(m.GetTopic()), "duplicate").Inc()
+}
+
+func (t gossipTrace) RecvRPC(rpc *pubsub.RPC) { t.bytes(rpc, "in") }
+
+func (t gossipTrace) SendRPCCompleted(rpc *pubsub.RPC, _ peer.ID, _ time.Duration) {
+	t.bytes(rpc, "out")
+}
+
+// bytes counts an RPC's wire size: each message under its topic, the rest
+// (subscriptions, control, framing) as control.
+func (t gossipTrace) bytes(rpc *pubsub.RPC, dir string) {
+	rest := proto.Size(&rpc.RPC)
+	for _, m := range rpc.GetPublish() {
+		sz := proto.Size(m)
+		rest -= sz
+		t.n.metrics.gossipBytes.WithLabelValues(dir, t.label(m.GetTopic())).Add(float64(sz))
+	}
+	if rest > 0 {
+		t.n.metrics.gossipBytes.WithLabelValues(dir, "control").Add(float64(rest))
+	}
+}
+
+func (gossipTrace) OnNewOutboundStream(peer.ID, protocol.ID) {}
+func (gossipTrace) OnClosedOutboundStream(peer.ID)           {}
+func (gossipTrace) Join(string)                              {}
+func (gossipTrace) Leave(string)                             {}
+func (gossipTrace) Graft(peer.ID, string)                    {}
+func (gossipTrace) Prune(peer.ID, string)                    {}
+func (gossipTrace) DeliverMessage(*pubsub.Message)           {}
+func (gossipTrace) RejectMessage(*pubsub.Message, string)    {}
+func (gossipTrace) ThrottlePeer(peer.ID)                     {}
+func (gossipTrace) SendRPC(*pubsub.RPC, peer.ID)             {}
+func (gossipTrace) DropRPC(*pubsub.RPC, peer.ID)             {}
+func (gossipTrace) UndeliverableMessage(*pubsub.Message)     {}
