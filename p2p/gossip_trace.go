@@ -5,6 +5,7 @@ import (
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"google.golang.org/protobuf/proto"
@@ -67,8 +68,16 @@ func (t gossipTrace) bytes(rpc *pubsub.RPC, dir string) {
 	}
 }
 
+// OnClosedOutboundStream: gossipsub dropped its writer to p. If p is
+// still connected, gossipsub respawns the writer but has forgotten p's
+// subscriptions (gossip_heal.go): the heal loop looks at p.
+func (t gossipTrace) OnClosedOutboundStream(p peer.ID) {
+	if t.n.host.Network().Connectedness(p) == network.Connected {
+		t.n.heal.suspect(p, time.Now())
+	}
+}
+
 func (gossipTrace) OnNewOutboundStream(peer.ID, protocol.ID) {}
-func (gossipTrace) OnClosedOutboundStream(peer.ID)           {}
 func (gossipTrace) Join(string)                              {}
 func (gossipTrace) Leave(string)                             {}
 func (gossipTrace) Graft(peer.ID, string)                    {}

@@ -73,6 +73,9 @@ type Node struct {
 	validatorFor func(topic string) Validator
 	closed       bool
 
+	// heal is the gossip heal loop's state (gossip_heal.go).
+	heal healState
+
 	// Reconnect-loop state: lostConn is set by the network when a
 	// connection closes; hadEnough and countedAt belong to the loop.
 	lostConn  atomic.Bool
