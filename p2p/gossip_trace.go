@@ -77,14 +77,66 @@ func (t gossipTrace) OnClosedOutboundStream(p peer.ID) {
 	}
 }
 
+func (t gossipTrace) Graft(p peer.ID, topic string) { t.n.mesh.graft(p, topic) }
+func (t gossipTrace) Prune(p peer.ID, topic string) { t.n.mesh.prune(p, topic) }
+func (t gossipTrace) Leave(topic string)            { t.n.mesh.leave(topic) }
+
 func (gossipTrace) OnNewOutboundStream(peer.ID, protocol.ID) {}
 func (gossipTrace) Join(string)                              {}
-func (gossipTrace) Leave(string)                             {}
-func (gossipTrace) Graft(peer.ID, string)                    {}
-func (gossipTrace) Prune(peer.ID, string)                    {}
 func (gossipTrace) DeliverMessage(*pubsub.Message)           {}
 func (gossipTrace) RejectMessage(*pubsub.Message, string)    {}
 func (gossipTrace) ThrottlePeer(peer.ID)                     {}
 func (gossipTrace) SendRPC(*pubsub.RPC, peer.ID)             {}
 func (gossipTrace) DropRPC(*pubsub.RPC, peer.ID)             {}
 func (gossipTrace) UndeliverableMessage(*pubsub.Message)     {}
+
+// meshView is this node's gossip mesh as the tracer saw it grafted and
+// pruned. gossipsub does not trace a disconnected peer leaving the mesh,
+// so readers intersect it with the topic's connected peers (Node.meshPeers).
+type meshView struct {
+	mu sync.Mutex
+	m  map[string]map[peer.ID]struct{}
+}
+
+func (v *meshView) graft(p peer.ID, topic string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.m == nil {
+		v.m = map[string]map[peer.ID]struct{}{}
+	}
+	if v.m[topic] == nil {
+		v.m[topic] = map[peer.ID]struct{}{}
+	}
+	v.m[topic][p] = struct{}{}
+}
+
+func (v *meshView) prune(p peer.ID, topic string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.m[topic], p)
+}
+
+func (v *meshView) leave(topic string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.m, topic)
+}
+
+func (v *meshView) has(p peer.ID, topic string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	_, ok := v.m[topic][p]
+	return ok
+}
+
+// meshPeers are the topic's connected subscribers in this node's mesh:
+// the peers it forwards the topic's messages to.
+func (n *Node) meshPeers(topic string) []peer.ID {
+	var out []peer.ID
+	for _, p := range n.ListTopicPeers(topic) {
+		if n.mesh.has(p, topic) {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -69,6 +69,7 @@ type Node struct {
 	mu     sync.Mutex
 	topics map[string]*pubsub.Topic
 	joined joinedTopics // the topics' names, for the gossip tracer
+	mesh   meshView     // the gossip mesh, as the tracer saw it
 	// validatorFor makes the validators of policy-admitted topics.
 	validatorFor func(topic string) Validator
 	closed       bool
