@@ -66,10 +66,11 @@ type Options struct {
 	// StartGap spaces the members' starts (zero: all at once). Start
 	// returns once the last has started.
 	StartGap time.Duration
-	// Bootstraps is how many members, the first ones, are bootstrap peers
-	// (zero: one, with DefaultRole). Each other member is configured with
-	// one of them, in turn, as a network's newcomers would be handed one
-	// of several; bootstrap peers know the first.
+	// Bootstraps is how many members, the first ones, every other member
+	// is handed as its bootstrap peer (zero: one, member 0, whatever role
+	// Role gives it; more than one are given RoleBootstrap). Each other
+	// member gets one of them, in turn, as a network's newcomers would be
+	// handed one of several; the first knows no one, the others the first.
 	Bootstraps int
 }
 
@@ -249,7 +250,7 @@ func Start(n int, o Options) (_ *Cluster, err error) {
 		}
 		nd := m.Node
 		c.Members = append(c.Members, m)
-		if role == node.RoleBootstrap && i < boots {
+		if i < boots {
 			bootstraps = append(bootstraps, nd.P2PAddrs())
 		}
 	}
