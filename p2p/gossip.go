@@ -213,21 +213,6 @@ type gossipGuard struct {
 	throttled  func(n int)
 }
 
-// retryingDiscovery shortens pubsub's two-minute retry after a failed
-// topic advertisement: at start-up the routing table is often still empty.
-type retryingDiscovery struct {
-	discovery.Discovery
-	retry time.Duration
-}
-
-func (d retryingDiscovery) Advertise(ctx context.Context, ns string, opts ...discovery.Option) (time.Duration, error) {
-	ttl, err := d.Discovery.Advertise(ctx, ns, opts...)
-	if err != nil {
-		return d.retry, err
-	}
-	return ttl, nil
-}
-
 // topicFilter admits the static topics and those the topic policy allows.
 type topicFilter struct{ cfg *Config }
 

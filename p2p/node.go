@@ -179,7 +179,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	n.routing = drouting.NewRoutingDiscovery(n.dht)
 	var disc discovery.Discovery
 	if !cfg.Bootstrapper {
-		disc = retryingDiscovery{Discovery: n.routing, retry: 5 * time.Second}
+		disc = newTopicDiscovery(n.routing, func(topic string) bool { return slices.Contains(n.cfg.Topics, topic) })
 	}
 	n.ps, err = newPubSub(psCtx, n.host, &n.cfg, disc, n.isBootstrap, (&scoreWatch{log: n.log, set: n.setScores, explained: map[peer.ID]time.Time{}}).inspect,
 		gossipGuard{guard: n.guard, blocklist: n.blocklist, graylisted: n.isGraylisted, throttled: n.metrics.throttled}, gossipTrace{n})
