@@ -26,7 +26,9 @@ import (
 //   - a node runs one advertisement at a time, a failed one again after a
 //     backoff, and re-advertises well within the hour DHT nodes keep
 //     provider records;
-//   - a topic is looked up at most once per findGap.
+//   - a topic is looked up at most once per findGap, for at most findLimit
+//     peers: gossipsub dials every peer a lookup returns, at once (the
+//     DHT's default is 100), while a mesh needs a handful.
 type topicDiscovery struct {
 	discovery.Discovery
 	static func(topic string) bool
@@ -44,6 +46,7 @@ const (
 	advertiseMax   = 2 * time.Minute
 	advertiseEvery = 20 * time.Minute
 	findGap        = 10 * time.Second
+	findLimit      = 12
 )
 
 func newTopicDiscovery(d discovery.Discovery, static func(topic string) bool) *topicDiscovery {
@@ -90,5 +93,5 @@ func (d *topicDiscovery) FindPeers(ctx context.Context, ns string, opts ...disco
 		close(none)
 		return none, nil
 	}
-	return d.Discovery.FindPeers(ctx, ns, opts...)
+	return d.Discovery.FindPeers(ctx, ns, append(opts, discovery.Limit(findLimit))...)
 }

@@ -17,6 +17,7 @@ type countingDiscovery struct {
 	mu         sync.Mutex
 	advertised map[string]int
 	found      map[string]int
+	limits     []int
 	inflight   atomic.Int32
 	overlap    atomic.Int32
 	fail       bool
@@ -37,9 +38,14 @@ func (c *countingDiscovery) Advertise(_ context.Context, ns string, _ ...discove
 	return 3 * time.Hour, nil
 }
 
-func (c *countingDiscovery) FindPeers(_ context.Context, ns string, _ ...discovery.Option) (<-chan peer.AddrInfo, error) {
+func (c *countingDiscovery) FindPeers(_ context.Context, ns string, opts ...discovery.Option) (<-chan peer.AddrInfo, error) {
+	var o discovery.Options
+	if err := o.Apply(opts...); err != nil {
+		return nil, err
+	}
 	c.mu.Lock()
 	c.found[ns]++
+	c.limits = append(c.limits, o.Limit)
 	c.mu.Unlock()
 	ch := make(chan peer.AddrInfo)
 	close(ch)
@@ -86,6 +92,11 @@ func TestTopicDiscoveryKeepsTheDHTQuiet(t *testing.T) {
 	}
 	if inner.found["floodsub:a"] != 1 {
 		t.Errorf("topic a looked up %d times in a burst, want 1", inner.found["floodsub:a"])
+	}
+	for _, l := range inner.limits {
+		if l <= 0 || l > findLimit {
+			t.Errorf("a lookup asked for %d peers, want at most %d", l, findLimit)
+		}
 	}
 	inner.mu.Unlock()
 
