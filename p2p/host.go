@@ -3,6 +3,7 @@ package p2p
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -12,6 +13,7 @@ import (
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/proto"
 	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
@@ -21,6 +23,9 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
 )
+
+// dialTimeout bounds one dial, handshakes included, on any address.
+const dialTimeout = 15 * time.Second
 
 // newHost builds the libp2p host from explicit options: TCP and QUIC-v1,
 // Noise and TLS, yamux, a connection manager, an explicitly sized resource
@@ -49,6 +54,12 @@ func newHost(cfg *Config, reg prometheus.Registerer, gater *Blocklist, relaySour
 		libp2p.Ping(true),
 		libp2p.ConnectionGater(gater),
 		libp2p.UserAgent(cfg.UserAgent),
+		// A private or loopback address gets the same 15 s as any other
+		// (libp2p's default for them is 5 s): on a busy node a handshake
+		// takes seconds, and a dial given up halfway has cost both sides
+		// the work and is retried, more of what the node is short of (at
+		// 200 nodes on one machine most dials timed out that way).
+		libp2p.SwarmOpts(swarm.WithDialTimeoutLocal(dialTimeout)),
 	}
 	if reg != nil {
 		opts = append(opts, libp2p.PrometheusRegisterer(reg))
