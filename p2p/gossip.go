@@ -175,7 +175,7 @@ func scoreParams(cfg *Config, isBootstrap func(peer.ID) bool, guard *Guard) (*pu
 
 // newPubSub starts gossipsub bound to ctx (pubsub has no Close: cancelling
 // ctx stops it). disc finds topic peers through the DHT.
-func newPubSub(ctx context.Context, h host.Host, cfg *Config, disc discovery.Discovery, isBootstrap func(peer.ID) bool, inspect func(map[peer.ID]*pubsub.PeerScoreSnapshot), g gossipGuard) (*pubsub.PubSub, error) {
+func newPubSub(ctx context.Context, h host.Host, cfg *Config, disc discovery.Discovery, isBootstrap func(peer.ID) bool, inspect func(map[peer.ID]*pubsub.PeerScoreSnapshot), g gossipGuard, trace pubsub.RawTracer) (*pubsub.PubSub, error) {
 	sp, th := scoreParams(cfg, isBootstrap, g.guard)
 	opts := []pubsub.Option{
 		pubsub.WithGossipSubProtocols([]protocol.ID{GossipProtocol}, gossipFeatures),
@@ -192,6 +192,7 @@ func newPubSub(ctx context.Context, h host.Host, cfg *Config, disc discovery.Dis
 		pubsub.WithBlacklist(gossipBlacklist{g.blocklist}),
 		pubsub.WithAppSpecificRpcInspector(g.guard.rpcInspector(h.ID(), g.graylisted, g.throttled)),
 		pubsub.WithPeerScoreInspect(pubsub.ExtendedPeerScoreInspectFn(inspect), time.Second),
+		pubsub.WithRawTracer(trace),
 	}
 	if disc != nil {
 		opts = append(opts, pubsub.WithDiscovery(disc))
@@ -210,21 +211,6 @@ type gossipGuard struct {
 	blocklist  *Blocklist
 	graylisted func(peer.ID) bool
 	throttled  func(n int)
-}
-
-// retryingDiscovery shortens pubsub's two-minute retry after a failed
-// topic advertisement: at start-up the routing table is often still empty.
-type retryingDiscovery struct {
-	discovery.Discovery
-	retry time.Duration
-}
-
-func (d retryingDiscovery) Advertise(ctx context.Context, ns string, opts ...discovery.Option) (time.Duration, error) {
-	ttl, err := d.Discovery.Advertise(ctx, ns, opts...)
-	if err != nil {
-		return d.retry, err
-	}
-	return ttl, nil
 }
 
 // topicFilter admits the static topics and those the topic policy allows.

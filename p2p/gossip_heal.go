@@ -2,7 +2,9 @@ package p2p
 
 import (
 	"context"
+	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -22,26 +24,29 @@ import (
 // it (an RFQ finds "0 topic peers" next to a connected provider).
 //
 // Every well-behaved idlegrid node subscribes to the presence topic. A
-// gossip peer connected for longer than the grace period but absent from
-// it has lost its state: closing the connection, waiting until pubsub has
-// dropped the peer and dialing again makes both sides announce afresh.
-// Each peer is healed at most once per healBackoff, so a peer that really
-// does not subscribe costs one reconnect per period, not a loop.
+// gossip peer whose outbound stream gossipsub dropped while it stayed
+// connected (gossipTrace.OnClosedOutboundStream: the fault's first step),
+// and that is then absent from the presence topic for longer than the grace
+// period, has lost its state: closing the connection, waiting until pubsub
+// has dropped the peer and dialing again makes both sides announce afresh.
+// Only such peers are healed: a peer that is merely slow to announce (a
+// new connection on a busy node) is left alone, since reconnecting it
+// costs more of what it is short of, and at 200 nodes on two cores those
+// false heals churned connections faster than the network could form.
+// Each peer is healed at most once per healBackoff.
 func (n *Node) healGossipLoop(ctx context.Context) {
 	if n.cfg.PresenceTopic == "" {
 		return
 	}
 	t := time.NewTicker(healInterval)
 	defer t.Stop()
-	healed := map[peer.ID]time.Time{}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		for _, p := range n.staleGossipPeers(healed) {
-			healed[p] = time.Now()
+		for _, p := range n.staleGossipPeers() {
 			n.healGossipPeer(ctx, p)
 		}
 	}
@@ -54,20 +59,48 @@ const (
 	healDropWait = 5 * time.Second
 )
 
-// staleGossipPeers are the connected gossip peers missing from the
-// presence topic for longer than the grace period, not healed recently.
-// Entries of healed older than healBackoff are forgotten.
-func (n *Node) staleGossipPeers(healed map[peer.ID]time.Time) []peer.ID {
-	now := time.Now()
-	for p, at := range healed {
-		if now.Sub(at) > healBackoff {
-			delete(healed, p)
-		}
+// healState is what the heal loop knows: peers whose gossip writer died
+// while connected (suspects, since when) and peers healed recently.
+type healState struct {
+	mu       sync.Mutex
+	suspects map[peer.ID]time.Time
+	healed   map[peer.ID]time.Time
+}
+
+func (h *healState) suspect(p peer.ID, at time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.suspects == nil {
+		h.suspects, h.healed = map[peer.ID]time.Time{}, map[peer.ID]time.Time{}
 	}
+	if _, ok := h.suspects[p]; !ok {
+		h.suspects[p] = at
+	}
+}
+
+// staleGossipPeers are the suspects missing from the presence topic for
+// longer than the grace period (since the suspicion and since their newest
+// connection), not healed recently. A suspect that is present again, or
+// suspected longer than healBackoff ago, is forgotten. The state's lock is
+// never held while asking gossipsub: the tracer reports suspects from
+// gossipsub's event loop, which ListPeers waits for.
+func (n *Node) staleGossipPeers() []peer.ID {
+	h := &n.heal
+	h.mu.Lock()
+	suspects := maps.Clone(h.suspects)
+	h.mu.Unlock()
+	if len(suspects) == 0 {
+		return nil
+	}
+	now := time.Now()
 	present := n.ps.ListPeers(n.cfg.PresenceTopic)
-	var stale []peer.ID
-	for _, p := range n.ps.ListPeers("") {
-		if slices.Contains(present, p) || !healed[p].IsZero() {
+	var stale, forget []peer.ID
+	for p, since := range suspects {
+		if slices.Contains(present, p) || now.Sub(since) > healBackoff {
+			forget = append(forget, p)
+			continue
+		}
+		if now.Sub(since) < n.cfg.GossipHealGrace {
 			continue
 		}
 		conns := n.host.Network().ConnsToPeer(p)
@@ -85,7 +118,25 @@ func (n *Node) staleGossipPeers(healed map[peer.ID]time.Time) []peer.ID {
 			stale = append(stale, p)
 		}
 	}
-	return stale
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for p, at := range h.healed {
+		if now.Sub(at) > healBackoff {
+			delete(h.healed, p)
+		}
+	}
+	for _, p := range forget {
+		delete(h.suspects, p)
+	}
+	out := stale[:0]
+	for _, p := range stale {
+		delete(h.suspects, p)
+		if h.healed[p].IsZero() {
+			h.healed[p] = now
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // healGossipPeer closes every connection to p, waits until pubsub has

@@ -96,3 +96,36 @@ func TestGossipHealReconnectsPeerWithLostSubscriptions(t *testing.T) {
 		t.Fatal("b did not receive a's message after the heal")
 	}
 }
+
+// A gossip peer that has not (yet) announced the presence topic, but whose
+// gossip stream never died, is slow, not broken: it is left alone. (On a
+// busy node a new peer's announcement can take longer than the grace, and
+// reconnecting it only adds to the load.)
+func TestGossipHealLeavesSlowPeersAlone(t *testing.T) {
+	nodes := mockNet(t, 3, func(_ int, c *Config) {
+		c.PresenceTopic = TopicFraud
+		c.GossipHealGrace = 100 * time.Millisecond
+	})
+	ctx := t.Context()
+	a, b := nodes[1], nodes[2]
+	if err := a.Subscribe(ctx, TopicFraud, func(Message) {}); err != nil {
+		t.Fatal(err)
+	}
+	// b speaks gossip but never joins the presence topic.
+	if err := b.Subscribe(ctx, TopicAttest, func(Message) {}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.host.Connect(ctx, b.host.Peerstore().PeerInfo(b.ID())); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a to know b as a gossip peer", 20*time.Second, func() bool {
+		return slices.Contains(a.ps.ListPeers(""), b.ID())
+	})
+	deadline := time.Now().Add(20 * a.cfg.GossipHealGrace)
+	for time.Now().Before(deadline) {
+		if a.staleGossipPeers() != nil || testutil.ToFloat64(a.metrics.healed) != 0 {
+			t.Fatal("a peer missing from the presence topic was reconnected though its gossip stream never died")
+		}
+		time.Sleep(a.cfg.GossipHealGrace / 2)
+	}
+}

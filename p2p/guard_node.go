@@ -161,14 +161,30 @@ func (n *Node) watchConns() {
 	})
 }
 
-// admissionMax is the inbound cap: configured, else three quarters of the
-// resource manager's inbound limit, else ConnHigh.
-func admissionMax(cfg *Config, rcmgrInbound int) int {
+// connValue is what admission weighs before evicting an established
+// connection: the connection manager's protection and tags (gossip mesh,
+// routing table, message deliveries), the gossip score and the streams
+// in use.
+func (n *Node) connValue(c network.Conn, p peer.ID) connValue {
+	cm := n.host.ConnManager()
+	v := connValue{kept: cm.IsProtected(p, ""), score: n.GossipScore(p)}
+	if ti := cm.GetTagInfo(p); ti != nil {
+		v.score += float64(ti.Value)
+	}
+	if c != nil {
+		v.streams = len(c.GetStreams())
+	}
+	return v
+}
+
+// admissionMax is the inbound cap: configured, else what the resource
+// manager leaves room for (newResourceManager), else ConnHigh.
+func admissionMax(cfg *Config, rcmgrKeep int) int {
 	switch {
 	case cfg.Admission.MaxInbound != 0:
 		return cfg.Admission.MaxInbound
-	case rcmgrInbound > 0:
-		return max(1, rcmgrInbound*3/4)
+	case rcmgrKeep > 0:
+		return rcmgrKeep
 	}
 	return cfg.ConnHigh
 }

@@ -157,43 +157,6 @@ func TestGuardRateLimitsValidationPerPeer(t *testing.T) {
 	}
 }
 
-func TestPickEvictionTakesYoungestOfMostCrowdedSubnet(t *testing.T) {
-	t0 := time.Unix(0, 0)
-	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	for _, tc := range []struct {
-		name      string
-		conns     map[string]inboundConn
-		protected map[peer.ID]bool
-		want      string
-	}{
-		{"flood subnet loses its youngest", map[string]inboundConn{
-			"f1": {peer: "f1", subnet: "flood", opened: at(1)},
-			"f2": {peer: "f2", subnet: "flood", opened: at(3)},
-			"f3": {peer: "f3", subnet: "flood", opened: at(2)},
-			"h1": {peer: "h1", subnet: "a", opened: at(4)},
-		}, nil, "f2"},
-		{"protected peers are skipped", map[string]inboundConn{
-			"f1": {peer: "f1", subnet: "flood", opened: at(1)},
-			"f2": {peer: "f2", subnet: "flood", opened: at(3)},
-			"h1": {peer: "h1", subnet: "a", opened: at(4)},
-		}, map[peer.ID]bool{"f2": true}, "h1"},
-		{"tie goes to the younger subnet", map[string]inboundConn{
-			"a1": {peer: "a1", subnet: "a", opened: at(1)},
-			"b1": {peer: "b1", subnet: "b", opened: at(2)},
-		}, nil, "b1"},
-		{"all protected", map[string]inboundConn{
-			"a1": {peer: "a1", subnet: "a", opened: at(1)},
-		}, map[peer.ID]bool{"a1": true}, ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := pickEviction(tc.conns, func(p peer.ID) bool { return tc.protected[p] })
-			if got != tc.want {
-				t.Fatalf("evicted %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestBlocklistBansExpireBlocksDoNot(t *testing.T) {
 	c := newFakeClock()
 	b := NewBlocklist()

@@ -3,6 +3,7 @@ package p2p
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -12,6 +13,7 @@ import (
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/proto"
 	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
@@ -22,17 +24,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// dialTimeout bounds one dial, handshakes included, on any address.
+const dialTimeout = 15 * time.Second
+
 // newHost builds the libp2p host from explicit options: TCP and QUIC-v1,
 // Noise and TLS, yamux, a connection manager, an explicitly sized resource
 // manager, identify and ping. Role-specific reachability options follow.
-// It also returns the resource manager's system inbound connection limit,
-// which sizes admission.
+// It also returns how many established inbound connections admission may
+// keep (see newResourceManager).
 func newHost(cfg *Config, reg prometheus.Registerer, gater *Blocklist, relaySource autorelay.PeerSource, punches holepunch.EventTracer) (host.Host, int, error) {
 	cm, err := connmgr.NewConnManager(cfg.ConnLow, cfg.ConnHigh, connmgr.WithGracePeriod(cfg.ConnGrace))
 	if err != nil {
 		return nil, 0, fmt.Errorf("p2p: connection manager: %w", err)
 	}
-	rm, inbound, err := newResourceManager(cfg)
+	rm, keep, err := newResourceManager(cfg)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -49,6 +54,12 @@ func newHost(cfg *Config, reg prometheus.Registerer, gater *Blocklist, relaySour
 		libp2p.Ping(true),
 		libp2p.ConnectionGater(gater),
 		libp2p.UserAgent(cfg.UserAgent),
+		// A private or loopback address gets the same 15 s as any other
+		// (libp2p's default for them is 5 s): on a busy node a handshake
+		// takes seconds, and a dial given up halfway has cost both sides
+		// the work and is retried, more of what the node is short of (at
+		// 200 nodes on one machine most dials timed out that way).
+		libp2p.SwarmOpts(swarm.WithDialTimeoutLocal(dialTimeout)),
 	}
 	if reg != nil {
 		opts = append(opts, libp2p.PrometheusRegisterer(reg))
@@ -70,18 +81,42 @@ func newHost(cfg *Config, reg prometheus.Registerer, gater *Blocklist, relaySour
 		_ = rm.Close()
 		return nil, 0, fmt.Errorf("p2p: libp2p.New: %w", err)
 	}
-	return h, inbound, nil
+	return h, keep, nil
 }
 
 // newResourceManager sizes the limits from an explicit memory and file
 // descriptor budget, caps connections per IP and per subnet, and
 // allowlists bootstrap peers, so a busy node can always reach its way back
-// into the network. It returns the system inbound connection limit too.
+// into the network.
+//
+// The connection limits follow the connection manager: the system keeps
+// room for ConnHigh established connections plus the transient scope's
+// handshakes, so that in normal operation the connection manager trims by
+// value (with its grace period) and admission is the backstop against a
+// flood. It returns the inbound connections admission may keep: the
+// system's inbound limit less the transient scope's. The resource manager
+// counts a connection against the system from the moment it is accepted,
+// so with more established ones than that a newcomer's handshake would be
+// refused before admission ever saw it. (The memory budget alone gave
+// 96 inbound connections against a ConnHigh of 192: admission, evicting
+// at three quarters of that, was the node's trimmer, and with a few dozen
+// slow handshakes a bootstrap peer turned every newcomer away; 200 nodes
+// starting at once never formed.)
 func newResourceManager(cfg *Config) (network.ResourceManager, int, error) {
 	limits := rcmgr.DefaultLimits
 	libp2p.SetDefaultServiceLimits(&limits)
 	scaled := limits.Scale(cfg.ResourceMemory, cfg.ResourceFDs)
-	inbound := int(scaled.ToPartialLimitConfig().System.ConnsInbound)
+	partial := scaled.ToPartialLimitConfig()
+	atLeast := func(v *rcmgr.LimitVal, n int) {
+		if int(*v) < n {
+			*v = rcmgr.LimitVal(n)
+		}
+	}
+	atLeast(&partial.System.ConnsInbound, cfg.ConnHigh+int(partial.Transient.ConnsInbound))
+	atLeast(&partial.System.Conns, cfg.ConnHigh+int(partial.Transient.Conns))
+	atLeast(&partial.System.FD, min(int(partial.System.Conns), cfg.ResourceFDs))
+	final := partial.Build(scaled)
+	keep := int(partial.System.ConnsInbound) - int(partial.Transient.ConnsInbound)
 	// The allowlist takes /ip4|ip6/<addr>/p2p/<id>; DNS addresses cannot be
 	// allowlisted and are skipped.
 	var allow []ma.Multiaddr
@@ -107,7 +142,7 @@ func newResourceManager(cfg *Config) (network.ResourceManager, int, error) {
 	}
 	perIP := orDefault(cfg.ConnsPerIP, 8)
 	perSubnet := orDefault(cfg.ConnsPerSubnet, 32)
-	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(scaled),
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(final),
 		rcmgr.WithAllowlistedMultiaddrs(allow),
 		rcmgr.WithLimitPerSubnet(
 			[]rcmgr.ConnLimitPerSubnet{{PrefixLength: 32, ConnCount: perIP}, {PrefixLength: 24, ConnCount: perSubnet}},
@@ -116,7 +151,7 @@ func newResourceManager(cfg *Config) (network.ResourceManager, int, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("p2p: resource manager: %w", err)
 	}
-	return rm, inbound, nil
+	return rm, keep, nil
 }
 
 // relayPeerSource feeds auto-relay with candidate relays: the configured

@@ -42,11 +42,12 @@ func (f *floodSubnets) subnet(p peer.ID, _ ma.Multiaddr) string {
 
 // floodTarget is a node whose inbound connections are capped by admission
 // at maxInbound (negative: admission off, so only the resource manager's
-// limit of 64 inbound connections applies).
+// limit of 64 inbound connections applies). The connection manager's grace
+// period outlasts the test, so it trims nothing.
 func floodTarget(tb testing.TB, maxInbound int, subnets *floodSubnets) *p2p.Node {
 	return realNode(tb, func(c *p2p.Config) {
-		c.ResourceMemory = 64 << 20 // 64 inbound connections
-		c.ConnLow, c.ConnHigh = 1000, 2000
+		c.ResourceMemory = 64 << 20 // 64 inbound connections: 32 kept, 32 in handshakes
+		c.ConnLow, c.ConnHigh, c.ConnGrace = 16, 32, time.Hour
 		c.Admission = p2p.AdmissionConfig{MaxInbound: maxInbound, Subnet: subnets.subnet}
 	}, p2p.Deps{})
 }
@@ -101,10 +102,42 @@ func TestConnFloodLeavesRoomForNewcomer(t *testing.T) {
 	eventually(t, "flood held to the admission cap", func() bool { return inboundConns(target) <= 30 })
 }
 
+// TestDistinctSubnetsJoinPastTheCap: honest peers come from distinct
+// subnets. 36 of them join a node whose admission keeps 12 inbound
+// connections, one after another; each gets in and is still connected
+// once the node is back at its cap (an older, idle one made room), and
+// the node ends holding the newest ones.
+func TestDistinctSubnetsJoinPastTheCap(t *testing.T) {
+	const limit, joiners = 12, 36
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
+	defer cancel()
+	target := floodTarget(t, limit, &floodSubnets{})
+	var joined []peer.ID
+	for i := range joiners {
+		h, err := hostile.Newcomer(ctx, addrInfo(target))
+		if h != nil {
+			t.Cleanup(func() { _ = h.Close() })
+		}
+		if err != nil {
+			t.Fatalf("newcomer %d was refused: %v", i, err)
+		}
+		joined = append(joined, h.ID())
+		eventually(t, "back at the admission cap", func() bool { return inboundConns(target) <= limit })
+		if target.Host().Network().Connectedness(h.ID()) != network.Connected {
+			t.Fatalf("newcomer %d of %d (cap %d) was evicted on arrival", i, joiners, limit)
+		}
+	}
+	for i, p := range joined[joiners-limit/4:] {
+		if target.Host().Network().Connectedness(p) != network.Connected {
+			t.Errorf("newcomer %d, among the newest quarter, is gone", joiners-limit/4+i)
+		}
+	}
+}
+
 // BenchmarkConnFloodNewcomers: 15 honest newcomers join, one every
 // 200 ms, while 300 fresh identities flood the node at 100 connections/s;
-// with admission (the default cap, 48 of the resource manager's 64 inbound
-// connections) and without it. Reported: newcomers whose first dial
+// with admission (the default cap: the resource manager's 64 inbound
+// connections less 32 kept for handshakes) and without it. Reported: newcomers whose first dial
 // succeeded, newcomers still connected when the flood ends, and the
 // median first-dial time.
 func BenchmarkConnFloodNewcomers(b *testing.B) {

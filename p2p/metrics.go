@@ -15,9 +15,11 @@ type metrics struct {
 	reg        prometheus.Registerer
 	collectors []prometheus.Collector
 
-	messages   *prometheus.CounterVec
-	validation *prometheus.CounterVec
-	redials    *prometheus.CounterVec
+	messages    *prometheus.CounterVec
+	validation  *prometheus.CounterVec
+	copies      *prometheus.CounterVec
+	gossipBytes *prometheus.CounterVec
+	redials     *prometheus.CounterVec
 
 	abusePoints *prometheus.CounterVec
 	abuseEvents *prometheus.CounterVec
@@ -29,6 +31,7 @@ type metrics struct {
 	healed      prometheus.Counter
 	reach       *prometheus.GaugeVec
 	punches     *prometheus.CounterVec
+	reidentify  prometheus.Counter
 }
 
 func newMetrics(n *Node) *metrics {
@@ -36,8 +39,12 @@ func newMetrics(n *Node) *metrics {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "idlegrid", Subsystem: sub, Name: name, Help: help}, labels)
 	}
 	m := &metrics{
-		messages:    counter("gossip", "messages_total", "Gossip messages by topic and direction (published, received).", "topic", "direction"),
-		validation:  counter("gossip", "validation_total", "Topic validator verdicts by topic and result (accept, reject, ignore, skip).", "topic", "result"),
+		messages:   counter("gossip", "messages_total", "Gossip messages by topic and direction (published, received).", "topic", "direction"),
+		validation: counter("gossip", "validation_total", "Topic validator verdicts by topic and result (accept, reject, ignore, skip).", "topic", "result"),
+		copies: counter("gossip", "copies_total",
+			"Gossip messages received by topic, the first copy of each and the duplicates dropped (topics not joined: other).", "topic", "copy"),
+		gossipBytes: counter("gossip", "bytes_total",
+			"Gossip RPC bytes by direction (in, out) and part: message payloads by topic (not joined: other), and control.", "direction", "part"),
 		redials:     counter("p2p", "redials_total", "Reconnect-loop dial attempts by result.", "result"),
 		abusePoints: counter("p2p", "abuse_points_total", "Abuse points charged to peers, by reason.", "reason"),
 		abuseEvents: counter("p2p", "abuse_events_total", "Abuse charges against peers, by reason.", "reason"),
@@ -58,11 +65,15 @@ func newMetrics(n *Node) *metrics {
 			Namespace: "idlegrid", Subsystem: "gossip", Name: "healed_peers_total",
 			Help: "Connected peers reconnected because gossipsub had lost their subscriptions.",
 		}),
+		reidentify: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "idlegrid", Subsystem: "p2p", Name: "identify_failed_reconnects_total",
+			Help: "Peers disconnected to be identified afresh after their only identify failed.",
+		}),
 	}
 	m.collectors = []prometheus.Collector{
-		m.messages, m.validation, m.redials,
+		m.messages, m.validation, m.copies, m.gossipBytes, m.redials,
 		m.abusePoints, m.abuseEvents, m.bans, m.streamRefs, m.connRefs, m.dhtPuts, m.throttledN, m.healed,
-		m.punches, m.reach,
+		m.punches, m.reach, m.reidentify,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "idlegrid", Subsystem: "p2p", Name: "connected_peers",
 			Help: "Peers with at least one open connection.",
@@ -158,6 +169,7 @@ func (m *metrics) connRefused(reason string) { m.connRefs.WithLabelValues(reason
 func (m *metrics) dhtPut(result string)      { m.dhtPuts.WithLabelValues(result).Inc() }
 func (m *metrics) throttled(n int)           { m.throttledN.Add(float64(n)) }
 func (m *metrics) gossipHealed()             { m.healed.Inc() }
+func (m *metrics) identifyRedone()           { m.reidentify.Inc() }
 
 func (m *metrics) holePunched(ok bool) {
 	if ok {

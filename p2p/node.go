@@ -68,9 +68,14 @@ type Node struct {
 
 	mu     sync.Mutex
 	topics map[string]*pubsub.Topic
+	joined joinedTopics // the topics' names, for the gossip tracer
+	mesh   meshView     // the gossip mesh, as the tracer saw it
 	// validatorFor makes the validators of policy-admitted topics.
 	validatorFor func(topic string) Validator
 	closed       bool
+
+	// heal is the gossip heal loop's state (gossip_heal.go).
+	heal healState
 
 	// Reconnect-loop state: lostConn is set by the network when a
 	// connection closes; hadEnough and countedAt belong to the loop.
@@ -127,9 +132,9 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 		return nil, err
 	}
 	n.host = deps.Host
-	rcmgrInbound := 0
+	rcmgrKeep := 0
 	if n.host == nil {
-		n.host, rcmgrInbound, err = newHost(&n.cfg, deps.Registerer, n.blocklist, relayPeerSource(cfg.Bootstrap, func() host.Host { return n.host }), n.punches)
+		n.host, rcmgrKeep, err = newHost(&n.cfg, deps.Registerer, n.blocklist, relayPeerSource(cfg.Bootstrap, func() host.Host { return n.host }), n.punches)
 		if err != nil {
 			return nil, err
 		}
@@ -138,9 +143,13 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	for _, b := range cfg.Bootstrap {
 		n.host.Peerstore().AddAddrs(b.ID, b.Addrs, time.Hour)
 	}
-	if limit := admissionMax(&n.cfg, rcmgrInbound); limit > 0 {
-		n.admit = newAdmission(limit, cfg.Admission.Subnet, n.isProtected, func(c network.Conn) {
-			n.metrics.connRefused(RefusedCrowdedSubnet)
+	if limit := admissionMax(&n.cfg, rcmgrKeep); limit > 0 {
+		n.admit = newAdmission(limit, cfg.Admission.Subnet, n.isProtected, n.connValue, func(c network.Conn, crowded bool) {
+			if crowded {
+				n.metrics.connRefused(RefusedCrowdedSubnet)
+			} else {
+				n.metrics.connRefused(RefusedOverCap)
+			}
 			go func() { _ = c.Close() }()
 		})
 	}
@@ -170,10 +179,10 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	n.routing = drouting.NewRoutingDiscovery(n.dht)
 	var disc discovery.Discovery
 	if !cfg.Bootstrapper {
-		disc = retryingDiscovery{Discovery: n.routing, retry: 5 * time.Second}
+		disc = newTopicDiscovery(n.routing, func(topic string) bool { return slices.Contains(n.cfg.Topics, topic) })
 	}
 	n.ps, err = newPubSub(psCtx, n.host, &n.cfg, disc, n.isBootstrap, (&scoreWatch{log: n.log, set: n.setScores, explained: map[peer.ID]time.Time{}}).inspect,
-		gossipGuard{guard: n.guard, blocklist: n.blocklist, graylisted: n.isGraylisted, throttled: n.metrics.throttled})
+		gossipGuard{guard: n.guard, blocklist: n.blocklist, graylisted: n.isGraylisted, throttled: n.metrics.throttled}, gossipTrace{n})
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +236,7 @@ func (n *Node) bootstrapPeers() []peer.AddrInfo {
 }
 
 // Run runs the node's loops (reconnect, peer book, protection, gossip
-// heal, reachability log) until ctx ends.
+// heal, reachability log, failed identify) until ctx ends.
 func (n *Node) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { n.recordPeers(ctx) })
@@ -236,6 +245,7 @@ func (n *Node) Run(ctx context.Context) error {
 	wg.Go(func() { n.healGossipLoop(ctx) })
 	wg.Go(func() { n.watchReachability(ctx) })
 	wg.Go(func() { n.watchLiveness(ctx) })
+	wg.Go(func() { n.redoFailedIdentify(ctx) })
 	wg.Wait()
 	return nil
 }

@@ -61,6 +61,7 @@ func (n *Node) topic(name string) (*pubsub.Topic, error) {
 		}
 	}
 	n.topics[name] = t
+	n.joined.add(name)
 	return t, nil
 }
 

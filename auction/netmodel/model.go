@@ -1,16 +1,18 @@
 // Package netmodel is a message-level model of the idlegrid market at
 // internet scale: not full nodes, but counts and bytes per node per second
-// for RFQs, bids and capacity digests on the sharded topics
-// (docs/protocol.md §3.5), with message sizes measured from really sealed
-// messages and bids per RFQ from the real selection rule
+// for RFQs, bids, capacity digests (on a provider's GPU shard and the CPU
+// shard) and attestation heartbeats on their gossip topics
+// (docs/protocol.md §3.5), with message sizes measured from
+// really sealed messages and bids per RFQ from the real selection rule
 // (auction.SelectBidders). It is pure: no I/O, no clock.
 //
-// The gossip costs follow gossipsub v1.2 as idlegrid configures it
-// (docs/protocol.md §3.1): every subscriber receives each message about
-// D-1 times (each peer forwards to its D mesh peers but the sender; the
-// messages are under the 1 KiB IDONTWANT threshold, so nothing suppresses
-// duplicates), and advertises its ID in IHAVE to Dlazy peers for 3
-// heartbeats.
+// The gossip costs are calibrated on measured networks, not taken from
+// gossipsub's parameters: copies of each message a subscriber receives,
+// gossip framing per copy and control traffic (IHAVE, IWANT, GRAFT,
+// PRUNE) per message come from BenchmarkAuction's gossip counters
+// (Calibration, docs/benchmarks.md). Publishers flood their own messages
+// to every connected subscriber of the topic, so a provider also sends
+// each of its digests and heartbeats once per such peer.
 package netmodel
 
 import (
@@ -37,6 +39,42 @@ var DefaultFamilies = []FamilyShare{
 	{"rtx-a6000", 0.07}, {"t4", 0.07}, {"v100", 0.06}, {"l4", 0.04}, {"other", 0.04},
 }
 
+// Calibration is what the model takes from measured networks rather than
+// from theory. MeasuredCalibration holds the values fitted to
+// BenchmarkAuction.
+type Calibration struct {
+	// Copies of each gossip message a subscriber receives (the first and
+	// the duplicates). Theory says D-1 = 5 for mesh degree 6 with no
+	// IDONTWANT (messages under 1 KiB); meshes run above D between
+	// heartbeats, and flood publishing adds the publisher's direct copies.
+	Copies float64
+	// FrameBytes is the gossip envelope around a payload (from, seqno,
+	// signature, topic, protobuf framing): bytes per copy received less
+	// the sealed message.
+	FrameBytes int
+	// ControlPerMsg is the control traffic (IHAVE, IWANT, GRAFT, PRUNE,
+	// subscriptions) a subscriber receives per message on a topic.
+	ControlPerMsg float64
+	// DigestsPerRFQ counts the change-driven digests one RFQ (a real job,
+	// not a probe) causes on each shard its providers are on: bidders' GPU
+	// holds and their release when the award summary arrives, the
+	// winner's lease and its end (each provider sends at most one a
+	// second).
+	DigestsPerRFQ float64
+	// AttestPerRFQ counts the messages one RFQ adds to the attest topic
+	// (the award summary, the lease's receipt).
+	AttestPerRFQ float64
+	// AttestBytes is one message on the attest topic as gossiped (a
+	// telemetry heartbeat, mostly), envelope included: bytes per copy
+	// received on the topic.
+	AttestBytes int
+}
+
+// MeasuredCalibration is fitted to BenchmarkAuction at 50 nodes
+// (BenchmarkRuns[0], docs/benchmarks.md, issue 26); TestModelAgainstRuns
+// checks it against every recorded run.
+var MeasuredCalibration = Calibration{Copies: 7.6, FrameBytes: 150, ControlPerMsg: 1500, DigestsPerRFQ: 2.5, AttestPerRFQ: 1.2, AttestBytes: 3450}
+
 // Params are the model's inputs.
 type Params struct {
 	Providers  int
@@ -44,27 +82,38 @@ type Params struct {
 	Families   []FamilyShare
 	WantBids   int // RFQ want_bids
 	JobGPUs    int // GPUs per job
-	// Gossip: mesh degree D, lazy degree Dlazy, heartbeats an ID is
-	// gossiped, bytes of one ID in IHAVE (32 + framing), and per-message
-	// framing (from, seqno, signature, topic, protobuf tags).
-	MeshDegree, GossipLazy, HistoryGossip int
-	IHaveIDBytes, FrameBytes              int
 	// BidStreamBytes is the per-bid stream overhead (multistream, yamux).
 	BidStreamBytes int
-	// DigestRefresh is each provider's timer re-gossip; DigestsPerRFQ
-	// counts change-driven digests per RFQ (the winner's on award, and
-	// again when the lease ends).
+	// DigestRefresh is each provider's timer re-gossip of its digest (half
+	// the record republish interval).
 	DigestRefresh time.Duration
-	DigestsPerRFQ float64
+	// HeartbeatEvery is each provider's telemetry entry on the attest
+	// topic, which every node subscribes to (it is not sharded).
+	HeartbeatEvery time.Duration
+	// CPUShare is the share of providers that are also on the CPU shard
+	// (auction.ProviderShards puts every provider offering wasm or CPU
+	// jobs there): each of their digests is published there too.
+	CPUShare float64
+	// Heartbeats says where heartbeats go: the network-wide attest topic
+	// (as built), or, as what-ifs, the provider's shard (and region
+	// group) topics, or no gossip at all (only to the provider's lease
+	// counterparties, who verify its telemetry anyway).
+	Heartbeats HeartbeatScope
+	// TopicPeers are a node's connected subscribers of one of its topics,
+	// whom its own publications are flooded to (at most its connection
+	// manager's high water mark).
+	TopicPeers int
 	// RegionGroups splits every family shard by region group (1: scheme
 	// v2 as specified; more is a what-if of a later scheme that assumes
 	// RFQs pinned to one group).
 	RegionGroups int
+	Calibration  Calibration
 	Sizes        Sizes
 }
 
 // DefaultParams fills Params for providers and a network-wide RFQ rate
-// with idlegrid's gossip settings and measured message sizes.
+// with idlegrid's settings, measured message sizes and the measured
+// calibration.
 func DefaultParams(providers int, rfqsPerSec float64) (Params, error) {
 	sz, err := MeasureSizes()
 	if err != nil {
@@ -72,36 +121,55 @@ func DefaultParams(providers int, rfqsPerSec float64) (Params, error) {
 	}
 	return Params{
 		Providers: providers, RFQsPerSec: rfqsPerSec, Families: DefaultFamilies,
-		WantBids: auction.DefaultWantBids, JobGPUs: 1,
-		MeshDegree: 6, GossipLazy: 6, HistoryGossip: 3, IHaveIDBytes: 34, FrameBytes: 150,
-		BidStreamBytes: 100, DigestRefresh: 10 * time.Minute, DigestsPerRFQ: 2, RegionGroups: 1, Sizes: sz,
+		WantBids: auction.DefaultWantBids, JobGPUs: 1, BidStreamBytes: 100,
+		DigestRefresh: 5 * time.Minute, HeartbeatEvery: time.Minute, CPUShare: 1,
+		TopicPeers: 192, RegionGroups: 1, Calibration: MeasuredCalibration, Sizes: sz,
 	}, nil
 }
 
+// HeartbeatScope is where heartbeats are gossiped.
+type HeartbeatScope int
+
+// Heartbeat scopes.
+const (
+	HeartbeatsNetwork HeartbeatScope = iota
+	HeartbeatsShard
+	HeartbeatsNone
+)
+
 // Row is the model's output for one (providers, RFQ rate) point, for a
-// provider on the largest shard (the busiest). Rates are per second;
-// bytes are inbound, and outbound is about the same (each copy received
-// is one another node sent).
+// provider on the largest shard (the busiest). Rates are per second; kB =
+// 1000 bytes. Inbound is what the provider receives; outbound adds to the
+// copies it relays (about as many as it receives) the floods of its own
+// digests and heartbeats and its bids.
 type Row struct {
-	Providers       int
-	RFQsPerSec      float64
-	ShardProviders  int     // providers on the largest shard
-	ShardRFQsPerSec float64 // RFQs published on it
-	BidsPerRFQ      float64 // mean bids per RFQ drawn by SelectBidders
-	ExpectedBids    float64 // the rule's expectation
-	EveryoneBids    int     // feasible providers: bids per RFQ without selection
-	RFQCopies       float64 // RFQ copies received
-	DigestCopies    float64 // digest copies received
-	BidsSent        float64
-	RFQKBps         float64 // kB = 1000 bytes
-	DigestKBps      float64
-	BidKBps         float64
-	ProviderKBps    float64 // total
+	Providers        int
+	RFQsPerSec       float64
+	ShardProviders   int     // providers on the largest shard
+	ShardRFQsPerSec  float64 // RFQs published on it
+	BidsPerRFQ       float64 // mean bids per RFQ drawn by SelectBidders
+	ExpectedBids     float64 // the rule's expectation
+	EveryoneBids     int     // feasible providers: bids per RFQ without selection
+	DigestsPerSec    float64 // digests published on the shard
+	HeartbeatsPerSec float64 // messages on the attest topic it receives
+	CPUDigestsPerSec float64 // digests on the CPU shard
+	RFQCopies        float64 // RFQ copies received
+	DigestCopies     float64 // digest copies received
+	BidsSent         float64
+	RFQKBps          float64 // inbound, control included
+	DigestKBps       float64
+	AttestKBps       float64
+	CPUKBps          float64 // the CPU shard's digests
+	BidKBps          float64 // outbound
+	ProviderKBps     float64 // inbound total: RFQ + digest + attest + CPU shard
+	ShardKBps        float64 // inbound on the shard's topics only: RFQ + digest
+	OutKBps          float64 // outbound total
 }
 
 // Model evaluates p.
 func Model(p Params) (Row, error) {
-	if p.Providers <= 0 || p.RFQsPerSec < 0 || len(p.Families) == 0 || p.MeshDegree < 2 || p.DigestRefresh <= 0 {
+	c := p.Calibration
+	if p.Providers <= 0 || p.RFQsPerSec < 0 || len(p.Families) == 0 || c.Copies < 1 || p.DigestRefresh <= 0 || p.HeartbeatEvery <= 0 {
 		return Row{}, fmt.Errorf("netmodel.Model: bad params %+v", p)
 	}
 	share := 0.0
@@ -114,18 +182,39 @@ func Model(p Params) (Row, error) {
 	r.ShardRFQsPerSec = p.RFQsPerSec * share / groups
 	bids, exp := drawBids(r.ShardProviders, p.WantBids, p.JobGPUs)
 	r.BidsPerRFQ, r.ExpectedBids, r.EveryoneBids = bids, exp, r.ShardProviders
-	copies := float64(p.MeshDegree - 1)
-	ihave := float64(p.HistoryGossip * p.GossipLazy * p.IHaveIDBytes)
-	perRFQ := copies*float64(p.Sizes.RFQ+p.FrameBytes) + ihave
-	perDigest := copies*float64(p.Sizes.Digest+p.FrameBytes) + ihave
-	digests := float64(r.ShardProviders)/p.DigestRefresh.Seconds() + p.DigestsPerRFQ*r.ShardRFQsPerSec
-	r.RFQCopies = copies * r.ShardRFQsPerSec
-	r.DigestCopies = copies * digests
+	frame := float64(c.FrameBytes)
+	perRFQ := c.Copies*(float64(p.Sizes.RFQ)+frame) + c.ControlPerMsg
+	perDigest := c.Copies*(float64(p.Sizes.Digest)+frame) + c.ControlPerMsg
+	perBeat := c.Copies*float64(c.AttestBytes) + c.ControlPerMsg
+	r.DigestsPerSec = float64(r.ShardProviders)/p.DigestRefresh.Seconds() + c.DigestsPerRFQ*r.ShardRFQsPerSec
+	cpuProviders := float64(p.Providers) * p.CPUShare
+	r.CPUDigestsPerSec = cpuProviders/p.DigestRefresh.Seconds() + c.DigestsPerRFQ*p.RFQsPerSec*p.CPUShare
+	switch p.Heartbeats {
+	case HeartbeatsNetwork:
+		r.HeartbeatsPerSec = float64(p.Providers)/p.HeartbeatEvery.Seconds() + c.AttestPerRFQ*p.RFQsPerSec
+	case HeartbeatsShard:
+		r.HeartbeatsPerSec = float64(r.ShardProviders)/p.HeartbeatEvery.Seconds() + c.AttestPerRFQ*r.ShardRFQsPerSec
+	}
+	r.RFQCopies = c.Copies * r.ShardRFQsPerSec
+	r.DigestCopies = c.Copies * r.DigestsPerSec
 	r.BidsSent = r.ShardRFQsPerSec * r.ExpectedBids / float64(r.ShardProviders)
 	r.RFQKBps = r.ShardRFQsPerSec * perRFQ / 1000
-	r.DigestKBps = digests * perDigest / 1000
+	r.DigestKBps = r.DigestsPerSec * perDigest / 1000
+	r.AttestKBps = r.HeartbeatsPerSec * perBeat / 1000
+	r.CPUKBps = r.CPUDigestsPerSec * perDigest / 1000
 	r.BidKBps = r.BidsSent * float64(p.Sizes.Bid+p.BidStreamBytes) / 1000
-	r.ProviderKBps = r.RFQKBps + r.DigestKBps + r.BidKBps
+	r.ShardKBps = r.RFQKBps + r.DigestKBps
+	r.ProviderKBps = r.ShardKBps + r.AttestKBps + r.CPUKBps
+	// Own publications are flooded to every connected subscriber.
+	ownDigests := r.DigestsPerSec / float64(r.ShardProviders)
+	flood := float64(min(p.TopicPeers, r.ShardProviders-1)) * ownDigests * (float64(p.Sizes.Digest) + frame)
+	if p.CPUShare > 0 {
+		flood += float64(min(p.TopicPeers, int(cpuProviders)-1)) * ownDigests * (float64(p.Sizes.Digest) + frame)
+	}
+	if p.Heartbeats != HeartbeatsNone {
+		flood += float64(min(p.TopicPeers, p.Providers-1)) / p.HeartbeatEvery.Seconds() * float64(c.AttestBytes)
+	}
+	r.OutKBps = r.ProviderKBps + r.BidKBps + flood/1000
 	return r, nil
 }
 
@@ -175,15 +264,43 @@ func ScaleTable() ([]Row, error) {
 	return out, nil
 }
 
+// WhatIfs are splits of the traffic at 100,000 providers and 100 RFQs/s:
+// region groups in the shard key (4, 8, 16); then 8 groups with the CPU
+// shard only for the 5% of providers without GPUs; then also the
+// heartbeats on the shards' topics; then with no heartbeat gossip at all.
+func WhatIfs() ([]Row, error) {
+	var out []Row
+	for _, w := range []struct {
+		groups int
+		cpu    float64
+		beats  HeartbeatScope
+	}{
+		{4, 1, HeartbeatsNetwork}, {8, 1, HeartbeatsNetwork}, {16, 1, HeartbeatsNetwork},
+		{8, 0.05, HeartbeatsNetwork}, {8, 0.05, HeartbeatsShard}, {8, 0.05, HeartbeatsNone},
+	} {
+		p, err := DefaultParams(100_000, 100)
+		if err != nil {
+			return nil, err
+		}
+		p.RegionGroups, p.CPUShare, p.Heartbeats = w.groups, w.cpu, w.beats
+		r, err := Model(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
 // FormatTable renders rows as a Markdown table.
 func FormatTable(rows []Row) string {
 	var b strings.Builder
-	b.WriteString("| providers | RFQs/s | largest shard | its RFQs/s | bids/RFQ (expected; everyone) | RFQ copies/s | digest copies/s | bids sent/s | RFQ kB/s | digest kB/s | bid kB/s | **provider kB/s** |\n")
-	b.WriteString("|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| providers | RFQs/s | largest shard | its RFQs/s | bids/RFQ (expected; everyone) | digests/s on it | attest msgs/s | CPU-shard digests/s | RFQ kB/s | digest kB/s | shard kB/s | attest kB/s | CPU shard kB/s | **provider in kB/s** | out kB/s |\n")
+	b.WriteString("|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %d | %g | %d | %.1f | %.1f (%.0f; %d) | %.1f | %.1f | %.3f | %.1f | %.1f | %.2f | **%.1f** |\n",
+		fmt.Fprintf(&b, "| %d | %g | %d | %.1f | %.1f (%.0f; %d) | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | **%.1f** | %.1f |\n",
 			r.Providers, r.RFQsPerSec, r.ShardProviders, r.ShardRFQsPerSec, r.BidsPerRFQ, r.ExpectedBids, r.EveryoneBids,
-			r.RFQCopies, r.DigestCopies, r.BidsSent, r.RFQKBps, r.DigestKBps, r.BidKBps, r.ProviderKBps)
+			r.DigestsPerSec, r.HeartbeatsPerSec, r.CPUDigestsPerSec, r.RFQKBps, r.DigestKBps, r.ShardKBps, r.AttestKBps, r.CPUKBps, r.ProviderKBps, r.OutKBps)
 	}
 	return b.String()
 }

@@ -4,44 +4,80 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
+	_ "net/http/pprof" // for -auctionbench.pprof
+	"os"
+	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/node/trust"
 	"github.com/idlegrid/idlegrid/store"
 )
 
 // Auction benchmark parameters; the network flags (netbench.latency,
 // .heartbeat, .connlow, .connhigh, .every) apply as well.
 var (
+	auctionNodes     = flag.String("auctionbench.nodes", "50,200,500", "cluster sizes, comma-separated")
+	auctionTransport = flag.String("auctionbench.transport", "tcp",
+		`"tcp" or "quic": real hosts on 127.0.0.1; "mocknet": in-process links with -netbench.latency`)
 	auctionJobs   = flag.Int("auctionbench.jobs", 40, "jobs per benchmark iteration, one at a time")
 	auctionProbes = flag.Int("auctionbench.probes", 4, "gossip probes after each job's lease, netbench.every apart")
 	auctionGPUs   = flag.Int("auctionbench.gpus", 16, "simulated A10s per provider")
 	auctionPace   = flag.Duration("auctionbench.pace", 500*time.Millisecond,
 		"least time between two job submissions")
+	auctionBenchLimits = flag.Bool("auctionbench.netlimits", false,
+		"use the -netbench.connlow/connhigh/grace connection limits instead of the auctionbench ones")
+	auctionConnLow     = flag.Int("auctionbench.connlow", 64, "connection manager low water mark")
+	auctionConnHigh    = flag.Int("auctionbench.connhigh", 192, "connection manager high water mark")
+	auctionBootstraps  = flag.Int("auctionbench.bootstraps", 0, "bootstrap peers (0: one per 100 nodes)")
+	auctionFormWait    = flag.Duration("auctionbench.formwait", 10*time.Minute, "longest wait for the network to form")
+	auctionPprof       = flag.String("auctionbench.pprof", "", "serve net/http/pprof on this address while the benchmark runs")
+	auctionFormProfile = flag.String("auctionbench.formprofile", "",
+		"write a CPU profile of the network forming (start until formed, at most 3 minutes) to FILE.<nodes>")
 )
 
-// BenchmarkAuction measures how long the reverse auction itself takes on
-// an in-process network, leaving out the bid window a renter chooses:
+// BenchmarkAuction measures how an in-process network forms and how long
+// the reverse auction itself takes on it, leaving out the bid window a
+// renter chooses:
 //
 //	award = (first bid received - RFQ published) + (lease countersigned - bid window closed)
 //
 // from the renter's job events, with the gossip latency of the same run
-// beside it (RFQ-shaped probes, as in BenchmarkNetwork, interleaved with
-// the jobs). Jobs go one at a time, at most one per auctionbench.pace,
-// so that they never compete for GPUs.
+// beside it (RFQ-shaped probes on the A10 shard's RFQ topic, as in
+// BenchmarkNetwork, interleaved with the jobs). Jobs go one at a time, at
+// most one per auctionbench.pace, so that they never compete for GPUs.
+// The nodes are real libp2p hosts on 127.0.0.1 (TCP) by default, each its
+// own admission subnet (p2p.DefaultSubnet groups loopback peers by peer
+// ID); -auctionbench.transport=mocknet puts them on mocknet links instead
+// (addresses 10.x.y.1, with -netbench.latency), which serialises each
+// node's connections under one lock and stalls past about 100 nodes.
 //
-//	go test ./node/nodetest -run '^$' -bench BenchmarkAuction -benchtime=1x -timeout 30m
+// Reported besides the auction: formed_s (start until every routing table
+// is non-empty and a renter probe and a provider probe have each reached
+// every provider), market_s (until the renter's digest book holds every backed
+// provider), fresh_view_s (a renter restarted with an empty store, after
+// the jobs: until its digest book holds every provider again), unfilled
+// jobs, and what gossip cost the providers while the jobs ran (bench_cost_test.go).
+//
+//	go test ./node/nodetest -run '^$' -bench 'BenchmarkAuction$' -benchtime=1x -timeout 60m -args -auctionbench.nodes=50,200,500
 func BenchmarkAuction(b *testing.B) {
 	if testing.Short() {
 		b.Skip("auction benchmark skipped in -short mode")
 	}
-	for _, n := range []int{50, 200} {
+	for _, f := range strings.Split(*auctionNodes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 4 {
+			b.Fatalf("auctionbench.nodes: %q is not a cluster size of at least 4", f)
+		}
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) { benchAuction(b, n) })
 	}
 }
@@ -108,44 +144,68 @@ func jobTiming(j *store.Job) (t auctionTiming, rfqAt int64, err error) {
 }
 
 func benchAuction(b *testing.B, n int) {
-	ctx, cancel := context.WithTimeout(b.Context(), 20*time.Minute)
+	ctx, cancel := context.WithTimeout(b.Context(), 40*time.Minute)
 	defer cancel()
 
 	gpus := make([]string, *auctionGPUs)
 	for i := range gpus {
 		gpus[i] = "a10"
 	}
-	c, t0, rtReady := benchCluster(b, ctx, n, func(i int, cfg *node.Config) {
+	servePprof(b)
+	stopProfile := startFormProfile(b, n)
+	defer stopProfile()
+	transport := *auctionTransport
+	if transport == "mocknet" {
+		transport = ""
+	}
+	boots := *auctionBootstraps
+	if boots <= 0 {
+		boots = (n + 99) / 100
+	}
+	// Forming has its own limit, so that a network that does not form
+	// ends the run with a clear failure and the progress lines before it.
+	formCtx, formCancel := context.WithTimeout(ctx, *auctionFormWait)
+	defer formCancel()
+	c, t0, rtReady := benchCluster(b, formCtx, n, transport, boots, func(i int, cfg *node.Config) {
 		// The production cache of capacity records, not nodetest's
 		// always-fresh one: the renter's market view (which providers it
 		// expects bids from) should cost what it costs in production.
 		cfg.Market.Refresh = node.DefaultConfig(node.RoleRenter).Market.Refresh
+		if !*auctionBenchLimits {
+			// The connection manager as deployed (64/192, a minute's
+			// grace), not BenchmarkNetwork's tight 16/32 with none, which
+			// churns connections through the DHT on a network this small.
+			cfg.P2P.ConnLow, cfg.P2P.ConnHigh = *auctionConnLow, *auctionConnHigh
+			cfg.P2P.ConnGrace = node.DefaultConfig(cfg.Role).P2P.ConnGrace
+		}
 		if cfg.GPU.Sim.Profiles != nil {
-			// Every provider bids on every job, and a losing bid holds its
-			// GPU until it expires (window + 3 s, 3.5 s here): at one job
-			// per auctionbench.pace that is 7 holds per provider, plus
-			// the winner's 1 s leases. 16 GPUs keep every provider able to
-			// bid on every job.
+			// A losing bid holds its GPU until the award summary (or its
+			// expiry, window + 3 s): 16 GPUs keep every provider able to
+			// bid on every job at one job per auctionbench.pace.
 			cfg.GPU.Sim.Profiles = gpus
 		}
 	})
-	renter := c.ByRole(node.RoleRenter)[0].Node
+	renterIdx := len(c.Members) - 1
+	renter := c.Members[renterIdx].Node
 	providers := c.ByRole(node.RoleProvider)
+	shard := auction.GPUShard("a10")
 	arrivals := &rfqArrivals{at: map[string][]time.Time{}}
-	pr := newProber(b, ctx, c, uint64(n)+7, arrivals.add)
-	pr.waitMesh(b, ctx)
-	meshReady := time.Since(t0)
-	// Every provider's capacity record must be found before the renter
-	// can expect its bid.
-	if err := WaitSearchable(ctx, renter, len(providers)); err != nil {
-		b.Fatal(err)
-	}
+	pr := newProber(b, ctx, c, uint64(n)+7, shard.RFQTopic(), shardProbeSpec, arrivals.add)
+	progress("nodes=%d: routing tables ready after %s", n, rtReady.Round(time.Millisecond))
+	pr.waitMesh(b, formCtx)
+	formed := time.Since(t0)
+	stopProfile()
+	progress("nodes=%d: formed after %s", n, formed.Round(time.Millisecond))
+	// The renter expects bids from the backed providers its digest book holds.
+	view := waitView(ctx, c.Members[renterIdx], len(providers))
 	marketReady := time.Since(t0)
+	progress("nodes=%d: the renter's market view after %s: %s; %s", n, marketReady.Round(time.Millisecond), view, churn(c))
 
 	var timings []auctionTiming
 	var rfqLat []time.Duration // real RFQs: publish (ms) to arrival at each provider
-	k := 0
+	unfilled, k := 0, 0
 	busy0 := cpuBusy()
+	cost0 := readGossipCost(c, shard)
 	for b.Loop() {
 		var last time.Time
 		for range *auctionJobs {
@@ -164,18 +224,17 @@ func benchAuction(b *testing.B, n int) {
 				b.Fatal(err)
 			}
 			if !slices.ContainsFunc(j.Events, func(ev store.JobEvent) bool { return ev.Kind == "lease" }) {
-				for _, ev := range j.Events {
-					b.Logf("  %s: %s", ev.Kind, ev.Message)
+				unfilled++
+				b.Logf("job %s ended %s without a lease: %s", j.Name, j.State, j.Reason)
+			} else {
+				t, rfqAt, err := jobTiming(j)
+				if err != nil {
+					b.Fatal(err)
 				}
-				b.Fatalf("job %s ended %s without a lease: %s", j.Name, j.State, j.Reason)
-			}
-			t, rfqAt, err := jobTiming(j)
-			if err != nil {
-				b.Fatal(err)
-			}
-			timings = append(timings, t)
-			for _, at := range arrivals.get(j.RFQs[0]) {
-				rfqLat = append(rfqLat, at.Sub(time.UnixMilli(rfqAt)))
+				timings = append(timings, t)
+				for _, at := range arrivals.get(j.RFQs[0]) {
+					rfqLat = append(rfqLat, at.Sub(time.UnixMilli(rfqAt)))
+				}
 			}
 			// Gossip probes in the same network state, between auctions
 			// so that neither waits for the other.
@@ -193,7 +252,22 @@ func benchAuction(b *testing.B, n int) {
 			}
 		}
 	}
+	cost := readGossipCost(c, shard).since(cost0)
 	cpu := cpuBusy().since(busy0)
+
+	// A renter that joins the running network with an empty store: its
+	// view comes from digest sync and gossip.
+	if err := c.Restart(renterIdx); err != nil {
+		b.Fatal(err)
+	}
+	fresh := c.Members[renterIdx].Node
+	if err := fresh.WaitReady(ctx); err != nil {
+		b.Fatal(err)
+	}
+	joined := time.Now()
+	fview := waitView(ctx, c.Members[renterIdx], len(providers))
+	freshView := time.Since(joined)
+	progress("nodes=%d: %d jobs done; the fresh renter's view %s after it was ready: %s", n, k, freshView.Round(time.Millisecond), fview)
 
 	sorted := func(f func(auctionTiming) time.Duration) []time.Duration {
 		var out []time.Duration
@@ -216,6 +290,12 @@ func benchAuction(b *testing.B, n int) {
 		}
 	}
 	gossipP95 := percentile(lat, 0.95)
+	b.ReportMetric(formed.Seconds(), "formed_s")
+	b.ReportMetric(marketReady.Seconds(), "market_s")
+	b.ReportMetric(freshView.Seconds(), "fresh_view_s")
+	b.ReportMetric(float64(view.counts.Backed), "market_backed")
+	b.ReportMetric(float64(fview.counts.Backed), "fresh_view_backed")
+	b.ReportMetric(float64(unfilled), "unfilled")
 	b.ReportMetric(ms(percentile(award, 0.50)), "award_p50_ms")
 	b.ReportMetric(ms(percentile(award, 0.95)), "award_p95_ms")
 	b.ReportMetric(ms(percentile(award, 1)), "award_max_ms")
@@ -226,19 +306,132 @@ func benchAuction(b *testing.B, n int) {
 	b.ReportMetric(ms(percentile(lat, 0.50)), "gossip_p50_ms")
 	b.ReportMetric(ms(gossipP95), "gossip_p95_ms")
 	b.ReportMetric(ms(percentile(rfqLat, 0.95)), "rfq_gossip_p95_ms")
-	if gossipP95 > 0 {
-		b.ReportMetric(float64(percentile(award, 0.95))/float64(gossipP95), "ratio")
-	}
 	b.ReportMetric(ratio, "delivery_ratio")
-	b.ReportMetric(float64(bids)/float64(len(timings)), "bids/job")
-	b.ReportMetric(float64(early)/float64(len(timings)), "early_close")
+	if len(timings) > 0 {
+		b.ReportMetric(float64(bids)/float64(len(timings)), "bids/job")
+		b.ReportMetric(float64(early)/float64(len(timings)), "early_close")
+	}
 	b.ReportMetric(cpu, "cpu_busy")
-	b.Logf("nodes=%d: %d jobs, %d probe samples, %d rfq arrivals, rt ready %s, mesh ready %s, market ready %s",
-		n, len(timings), len(lat), len(rfqLat), rtReady.Round(time.Millisecond), meshReady.Round(time.Millisecond), marketReady.Round(time.Millisecond))
+	cost.report(b)
+	b.Logf("nodes=%d: %d jobs (%d unfilled), %d probe samples, %d rfq arrivals; rt ready %s, formed %s, market %s, fresh renter's view %s",
+		n, k, unfilled, len(lat), len(rfqLat), rtReady.Round(time.Millisecond), formed.Round(time.Millisecond),
+		marketReady.Round(time.Millisecond), freshView.Round(time.Millisecond))
+	b.Logf("gossip cost: %s", cost)
+	b.Logf("churn: %s", churn(c))
 	b.Logf("award ms per job: %v", msList(award))
 	if ratio != 1 {
 		b.Fatalf("probe delivery ratio %.4f, want 1", ratio)
 	}
+}
+
+// servePprof serves net/http/pprof where -auctionbench.pprof asks, until
+// the benchmark ends: to look at a network that will not form while it is
+// still trying.
+func servePprof(b *testing.B) {
+	if *auctionPprof == "" {
+		return
+	}
+	srv := &http.Server{Addr: *auctionPprof, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.ListenAndServe()
+	}()
+	b.Cleanup(func() {
+		_ = srv.Close()
+		<-done
+	})
+}
+
+// startFormProfile starts the CPU profile -auctionbench.formprofile asks
+// for; the returned stop may be called more than once.
+func startFormProfile(b *testing.B, n int) (stop func()) {
+	if *auctionFormProfile == "" {
+		return func() {}
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%d", *auctionFormProfile, n))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			_ = f.Close()
+			progress("nodes=%d: CPU profile written to %s", n, f.Name())
+		})
+	}
+	time.AfterFunc(3*time.Minute, stop)
+	return stop
+}
+
+// churn sums what the cluster's connections went through: redials,
+// evictions by admission, gossip peers reconnected by the heal loop.
+func churn(c *Cluster) string {
+	return fmt.Sprintf("redials %.0f, admission evictions %.0f, gossip peers healed %.0f, reconnected after identify failed %.0f, connections per node %.1f",
+		counterSum(c, "idlegrid_p2p_redials_total"), counterSum(c, "idlegrid_p2p_conn_refusals_total"),
+		counterSum(c, "idlegrid_gossip_healed_peers_total"), counterSum(c, "idlegrid_p2p_identify_failed_reconnects_total"),
+		func() float64 { m, _ := connStats(c); return m }())
+}
+
+// progress tells a -v run how far a long benchmark has come, as it goes
+// (b.Logf prints only when the benchmark ends).
+func progress(format string, args ...any) {
+	if testing.Verbose() {
+		fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format(time.TimeOnly)}, args...)...)
+	}
+}
+
+// auctionViewWait bounds the wait for a renter's market view.
+var auctionViewWait = flag.Duration("auctionbench.viewwait", 3*time.Minute,
+	"longest wait for a renter's digest book to hold every provider backed (then the benchmark goes on with what it has)")
+
+// marketView is how far a renter's view came.
+type marketView struct {
+	counts   trust.ViewCounts
+	want     int
+	complete bool
+	unbacked float64 // digest_unbacked charges by r so far
+}
+
+func (v marketView) String() string {
+	state := "complete"
+	if !v.complete {
+		state = "INCOMPLETE"
+	}
+	return fmt.Sprintf("%s, %d of %d providers backed (%d proven, %d held), %.0f digest_unbacked charges", state,
+		v.counts.Backed, v.want, v.counts.Proven, v.counts.Held, v.unbacked)
+}
+
+// waitView waits, at most -auctionbench.viewwait, until r's digest book
+// holds want providers backed by a checked capacity record (what a renter
+// expects bids from; proven ones need bids seen first).
+func waitView(ctx context.Context, m *Member, want int) marketView {
+	r := m.Node
+	wctx, cancel := context.WithTimeout(ctx, *auctionViewWait)
+	defer cancel()
+	err := WaitFor(wctx, fmt.Sprintf("%d backed providers in the digest book", want), func() bool {
+		return r.Trust().MarketView().Backed >= want
+	})
+	v := marketView{counts: r.Trust().MarketView(), want: want, complete: err == nil}
+	if mfs, err := m.Registry.Gather(); err == nil {
+		for _, mf := range mfs {
+			if mf.GetName() != "idlegrid_p2p_abuse_events_total" {
+				continue
+			}
+			for _, met := range mf.GetMetric() {
+				for _, lp := range met.GetLabel() {
+					if lp.GetValue() == string(trust.AbuseDigestUnbacked) {
+						v.unbacked += met.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+	}
+	return v
 }
 
 func msList(ds []time.Duration) []int64 {

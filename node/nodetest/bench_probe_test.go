@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,15 +19,25 @@ import (
 	"github.com/idlegrid/idlegrid/p2p"
 )
 
-// probeSpec is the job behind gossip probes: a real, signed RFQ of the
-// usual size that passes every node's RFQ validator but that no benchmark
-// provider bids on (they have A10s, it asks for a T4). Its 60 s bid
-// window keeps it from expiring (and being dropped by validators) on a
-// slow network before every provider has it.
-var probeSpec = func() *auction.JobSpec {
+// probeSpec is the job behind gossip probes on the unsharded RFQ topic:
+// a real, signed RFQ of the usual size that passes every node's RFQ
+// validator but that no benchmark provider bids on (they have A10s, it
+// asks for a T4). Its 60 s bid window keeps it from expiring (and being
+// dropped by validators) on a slow network before every provider has it.
+var probeSpec = mustProbeSpec("gpu: [t4]\n")
+
+// shardProbeSpec is the job behind gossip probes on the A10 shard's RFQ
+// topic: an A10 job, so the shard validators pass it, in a docker image,
+// which the benchmark providers (wasm only) cannot run.
+var shardProbeSpec = mustProbeSpec("gpu: [a10]\nimage: ghcr.io/idlegrid/bench-probe:1@sha256:" + strings.Repeat("ab", 32) + "\n")
+
+func mustProbeSpec(what string) *auction.JobSpec {
 	module := auction.CapabilityCID("idlegrid-bench-probe").String()
-	s, err := auction.ParseJobSpec([]byte("name: gossip-probe\nmodule: " + module +
-		"\ngpus: 1\ngpu: [t4]\ntier: bronze\nmax_price: 5\nduration: 1h\nbid_window: 60s\n"))
+	body := "name: gossip-probe\ngpus: 1\n" + what + "tier: bronze\nmax_price: 5\nduration: 1h\nbid_window: 60s\n"
+	if !strings.Contains(what, "image:") {
+		body += "module: " + module + "\n"
+	}
+	s, err := auction.ParseJobSpec([]byte(body))
 	if err != nil {
 		panic(err)
 	}
@@ -34,11 +45,13 @@ var probeSpec = func() *auction.JobSpec {
 		panic(err)
 	}
 	return s
-}()
+}
 
-// prober publishes gossip probes on the RFQ topic and records their
+// prober publishes gossip probes on an RFQ topic and records their
 // delivery at every provider.
 type prober struct {
+	topic     string
+	spec      *auction.JobSpec
 	rec       *recorder
 	renter    *Member
 	providers []*Member
@@ -47,13 +60,16 @@ type prober struct {
 	size      int // bytes of the last probe
 }
 
-// newProber subscribes every provider to the RFQ topic (a second
-// subscription beside the node's own). other, if set, sees every RFQ
-// that is not a probe, with its arrival time, at provider i.
-func newProber(b *testing.B, ctx context.Context, c *Cluster, seed uint64, other func(i int, data []byte, at time.Time)) *prober {
+// newProber subscribes every provider to an RFQ topic (a second
+// subscription beside the node's own, if it has one); probes are RFQs for
+// spec. other, if set, sees every RFQ that is not a probe, with its
+// arrival time, at provider i.
+func newProber(b *testing.B, ctx context.Context, c *Cluster, seed uint64, topic string, spec *auction.JobSpec, other func(i int, data []byte, at time.Time)) *prober {
 	b.Helper()
 	providers := c.ByRole(node.RoleProvider)
 	pr := &prober{
+		topic:     topic,
+		spec:      spec,
 		rec:       newRecorder(providers),
 		renter:    c.ByRole(node.RoleRenter)[0],
 		providers: providers,
@@ -61,7 +77,7 @@ func newProber(b *testing.B, ctx context.Context, c *Cluster, seed uint64, other
 	}
 	for i, m := range providers {
 		self := m.Node.ID()
-		if err := m.Node.P2P().Subscribe(ctx, p2p.TopicRFQ, func(msg p2p.Message) {
+		if err := m.Node.P2P().Subscribe(ctx, topic, func(msg p2p.Message) {
 			now := time.Now()
 			// Our own publications come back through our subscription with
 			// zero latency; they are not deliveries.
@@ -94,7 +110,7 @@ func (pr *prober) publish(ctx context.Context, kind byte) (uint64, error) {
 	nonce := make([]byte, auction.NonceLen)
 	binary.BigEndian.PutUint64(nonce, pr.seq)
 	binary.BigEndian.PutUint64(nonce[8:], pr.rng.Uint64())
-	rfq, err := probeSpec.RFQ(from.Node.ID(), nonce, time.Now())
+	rfq, err := pr.spec.RFQ(from.Node.ID(), nonce, time.Now())
 	if err != nil {
 		return 0, err
 	}
@@ -109,10 +125,10 @@ func (pr *prober) publish(ctx context.Context, kind byte) (uint64, error) {
 	pr.rec.expect(pr.seq, kind, pub, data, time.Now())
 	pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer pcancel()
-	return pr.seq, from.Node.P2P().Publish(pctx, p2p.TopicRFQ, data, 0)
+	return pr.seq, from.Node.P2P().Publish(pctx, pr.topic, data, 0)
 }
 
-// waitMesh waits until the RFQ mesh is usable: every provider knows
+// waitMesh waits until the probes' topic mesh is usable: every provider knows
 // enough rfq subscribers among its peers for the next heartbeat to fill
 // its mesh to Dlo, and then a renter probe and a provider probe have each
 // reached every provider. Probes repeat until then; their deliveries are
@@ -121,11 +137,11 @@ func (pr *prober) waitMesh(b *testing.B, ctx context.Context) {
 	b.Helper()
 	const dlo = 5 // gossipsub's default; p2p keeps it
 	if err := WaitFor(ctx, "rfq topic peers", func() bool {
-		if len(pr.renter.Node.P2P().ListTopicPeers(p2p.TopicRFQ)) == 0 {
+		if len(pr.renter.Node.P2P().ListTopicPeers(pr.topic)) == 0 {
 			return false
 		}
 		return !slices.ContainsFunc(pr.providers, func(m *Member) bool {
-			return len(m.Node.P2P().ListTopicPeers(p2p.TopicRFQ)) < min(dlo, len(pr.providers)-1)
+			return len(m.Node.P2P().ListTopicPeers(pr.topic)) < min(dlo, len(pr.providers)-1)
 		})
 	}); err != nil {
 		b.Fatal(err)

@@ -4,13 +4,15 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 
 	"github.com/idlegrid/idlegrid/node"
+	"github.com/idlegrid/idlegrid/p2p"
 )
 
 // Network benchmark parameters. The defaults are what docs/benchmarks.md
@@ -24,6 +26,8 @@ var (
 		"gossipsub heartbeat; 1s is the production default")
 	benchConnLow     = flag.Int("netbench.connlow", 16, "connection manager low water mark")
 	benchConnHigh    = flag.Int("netbench.connhigh", 32, "connection manager high water mark")
+	benchStartGap    = flag.Duration("netbench.startgap", 0, "time between two members' starts (0: all at once)")
+	benchGrace       = flag.Duration("netbench.grace", 10*time.Second, "connection manager grace period for new connections")
 	benchMsgs        = flag.Int("netbench.msgs", 100, "gossip messages per benchmark iteration")
 	benchHeapProfile = flag.String("netbench.heapprofile", "",
 		"write a heap profile to FILE.<nodes> while each cluster is still up")
@@ -64,8 +68,8 @@ func benchNetwork(b *testing.B, n int) {
 	baseHeap, baseG := liveHeap()
 	storeHeap := storeCost(b)
 
-	c, t0, rtReady := benchCluster(b, ctx, n, nil)
-	pr := newProber(b, ctx, c, uint64(n), nil)
+	c, t0, rtReady := benchCluster(b, ctx, n, "", 1, nil)
+	pr := newProber(b, ctx, c, uint64(n), p2p.TopicRFQ, probeSpec, nil)
 	pr.waitMesh(b, ctx)
 	meshReady := time.Since(t0)
 
@@ -116,26 +120,75 @@ func benchNetwork(b *testing.B, n int) {
 	}
 }
 
-// benchCluster starts an n-member benchmark cluster with the flags' link
-// latency, connection limits and heartbeat (configure adjusts further),
+// refusals describes what m refused: bans by reason, connections refused
+// or evicted by reason, redial results.
+func refusals(m *Member) string {
+	mfs, err := m.Registry.Gather()
+	if err != nil {
+		return err.Error()
+	}
+	var parts []string
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "idlegrid_p2p_bans_total", "idlegrid_p2p_conn_refusals_total", "idlegrid_p2p_redials_total", "idlegrid_p2p_abuse_events_total",
+			"libp2p_rcmgr_blocked_resources", "libp2p_swarm_connections_opened_total", "libp2p_swarm_dial_errors_total":
+		case "libp2p_swarm_handshake_latency_seconds":
+			var sum float64
+			var cnt uint64
+			for _, met := range mf.GetMetric() {
+				sum += met.GetHistogram().GetSampleSum()
+				cnt += met.GetHistogram().GetSampleCount()
+			}
+			if cnt > 0 {
+				parts = append(parts, fmt.Sprintf("handshakes=%d mean=%.2fs", cnt, sum/float64(cnt)))
+			}
+			continue
+		default:
+			continue
+		}
+		for _, met := range mf.GetMetric() {
+			var l []string
+			for _, lp := range met.GetLabel() {
+				l = append(l, lp.GetValue())
+			}
+			v := met.GetCounter().GetValue()
+			if g := met.GetGauge(); g != nil {
+				v = g.GetValue()
+			}
+			parts = append(parts, fmt.Sprintf("%s%v=%.0f", strings.TrimPrefix(mf.GetName(), "idlegrid_p2p_"), l, v))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// benchCluster starts an n-member benchmark cluster on mocknet with the
+// flags' link latency (transport "") or on real hosts on 127.0.0.1
+// (transport "tcp" or "quic"), with that many bootstrap peers and the
+// flags' connection limits and heartbeat (configure adjusts further),
 // waits until every routing table is non-empty, and trims every member
 // at or above its high water mark once. It returns the cluster, when its
 // nodes started, and how long the routing tables took.
-func benchCluster(b *testing.B, ctx context.Context, n int, configure func(i int, cfg *node.Config)) (*Cluster, time.Time, time.Duration) {
+func benchCluster(b *testing.B, ctx context.Context, n int, transport string, bootstraps int, configure func(i int, cfg *node.Config)) (*Cluster, time.Time, time.Duration) {
 	b.Helper()
 	c, err := Start(n, Options{
 		Configure: func(i int, cfg *node.Config) {
 			cfg.P2P.ConnLow, cfg.P2P.ConnHigh = *benchConnLow, *benchConnHigh
-			// No grace period: limits bite from the first trim (every 10 s,
-			// the connection manager's silence period) instead of after the
-			// one minute production grants, longer than the whole run.
-			cfg.P2P.ConnGrace = 0
+			// A short grace period: limits bite within seconds instead of
+			// after the minute production grants, longer than a short run;
+			// but a connection survives long enough to be identified and
+			// used once (with none, a bootstrap peer trimmed newcomers
+			// before their first DHT query returned, and 200 nodes never
+			// formed).
+			cfg.P2P.ConnGrace = *benchGrace
 			cfg.P2P.GossipHeartbeat = *benchHeartbeat
 			if configure != nil {
 				configure(i, cfg)
 			}
 		},
-		Link: mocknet.LinkOptions{Latency: *benchLatency},
+		Link:       mocknet.LinkOptions{Latency: *benchLatency},
+		Transport:  transport,
+		StartGap:   *benchStartGap,
+		Bootstraps: bootstraps,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -145,11 +198,25 @@ func benchCluster(b *testing.B, ctx context.Context, n int, configure func(i int
 			b.Errorf("close: %v", err)
 		}
 	})
-	// Start returns once every node's Run is launched: the network starts
-	// forming now.
-	t0 := time.Now()
+	// The network starts forming when the first node runs.
+	t0 := c.Started
+	last := t0
 	if err := WaitFor(ctx, "every routing table non-empty", func() bool {
-		return !slices.ContainsFunc(c.Members, func(m *Member) bool { return !m.Node.Ready() })
+		var waiting []string
+		var first *Member
+		for _, m := range c.Members {
+			if !m.Node.Ready() {
+				if first == nil {
+					first = m
+				}
+				waiting = append(waiting, fmt.Sprintf("%d (%s, %d conns)", m.Index, m.Role, len(m.Node.P2P().ConnectedPeers())))
+			}
+		}
+		if len(waiting) > 0 && time.Since(last) > 10*time.Second {
+			last = time.Now()
+			logForming(n, c, t0, waiting, first)
+		}
+		return len(waiting) == 0
 	}); err != nil {
 		b.Fatal(err)
 	}
@@ -161,9 +228,42 @@ func benchCluster(b *testing.B, ctx context.Context, n int, configure func(i int
 	// now, as that tick would, then let the mesh recover before measuring.
 	for _, m := range c.Members {
 		h := m.Node.P2P().Host()
-		if len(h.Network().Conns()) >= *benchConnHigh {
-			h.(*limitedHost).cm.TrimOpenConns(ctx)
+		if len(h.Network().Conns()) >= m.Config.P2P.ConnHigh {
+			h.ConnManager().TrimOpenConns(ctx)
 		}
 	}
 	return c, t0, rtReady
+}
+
+// logForming tells a -v run why a network has not formed yet: the members
+// whose routing tables are still empty, the first bootstrap peer's
+// connections and resource manager, and the first waiting member's
+// connections, with what each refused.
+func logForming(n int, c *Cluster, t0 time.Time, waiting []string, first *Member) {
+	boot := c.Members[0]
+	in, out := 0, 0
+	for _, cn := range boot.Node.P2P().Host().Network().Conns() {
+		if cn.Stat().Direction == network.DirInbound {
+			in++
+		} else {
+			out++
+		}
+	}
+	var sys, id network.ScopeStat
+	rm := boot.Node.P2P().Host().Network().ResourceManager()
+	_ = rm.ViewSystem(func(s network.ResourceScope) error { sys = s.Stat(); return nil })
+	_ = rm.ViewProtocol("/ipfs/id/1.0.0", func(s network.ProtocolScope) error { id = s.Stat(); return nil })
+	progress("nodes=%d: %d routing tables still empty after %s: %v; the bootstrap has %d connections in, %d out, resource manager %+v, identify streams in %d; %s", n, len(waiting),
+		time.Since(t0).Round(time.Second), waiting[:min(len(waiting), 8)], in, out, sys, id.NumStreamsInbound, refusals(boot))
+	h := first.Node.P2P().Host()
+	var conns []string
+	for _, cn := range h.Network().Conns() {
+		var protos []string
+		for _, st := range cn.GetStreams() {
+			protos = append(protos, string(st.Protocol()))
+		}
+		known, _ := h.Peerstore().GetProtocols(cn.RemotePeer())
+		conns = append(conns, fmt.Sprintf("%s %s old, streams %v, knows %d protocols", cn.Stat().Direction, time.Since(cn.Stat().Opened).Round(time.Second), protos, len(known)))
+	}
+	progress("nodes=%d: member %d: %v; %s", n, first.Index, conns, refusals(first))
 }

@@ -45,7 +45,7 @@ type Options struct {
 	Link mocknet.LinkOptions
 	// Transport, when set, gives every member a real libp2p host listening
 	// on 127.0.0.1 with that transport only ("tcp" or "quic"), not mocknet:
-	// for measuring the real network stack. Link and Restart do not apply.
+	// for measuring the real network stack. Link does not apply.
 	Transport string
 	// AdmitAward gives member i an award admission policy (nil: admit all).
 	AdmitAward func(i int) provider.AdmitAward
@@ -63,6 +63,15 @@ type Options struct {
 	// member (nil: the embedded WASM runtime; FakeReplay matches the
 	// scripted fake providers run).
 	ReplayExecutor node.ReplayExecutor
+	// StartGap spaces the members' starts (zero: all at once). Start
+	// returns once the last has started.
+	StartGap time.Duration
+	// Bootstraps is how many members, the first ones, every other member
+	// is handed as its bootstrap peer (zero: one, member 0, whatever role
+	// Role gives it; more than one are given RoleBootstrap). Each other
+	// member gets one of them, in turn, as a network's newcomers would be
+	// handed one of several; the first knows no one, the others the first.
+	Bootstraps int
 }
 
 // Token is the API token of every cluster member when Options.API is set.
@@ -125,6 +134,8 @@ func (m *Member) stop() error {
 type Cluster struct {
 	Members []*Member
 	Net     mocknet.Mocknet
+	// Started is when the first member started running.
+	Started time.Time
 
 	once sync.Once
 	err  error
@@ -170,9 +181,26 @@ func Start(n int, o Options) (_ *Cluster, err error) {
 			_ = c.Close()
 		}
 	}()
-	var bootstrap []string
+	var bootstraps [][]string // bootstraps[j]: bootstrap peer j's addresses
+	boots := max(o.Bootstraps, 1)
+	if o.Bootstraps > 1 {
+		role := o.Role
+		o.Role = func(i, n int) node.Role {
+			if i < boots {
+				return node.RoleBootstrap
+			}
+			return role(i, n)
+		}
+	}
 	for i := range n {
 		role := o.Role(i, n)
+		var bootstrap []string
+		switch {
+		case i < boots && len(bootstraps) > 0:
+			bootstrap = bootstraps[0]
+		case i >= boots && len(bootstraps) > 0:
+			bootstrap = bootstraps[i%len(bootstraps)]
+		}
 		sk, _, err := crypto.GenerateEd25519Key(nil)
 		if err != nil {
 			return nil, err
@@ -222,14 +250,18 @@ func Start(n int, o Options) (_ *Cluster, err error) {
 		}
 		nd := m.Node
 		c.Members = append(c.Members, m)
-		if i == 0 {
-			bootstrap = nd.P2PAddrs()
+		if i < boots {
+			bootstraps = append(bootstraps, nd.P2PAddrs())
 		}
 	}
 	if err := mn.LinkAll(); err != nil {
 		return nil, fmt.Errorf("link mocknet: %w", err)
 	}
-	for _, m := range c.Members {
+	c.Started = time.Now()
+	for i, m := range c.Members {
+		if i > 0 && o.StartGap > 0 {
+			time.Sleep(o.StartGap)
+		}
 		m.start()
 	}
 	return c, nil

@@ -9,17 +9,21 @@ import (
 // Changing a running cluster's members: restart after a lost disk, a
 // clean stop, and a cut as a crash would leave it.
 
-// Restart stops member i and starts it again with the same identity and
-// address but a fresh (empty) store, as after a crash that lost the disk.
-// Mocknet clusters only.
+// Restart stops member i and starts it again with the same identity but a
+// fresh (empty) store, as after a crash that lost the disk. On mocknet it
+// keeps its address; on a real transport it listens on a new port.
 func (c *Cluster) Restart(i int) error {
 	m := c.Members[i]
-	if m.real {
-		return fmt.Errorf("restart member %d: not supported on real transports", i)
-	}
 	id := m.Node.ID()
 	if err := m.stop(); err != nil {
 		return fmt.Errorf("restart member %d: stop: %w", i, err)
+	}
+	if m.real {
+		if err := newNode(nil, m); err != nil {
+			return fmt.Errorf("restart member %d: %w", i, err)
+		}
+		m.start()
+		return nil
 	}
 	for _, o := range c.Members {
 		if o != m {

@@ -58,6 +58,7 @@ func TestMarketAtScale(t *testing.T) {
 				}
 				return true
 			}); err != nil {
+				logRenownGaps(t, c.ByRole(node.RoleProvider), renter, renterID)
 				t.Fatal(err)
 			}
 		}
@@ -132,4 +133,28 @@ func TestMarketAtScale(t *testing.T) {
 		t.Fatalf("%v: the fresh renter's book holds %+v of %d providers", err, fresh.Trust().MarketView(), n)
 	}
 	t.Logf("fresh renter's digest book complete %s after ready", time.Since(ready).Round(time.Millisecond))
+}
+
+// logRenownGaps says, for each provider that does not count the renter as
+// renowned, how many receipts it holds and how many providers its backed
+// view has against the renter's: renown needs a receipt and the winner's
+// record backed.
+func logRenownGaps(t *testing.T, provs []*nodetest.Member, renter *node.Node, renterID string) {
+	t.Helper()
+	ctx := context.Background()
+	view := func(n *node.Node) int {
+		res, err := n.Trust().Search(ctx, "", "", 0, false)
+		if err != nil {
+			return -1
+		}
+		return len(res.Offers)
+	}
+	for _, p := range provs {
+		if p.Node.Trust().Renowned(renterID) {
+			continue
+		}
+		rcs, _ := p.Node.Store().Receipts()
+		t.Logf("provider %s: renter not renowned; %d receipts held, %d providers in its view (renter: %d)",
+			p.Node.ID().ShortString(), len(rcs), view(p.Node), view(renter))
+	}
 }

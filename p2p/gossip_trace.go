@@ -1,0 +1,142 @@
+package p2p
+
+import (
+	"sync"
+	"time"
+
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	"google.golang.org/protobuf/proto"
+)
+
+// gossipTrace counts what gossip costs this node, for operators and for
+// calibrating the scale model (auction/netmodel): copies of each message
+// received (the first and the duplicates gossipsub drops), and RPC bytes
+// in and out, split into message payloads by topic and control
+// (subscriptions, IHAVE, IWANT, GRAFT, PRUNE, IDONTWANT). Topics this
+// node has not joined are counted as "other", so a peer cannot grow the
+// label set.
+type gossipTrace struct {
+	n *Node
+}
+
+// joinedTopics is the set of topics the node joined, for the tracer's
+// labels. It is not n.topics: the tracer runs on gossipsub's event loop,
+// which Join waits for while n.mu is held.
+type joinedTopics struct{ m sync.Map }
+
+func (j *joinedTopics) add(topic string)      { j.m.Store(topic, true) }
+func (j *joinedTopics) has(topic string) bool { _, ok := j.m.Load(topic); return ok }
+
+var _ pubsub.RawTracer = gossipTrace{}
+
+// label is the topic label: the topic if joined, else "other".
+func (t gossipTrace) label(topic string) string {
+	if t.n.joined.has(topic) {
+		return topic
+	}
+	return "other"
+}
+
+func (t gossipTrace) ValidateMessage(m *pubsub.Message) {
+	t.n.metrics.copies.WithLabelValues(t.label(m.GetTopic()), "first").Inc()
+}
+
+func (t gossipTrace) DuplicateMessage(m *pubsub.Message) {
+	t.n.metrics.copies.WithLabelValues(t.label(m.GetTopic()), "duplicate").Inc()
+}
+
+func (t gossipTrace) RecvRPC(rpc *pubsub.RPC) { t.bytes(rpc, "in") }
+
+func (t gossipTrace) SendRPCCompleted(rpc *pubsub.RPC, _ peer.ID, _ time.Duration) {
+	t.bytes(rpc, "out")
+}
+
+// bytes counts an RPC's wire size: each message under its topic, the rest
+// (subscriptions, control, framing) as control.
+func (t gossipTrace) bytes(rpc *pubsub.RPC, dir string) {
+	rest := proto.Size(&rpc.RPC)
+	for _, m := range rpc.GetPublish() {
+		sz := proto.Size(m)
+		rest -= sz
+		t.n.metrics.gossipBytes.WithLabelValues(dir, t.label(m.GetTopic())).Add(float64(sz))
+	}
+	if rest > 0 {
+		t.n.metrics.gossipBytes.WithLabelValues(dir, "control").Add(float64(rest))
+	}
+}
+
+// OnClosedOutboundStream: gossipsub dropped its writer to p. If p is
+// still connected, gossipsub respawns the writer but has forgotten p's
+// subscriptions (gossip_heal.go): the heal loop looks at p.
+func (t gossipTrace) OnClosedOutboundStream(p peer.ID) {
+	if t.n.host.Network().Connectedness(p) == network.Connected {
+		t.n.heal.suspect(p, time.Now())
+	}
+}
+
+func (t gossipTrace) Graft(p peer.ID, topic string) { t.n.mesh.graft(p, topic) }
+func (t gossipTrace) Prune(p peer.ID, topic string) { t.n.mesh.prune(p, topic) }
+func (t gossipTrace) Leave(topic string)            { t.n.mesh.leave(topic) }
+
+func (gossipTrace) OnNewOutboundStream(peer.ID, protocol.ID) {}
+func (gossipTrace) Join(string)                              {}
+func (gossipTrace) DeliverMessage(*pubsub.Message)           {}
+func (gossipTrace) RejectMessage(*pubsub.Message, string)    {}
+func (gossipTrace) ThrottlePeer(peer.ID)                     {}
+func (gossipTrace) SendRPC(*pubsub.RPC, peer.ID)             {}
+func (gossipTrace) DropRPC(*pubsub.RPC, peer.ID)             {}
+func (gossipTrace) UndeliverableMessage(*pubsub.Message)     {}
+
+// meshView is this node's gossip mesh as the tracer saw it grafted and
+// pruned. gossipsub does not trace a disconnected peer leaving the mesh,
+// so readers intersect it with the topic's connected peers (Node.meshPeers).
+type meshView struct {
+	mu sync.Mutex
+	m  map[string]map[peer.ID]struct{}
+}
+
+func (v *meshView) graft(p peer.ID, topic string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.m == nil {
+		v.m = map[string]map[peer.ID]struct{}{}
+	}
+	if v.m[topic] == nil {
+		v.m[topic] = map[peer.ID]struct{}{}
+	}
+	v.m[topic][p] = struct{}{}
+}
+
+func (v *meshView) prune(p peer.ID, topic string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.m[topic], p)
+}
+
+func (v *meshView) leave(topic string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.m, topic)
+}
+
+func (v *meshView) has(p peer.ID, topic string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	_, ok := v.m[topic][p]
+	return ok
+}
+
+// meshPeers are the topic's connected subscribers in this node's mesh:
+// the peers it forwards the topic's messages to.
+func (n *Node) meshPeers(topic string) []peer.ID {
+	var out []peer.ID
+	for _, p := range n.ListTopicPeers(topic) {
+		if n.mesh.has(p, topic) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
