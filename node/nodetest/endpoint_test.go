@@ -324,6 +324,35 @@ func TestReplicatedServiceEndpoint(t *testing.T) {
 	if live != 3 || int64(e.Total.Broken) != cut.Load() {
 		t.Errorf("after the replacement: %d live replicas, %d broken (clients saw %d cut)", live, e.Total.Broken, cut.Load())
 	}
+
+	// spend reports the service's tokens as the endpoint counted them,
+	// while it serves and after it stopped (saved to the job).
+	checkSpend := func(when string, want uint64) {
+		t.Helper()
+		s, err := renter.Renter().Spend(time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range s.Services {
+			if v.Job != j.ID {
+				continue
+			}
+			if got := v.PromptTokens + v.CompletionTokens; got != want || v.SpentUSD <= 0 || v.USDPerMTok != v.SpentUSD/float64(got)*1e6 {
+				t.Errorf("spend %s: %+v, want %d tokens and $/1M tokens their pay over them", when, v, want)
+			}
+			return
+		}
+		t.Errorf("spend %s lists no service %s: %+v", when, j.ID, s.Services)
+	}
+	e, _ = renter.Renter().ServiceEndpoint(j.ID)
+	checkSpend("while the endpoint serves", e.Total.Tokens())
+	if err := renter.Renter().StopEndpoint(j.ID); err != nil {
+		t.Fatal(err)
+	}
+	checkSpend("after the endpoint stopped", e.Total.Tokens())
+	if saved, err := renter.Store().GetJob(j.ID); err != nil || saved.PromptTokens+saved.CompletionTokens != e.Total.Tokens() {
+		t.Errorf("the job saved %d prompt and %d completion tokens, want %d in all (%v)", saved.PromptTokens, saved.CompletionTokens, e.Total.Tokens(), err)
+	}
 }
 
 type timedLatency struct {
