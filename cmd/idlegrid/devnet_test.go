@@ -153,7 +153,7 @@ func TestDevnetServesAModel(t *testing.T) {
 	if n := strings.Count(string(out), "t0 t1 t2 t3 t4 t5 t6 t7 "); n != 6 {
 		t.Errorf("README model block: %d of 6 completions:\n%s", n, out)
 	}
-	for _, want := range []string{"REPLICA", "TTFT P95", "$/1M TOK", "service"} {
+	for _, want := range []string{"REPLICA", "TTFT P95", "$/1M TOK", "service", "PROMPT TOK", "devnet-model"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("README model block output lacks %q:\n%s", want, out)
 		}
