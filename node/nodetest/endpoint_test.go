@@ -326,9 +326,10 @@ func TestReplicatedServiceEndpoint(t *testing.T) {
 	}
 
 	// spend reports the service's tokens as the endpoint counted them,
-	// while it serves and after it stopped (saved to the job).
-	checkSpend := func(when string, want uint64) {
-		t.Helper()
+	// while it serves and after it stopped (saved to the job). An answer
+	// is counted just after its client read it: wait for the counts to
+	// agree rather than read them once.
+	spendOf := func() (tokens uint64, ok bool) {
 		s, err := renter.Renter().Spend(time.Time{})
 		if err != nil {
 			t.Fatal(err)
@@ -337,21 +338,35 @@ func TestReplicatedServiceEndpoint(t *testing.T) {
 			if v.Job != j.ID {
 				continue
 			}
-			if got := v.PromptTokens + v.CompletionTokens; got != want || v.SpentUSD <= 0 || v.USDPerMTok != v.SpentUSD/float64(got)*1e6 {
-				t.Errorf("spend %s: %+v, want %d tokens and $/1M tokens their pay over them", when, v, want)
+			got := v.PromptTokens + v.CompletionTokens
+			if v.SpentUSD <= 0 || v.USDPerMTok != v.SpentUSD/float64(got)*1e6 {
+				t.Errorf("spend: %+v, want $/1M tokens its pay over its tokens", v)
 			}
-			return
+			return got, true
 		}
-		t.Errorf("spend %s lists no service %s: %+v", when, j.ID, s.Services)
+		return 0, false
 	}
-	e, _ = renter.Renter().ServiceEndpoint(j.ID)
-	checkSpend("while the endpoint serves", e.Total.Tokens())
+	var served uint64
+	if err := nodetest.WaitFor(ctx, "spend to report the endpoint's tokens", func() bool {
+		e, _ = renter.Renter().ServiceEndpoint(j.ID)
+		got, ok := spendOf()
+		served = e.Total.Tokens()
+		return ok && got == served
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if err := renter.Renter().StopEndpoint(j.ID); err != nil {
 		t.Fatal(err)
 	}
-	checkSpend("after the endpoint stopped", e.Total.Tokens())
-	if saved, err := renter.Store().GetJob(j.ID); err != nil || saved.PromptTokens+saved.CompletionTokens != e.Total.Tokens() {
-		t.Errorf("the job saved %d prompt and %d completion tokens, want %d in all (%v)", saved.PromptTokens, saved.CompletionTokens, e.Total.Tokens(), err)
+	if got, ok := spendOf(); !ok || got != served {
+		t.Errorf("spend after the endpoint stopped: %d tokens (listed %v), want %d", got, ok, served)
+	}
+	saved, err := renter.Store().GetJob(j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.PromptTokens+saved.CompletionTokens != served {
+		t.Errorf("the job saved %d prompt and %d completion tokens, want %d in all", saved.PromptTokens, saved.CompletionTokens, served)
 	}
 }
 
