@@ -19,5 +19,9 @@ func (b apiBackend) Spend(since time.Time) (api.Spend, error) {
 	for _, d := range s.Days {
 		out.Days = append(out.Days, api.SpendDay{Day: d.Day, Leases: d.Leases, SpentUSD: d.SpentUSD, GPUHours: d.GPUHours})
 	}
+	for _, v := range s.Services {
+		out.Services = append(out.Services, api.SpendService{Job: v.Job, Name: v.Name, PromptTokens: v.PromptTokens,
+			CompletionTokens: v.CompletionTokens, SpentUSD: v.SpentUSD, USDPerMTok: v.USDPerMTok})
+	}
 	return out, nil
 }

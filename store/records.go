@@ -115,6 +115,11 @@ type Job struct {
 	Events         []JobEvent `json:"events,omitempty"`
 	CreatedAtMs    int64      `json:"created_at_ms"`
 	UpdatedAtMs    int64      `json:"updated_at_ms"`
+	// PromptTokens and CompletionTokens are the tokens a service's
+	// endpoints served over the job's life (issue 30), saved while one
+	// serves and when it stops, so spend reports them after the job ends.
+	PromptTokens     uint64 `json:"prompt_tokens,omitempty"`
+	CompletionTokens uint64 `json:"completion_tokens,omitempty"`
 }
 
 // RenterJobID is the renter's job of a renter-side lease: JobID, or the

@@ -233,11 +233,12 @@ func TestNewcomer(t *testing.T) {
 // "query.Parse:", "store.GetJob".
 var goName = regexp.MustCompile(`\b[a-z]+\.[A-Z][A-Za-z]*\b`)
 
-// startDevnet runs `idlegrid devnet --no-demo` until the test ends and
-// returns its output up to and including the hints.
-func startDevnet(t *testing.T, ctx context.Context, bin, dir string) string {
+// startDevnet runs `idlegrid devnet --providers 4 --no-demo` with extra
+// flags until the test ends and returns its output up to and including
+// the hints.
+func startDevnet(t *testing.T, ctx context.Context, bin, dir string, extra ...string) string {
 	t.Helper()
-	cmd := exec.Command(bin, "devnet", "--providers", "4", "--no-demo", "--dir", dir)
+	cmd := exec.Command(bin, append([]string{"devnet", "--providers", "4", "--no-demo", "--dir", dir}, extra...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -209,6 +209,20 @@ type Spend struct {
 	Since    time.Time  `json:"since"`
 	TotalUSD float64    `json:"total_usd"`
 	Days     []SpendDay `json:"days"`
+	// Services are the services with a lease in the window whose
+	// endpoint served tokens, the costliest first.
+	Services []SpendService `json:"services,omitempty"`
+}
+
+// SpendService is one service's tokens and what they cost: what every
+// lease of the job paid over every token its endpoints served.
+type SpendService struct {
+	Job              string  `json:"job"`
+	Name             string  `json:"name,omitempty"`
+	PromptTokens     uint64  `json:"prompt_tokens"`
+	CompletionTokens uint64  `json:"completion_tokens"`
+	SpentUSD         float64 `json:"spent_usd"`
+	USDPerMTok       float64 `json:"usd_per_mtok"`
 }
 
 // SpendDay is one UTC day of a renter's spending.

@@ -61,50 +61,68 @@ func DockerDemo(ctx context.Context, exe string) (host, image string, err error)
 // demo service image from the executable exe, tags it HelloRepo:latest
 // and returns its pinned reference, HelloRepo@sha256:<image ID>.
 func BuildHelloImage(ctx context.Context, cli *client.Client, exe string) (string, error) {
+	return buildSelfImage(ctx, cli, exe, helloImage)
+}
+
+// selfImage is one of the devnet's images around this binary: the
+// repository, the io.idlegrid.devnet label that marks its builds, and the
+// hidden command it runs on port.
+type selfImage struct {
+	repo, label string
+	command     []string
+	port        int
+}
+
+var helloImage = selfImage{repo: HelloRepo, label: "hello", command: []string{"devnet-hello", "--listen", fmt.Sprintf(":%d", HelloPort)}, port: HelloPort}
+
+// buildSelfImage builds (or finds) im from exe, tags it latest and
+// returns its pinned reference, repo@sha256:<image ID>.
+func buildSelfImage(ctx context.Context, cli *client.Client, exe string, im selfImage) (string, error) {
+	what := "devnet: " + im.label + " image"
 	bin, err := os.ReadFile(exe)
 	if err != nil {
-		return "", fmt.Errorf("devnet: demo image: %w", err)
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
 	sum := sha256.Sum256(bin)
-	tag := HelloRepo + ":" + hex.EncodeToString(sum[:6])
+	tag := im.repo + ":" + hex.EncodeToString(sum[:6])
 	if ins, err := cli.ImageInspect(ctx, tag); err == nil {
-		if err := cli.ImageTag(ctx, tag, HelloRepo+":latest"); err != nil {
-			return "", fmt.Errorf("devnet: demo image: tag: %w", err)
+		if err := cli.ImageTag(ctx, tag, im.repo+":latest"); err != nil {
+			return "", fmt.Errorf("%s: tag: %w", what, err)
 		}
-		return HelloRepo + "@" + ins.ID, nil
+		return im.repo + "@" + ins.ID, nil
 	}
 	files, err := rootFS(exe, bin)
 	if err != nil {
-		return "", fmt.Errorf("devnet: demo image: %w", err)
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
 	// The context streams: the binary is tens of MB.
 	buildCtx, pw := io.Pipe()
-	go func() { pw.CloseWithError(writeHelloContext(pw, files)) }()
+	go func() { pw.CloseWithError(writeBuildContext(pw, files, im)) }()
 	defer buildCtx.Close()
 	resp, err := cli.ImageBuild(ctx, buildCtx, build.ImageBuildOptions{
-		Tags: []string{tag, HelloRepo + ":latest"}, Remove: true, ForceRemove: true, Dockerfile: "Dockerfile",
-		Labels: map[string]string{"io.idlegrid.devnet": "hello"},
+		Tags: []string{tag, im.repo + ":latest"}, Remove: true, ForceRemove: true, Dockerfile: "Dockerfile",
+		Labels: map[string]string{"io.idlegrid.devnet": im.label},
 	})
 	if err != nil {
-		return "", fmt.Errorf("devnet: demo image: build: %w", err)
+		return "", fmt.Errorf("%s: build: %w", what, err)
 	}
 	defer resp.Body.Close()
 	if err := buildErrors(resp.Body); err != nil {
-		return "", fmt.Errorf("devnet: demo image: build: %w", err)
+		return "", fmt.Errorf("%s: build: %w", what, err)
 	}
 	ins, err := cli.ImageInspect(ctx, tag)
 	if err != nil {
-		return "", fmt.Errorf("devnet: demo image: %w", err)
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
-	removeOldHello(ctx, cli, ins.ID)
-	return HelloRepo + "@" + ins.ID, nil
+	removeOldBuilds(ctx, cli, im.label, ins.ID)
+	return im.repo + "@" + ins.ID, nil
 }
 
-// removeOldHello removes the demo images of earlier binaries, so each
-// rebuild does not leave one behind. Best effort: an image a container
-// still uses (another devnet's) stays.
-func removeOldHello(ctx context.Context, cli *client.Client, keep string) {
-	old, err := cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "io.idlegrid.devnet=hello"))})
+// removeOldBuilds removes the images with label built from earlier
+// binaries, so each rebuild does not leave one behind. Best effort: an
+// image a container still uses (another devnet's) stays.
+func removeOldBuilds(ctx context.Context, cli *client.Client, label, keep string) {
+	old, err := cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "io.idlegrid.devnet="+label))})
 	if err != nil {
 		return
 	}
@@ -196,8 +214,8 @@ func findLib(name string, dirs []string) (string, []byte, error) {
 	return "", nil, fmt.Errorf("library %s not found in %s", name, strings.Join(dirs, ", "))
 }
 
-// writeHelloContext writes the build context: the Dockerfile and rootfs/.
-func writeHelloContext(w io.Writer, files map[string][]byte) error {
+// writeBuildContext writes im's build context: the Dockerfile and rootfs/.
+func writeBuildContext(w io.Writer, files map[string][]byte, im selfImage) error {
 	var libPath []string
 	for p := range files {
 		if d := path.Dir(p); p != "/idlegrid" && !slices.Contains(libPath, d) {
@@ -209,7 +227,11 @@ func writeHelloContext(w io.Writer, files map[string][]byte) error {
 	if len(libPath) > 0 {
 		dockerfile += "ENV LD_LIBRARY_PATH=" + strings.Join(libPath, ":") + "\n"
 	}
-	dockerfile += fmt.Sprintf("USER 65534:65534\nEXPOSE %d/tcp\nENTRYPOINT [\"/idlegrid\", \"devnet-hello\", \"--listen\", \":%d\"]\n", HelloPort, HelloPort)
+	entrypoint, err := json.Marshal(append([]string{"/idlegrid"}, im.command...))
+	if err != nil {
+		return err
+	}
+	dockerfile += fmt.Sprintf("USER 65534:65534\nEXPOSE %d/tcp\nENTRYPOINT %s\n", im.port, entrypoint)
 
 	tw := tar.NewWriter(w)
 	write := func(name string, mode int64, data []byte) error {

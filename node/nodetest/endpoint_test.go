@@ -324,6 +324,50 @@ func TestReplicatedServiceEndpoint(t *testing.T) {
 	if live != 3 || int64(e.Total.Broken) != cut.Load() {
 		t.Errorf("after the replacement: %d live replicas, %d broken (clients saw %d cut)", live, e.Total.Broken, cut.Load())
 	}
+
+	// spend reports the service's tokens as the endpoint counted them,
+	// while it serves and after it stopped (saved to the job). An answer
+	// is counted just after its client read it: wait for the counts to
+	// agree rather than read them once.
+	spendOf := func() (tokens uint64, ok bool) {
+		s, err := renter.Renter().Spend(time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range s.Services {
+			if v.Job != j.ID {
+				continue
+			}
+			got := v.PromptTokens + v.CompletionTokens
+			if v.SpentUSD <= 0 || v.USDPerMTok != v.SpentUSD/float64(got)*1e6 {
+				t.Errorf("spend: %+v, want $/1M tokens its pay over its tokens", v)
+			}
+			return got, true
+		}
+		return 0, false
+	}
+	var served uint64
+	if err := nodetest.WaitFor(ctx, "spend to report the endpoint's tokens", func() bool {
+		e, _ = renter.Renter().ServiceEndpoint(j.ID)
+		got, ok := spendOf()
+		served = e.Total.Tokens()
+		return ok && got == served
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := renter.Renter().StopEndpoint(j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := spendOf(); !ok || got != served {
+		t.Errorf("spend after the endpoint stopped: %d tokens (listed %v), want %d", got, ok, served)
+	}
+	saved, err := renter.Store().GetJob(j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.PromptTokens+saved.CompletionTokens != served {
+		t.Errorf("the job saved %d prompt and %d completion tokens, want %d in all", saved.PromptTokens, saved.CompletionTokens, served)
+	}
 }
 
 type timedLatency struct {

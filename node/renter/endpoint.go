@@ -66,6 +66,8 @@ type endpointDeps struct {
 	background func(fn func(ctx context.Context)) error
 	// slots are the replicated services' leases by slot.
 	slots *replicaSlots
+	// saveTokens stores a job's token counts (jobTracker.update).
+	saveTokens func(jobID string, prompt, completion uint64) error
 }
 
 // endpoints are the renter's service endpoints, one per job at most.
@@ -78,6 +80,12 @@ type endpoints struct {
 type runningEndpoint struct {
 	ep   *endpoint.Endpoint
 	port uint16
+	// base is the tokens the job's earlier endpoints served (the job's
+	// saved counts when this one started).
+	base tokenCount
+
+	saveMu sync.Mutex
+	saved  tokenCount // what the job holds now
 }
 
 // refreshEvery is how often an endpoint reads which replicas serve now.
@@ -112,7 +120,8 @@ func (es *endpoints) start(jobID, listen string, port uint16) (Endpoint, error) 
 	if err != nil {
 		return Endpoint{}, err
 	}
-	re := &runningEndpoint{ep: ep, port: port}
+	base := tokenCount{prompt: j.PromptTokens, completion: j.CompletionTokens}
+	re := &runningEndpoint{ep: ep, port: port, base: base, saved: base}
 	es.mu.Lock()
 	if es.byJob == nil {
 		es.byJob = map[string]*runningEndpoint{}
@@ -139,6 +148,7 @@ func (es *endpoints) start(jobID, listen string, port uint16) (Endpoint, error) 
 		if err := ep.Run(ctx); err != nil {
 			es.log.Warn("endpoint stopped", "job", jobID, "err", err)
 		}
+		es.saveTokens(jobID, re)
 		es.drop(jobID, re)
 	})
 	if err != nil {
@@ -153,12 +163,16 @@ func (es *endpoints) start(jobID, listen string, port uint16) (Endpoint, error) 
 func (es *endpoints) follow(ctx context.Context, jobID string, re *runningEndpoint) {
 	t := time.NewTicker(refreshEvery)
 	defer t.Stop()
+	save := time.NewTicker(saveTokensEvery)
+	defer save.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 			re.ep.SetReplicas(es.replicas(jobID, re.port))
+		case <-save.C:
+			es.saveTokens(jobID, re)
 		}
 	}
 }
@@ -201,11 +215,15 @@ func (es *endpoints) replicas(jobID string, port uint16) []endpoint.Replica {
 func (es *endpoints) stop(jobID string) error {
 	es.mu.Lock()
 	re := es.byJob[jobID]
-	delete(es.byJob, jobID)
 	es.mu.Unlock()
 	if re == nil {
 		return fmt.Errorf("endpoint: %w: job %s has no endpoint", store.ErrNotFound, jobID)
 	}
+	// Saved before it is dropped, so the job's count never goes back
+	// (tokens reads the live count until then); answers still in flight
+	// are saved when it has stopped.
+	es.saveTokens(jobID, re)
+	es.drop(jobID, re)
 	return re.ep.Close()
 }
 

@@ -160,6 +160,10 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 	r.endpoints = &endpoints{endpointDeps: endpointDeps{
 		log: log, now: now, db: deps.Store, registerer: deps.Registerer, watch: r.jobs.watch, background: r.bg.Go,
 		openTunnel: r.forwards.openTunnel, slots: slots,
+		saveTokens: func(jobID string, prompt, completion uint64) error {
+			_, err := r.jobs.update(jobID, store.JobEvent{}, func(j *store.Job) { j.PromptTokens, j.CompletionTokens = prompt, completion })
+			return err
+		},
 	}}
 	r.submitter = &submitter{submitterDeps: submitterDeps{
 		now: now, self: self, db: deps.Store, jobs: r.jobs, artifacts: deps.Artifacts, offers: deps.Offers,

@@ -1,6 +1,7 @@
 package renter
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -9,11 +10,26 @@ import (
 	"github.com/idlegrid/idlegrid/store"
 )
 
-// Spend is what this renter paid providers since a time, per UTC day.
+// Spend is what this renter paid providers since a time, per UTC day,
+// and what the tokens of its services cost.
 type Spend struct {
 	Since    time.Time
 	TotalUSD float64
 	Days     []SpendDay // by day, oldest first
+	// Services are the service jobs with a lease in the window whose
+	// endpoint served tokens, the costliest first.
+	Services []SpendService
+}
+
+// SpendService is one service's tokens and what they cost: every lease
+// of the job (replaced replicas too) over every token its endpoints
+// served, as the endpoint reports it.
+type SpendService struct {
+	Job, Name        string
+	PromptTokens     uint64
+	CompletionTokens uint64
+	SpentUSD         float64
+	USDPerMTok       float64
 }
 
 // SpendDay is one UTC day of a renter's spending.
@@ -33,10 +49,12 @@ func (r *Renter) Spend(since time.Time) (Spend, error) {
 	if err != nil {
 		return out, err
 	}
+	jobs := map[string]bool{}
 	for _, l := range leases {
 		if l.Side != lease.SideRenter || l.StartsAtMs < since.UnixMilli() {
 			continue
 		}
+		jobs[l.RenterJobID()] = true
 		d := time.UnixMilli(l.StartsAtMs).UTC().Format(time.DateOnly)
 		if days[d] == nil {
 			days[d] = &SpendDay{Day: d}
@@ -51,7 +69,39 @@ func (r *Renter) Spend(since time.Time) (Spend, error) {
 		out.Days = append(out.Days, *d)
 	}
 	slices.SortFunc(out.Days, func(a, b SpendDay) int { return strings.Compare(a.Day, b.Day) })
+	for id := range jobs {
+		if svc, ok := r.serviceSpend(id); ok {
+			out.Services = append(out.Services, svc)
+		}
+	}
+	slices.SortFunc(out.Services, func(a, b SpendService) int {
+		if a.SpentUSD != b.SpentUSD {
+			return cmp.Compare(b.SpentUSD, a.SpentUSD)
+		}
+		return strings.Compare(a.Job, b.Job)
+	})
 	return out, nil
+}
+
+// serviceSpend is a job's tokens and their cost; false when its
+// endpoints served none (or it is no service).
+func (r *Renter) serviceSpend(jobID string) (SpendService, bool) {
+	c := r.endpoints.tokens(jobID)
+	if c.total() == 0 {
+		return SpendService{}, false
+	}
+	j, err := r.db.GetJob(jobID)
+	if err != nil {
+		return SpendService{}, false
+	}
+	svc := SpendService{Job: jobID, Name: j.Name, PromptTokens: c.prompt, CompletionTokens: c.completion}
+	for _, id := range j.Leases {
+		if l, err := r.db.GetLease(id); err == nil && l.Side == lease.SideRenter {
+			svc.SpentUSD += float64(l.PaidMicro) / 1e6
+		}
+	}
+	svc.USDPerMTok = perMTok(svc.SpentUSD, c.total())
+	return svc, true
 }
 
 // workedGPUHours is how long a lease's GPUs worked, in GPU-hours.

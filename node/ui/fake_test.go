@@ -26,6 +26,9 @@ type fakeBackend struct {
 	mu        sync.Mutex
 	submitted []string
 	cancelled []string
+	// serviceRequests grows the fake service's requests on each read, so
+	// a test can see the job page reload its endpoint table.
+	serviceRequests uint64
 }
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -34,6 +37,9 @@ const (
 	fakePeer  = "12D3KooWFakeProviderPeerIDxxxxxxxxxxxxxxxxxxxx"
 	fakeJob   = "bafyfakejob"
 	fakeLease = "lease-1"
+	// fakeService is a replicated service job with an endpoint: two live
+	// replicas and one replaced.
+	fakeService = "bafyfakeservice"
 )
 
 func (f *fakeBackend) Identity() api.Identity {
@@ -100,10 +106,36 @@ func (f *fakeBackend) Jobs() ([]api.Job, error) {
 }
 
 func (f *fakeBackend) Job(id string) (api.Job, error) {
+	if id == fakeService {
+		return f.serviceJob(), nil
+	}
 	if id != fakeJob {
 		return api.Job{}, api.Errorf(http.StatusNotFound, api.CodeNotFound, "no job %s", id)
 	}
 	return api.Job{ID: id, Name: "fake-demo", State: "running", CreatedAt: t0, Events: fakeEvents(), Leases: f.leases()}, nil
+}
+
+func (f *fakeBackend) serviceJob() api.Job {
+	f.mu.Lock()
+	f.serviceRequests++
+	n := f.serviceRequests
+	f.mu.Unlock()
+	stats := func(requests, prompt, completion uint64, usd float64) api.EndpointStats {
+		s := api.EndpointStats{SpentUSD: usd}
+		s.Requests, s.RatePerSec, s.P95Ms, s.TTFTP95Ms = requests, 2.5, 241.3, 12.7
+		s.PromptTokens, s.CompletionTokens = prompt, completion
+		if t := prompt + completion; t > 0 {
+			s.USDPerMTok = usd / float64(t) * 1e6
+		}
+		return s
+	}
+	e := &api.Endpoint{Job: fakeService, Port: 8080, Listen: "127.0.0.1:8000", Replicas: []api.EndpointReplica{
+		{Lease: "lease-s0", Slot: 0, Provider: fakePeer, Live: true, EndpointStats: stats(n, 2*n, 8*n, 0.0005)},
+		{Lease: "lease-s1", Slot: 1, Provider: "12D3KooWOtherProviderxxxxxxxxxxxxxxxxxxxxxxxx", Live: true, EndpointStats: stats(7, 14, 56, 0.0007)},
+		{Lease: "lease-s2", Slot: 2, Provider: "12D3KooWGoneProviderxxxxxxxxxxxxxxxxxxxxxxxxx", Live: false, EndpointStats: stats(3, 0, 0, 0.0001)},
+	}}
+	e.Total = stats(n+10, 2*n+14, 8*n+56, 0.0013)
+	return api.Job{ID: fakeService, Name: "fake-model", State: "running", CreatedAt: t0, Events: fakeEvents(), Endpoint: e}
 }
 
 func fakeEvents() []api.JobEvent {

@@ -141,7 +141,7 @@ func (u *UI) getJob(w http.ResponseWriter, r *http.Request, s *session) error {
 	if err != nil {
 		return fmt.Errorf("job: %w", err)
 	}
-	u.render(w, http.StatusOK, "job", s, map[string]any{"Title": "Job " + lease.Short(job.ID), "Job": job})
+	u.render(w, http.StatusOK, "job", s, map[string]any{"Title": "Job " + lease.Short(job.ID), "Job": job, "Service": newServiceView(job.Endpoint)})
 	return nil
 }
 

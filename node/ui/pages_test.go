@@ -31,6 +31,8 @@ func TestEveryPageRenders(t *testing.T) {
 		{renter, rc, "/ui/market?q=nogpu", []string{`class="offer"`, `<td class="name">none</td>`}},
 		{renter, rc, "/ui/jobs", []string{"<h1>Jobs</h1>", "fake-demo", `name="csrf"`, `<label for="f-module">`, "$3.25", "<svg", `class="y-axis"`, "Nov 30"}},
 		{renter, rc, "/ui/jobs/" + fakeJob, []string{`id="state"`, "running", "RFQ published", "awarded", `action="/ui/jobs/` + fakeJob + `/cancel"`, "/ui/jobs/" + fakeJob + "/result"}},
+		{renter, rc, "/ui/jobs/" + fakeService, []string{`id="job-service"`, "127.0.0.1:8000", `<b id="service-replicas">2</b> replicas`,
+			"p95 TTFT", "$/1M tokens", "241.3 ms", "12.7 ms", "2 (replaced)", `class="total"`, "$10.0000"}},
 		{renter, rc, "/ui/trust", []string{"<h1>Trust</h1>", "trusted", "0.87", "/ui/leases/" + fakeLease + "/attestations"}},
 		{provider, pc, "/ui/provider", []string{"<h1>Provider</h1>", "NVIDIA H100", "80 GiB", "$7.50", "40%", "50% filled (2.0 GPU-hours of 4.0 GPU-hours leased)", `class="y-axis"`, "100%"}},
 		{provider, pc, "/ui/market", []string{"<h1>Market</h1>", `class="offer"`}},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/node/devnet"
+	"github.com/idlegrid/idlegrid/node/lease"
 )
 
 func newDevnetCmd(g *globals) *cobra.Command {
@@ -25,6 +26,8 @@ func newDevnetCmd(g *globals) *cobra.Command {
 		asJSON    bool
 		noDemo    bool
 		runtimes  string
+		model     bool
+		modelAt   string
 	)
 	cmd := &cobra.Command{
 		Use:   "devnet",
@@ -39,6 +42,11 @@ The providers run WASM, and Docker containers when a Docker engine answers
 (--runtimes auto, on Linux): the devnet then builds a demo service image,
 idlegrid-devnet/hello, FROM scratch around this binary (no registry, no
 network), and removes its providers' containers when it stops.
+
+With --model it also builds a model server image, idlegrid-devnet/model (an
+OpenAI-compatible test server of deterministic tokens that reports usage),
+runs it as a service of 3 replicas on distinct providers, and serves it on
+one endpoint of the renter at --model-listen (idlegrid job endpoint).
 
 Talk to a member with any client command and its home, for example:
   idlegrid status --home DIR/provider-1
@@ -67,9 +75,25 @@ as idlegrid (make install puts it there).`,
 			if asJSON {
 				note = cmd.ErrOrStderr() // stdout is the JSON alone
 			}
+			if model && asJSON {
+				return fmt.Errorf("devnet: --model shows its service in the terminal; leave out --json")
+			}
+			if model && providers < devnetModelReplicas {
+				return fmt.Errorf("devnet: --model runs %d replicas on distinct providers; give --providers %d or more", devnetModelReplicas, devnetModelReplicas)
+			}
 			rts, image, err := devnetRuntimes(ctx, note, runtimes)
 			if err != nil {
 				return err
+			}
+			var modelImage string
+			if model {
+				if image == "" {
+					return fmt.Errorf("devnet: --model needs Docker providers: a Docker engine on Linux (and --runtimes auto or docker)")
+				}
+				if modelImage, err = devnetModelImage(ctx); err != nil {
+					return err
+				}
+				fmt.Fprintf(note, "devnet: model server image %s\n", modelImage)
 			}
 			dn, err := devnet.Start(ctx, devnet.Options{Dir: dir, Providers: providers, Runtimes: rts, Logger: logger})
 			if err != nil {
@@ -113,6 +137,13 @@ as idlegrid (make install puts it there).`,
 						return err
 					}
 				}
+				var modelJob, modelAddr string
+				if model {
+					modelJob, modelAddr, err = runDevnetModel(ctx, w, renter, renterNode.Node.APIURL(), modelImage, modelAt, devnetModelReplicas)
+					if err != nil {
+						return err
+					}
+				}
 				bin, goRun := selfCommand()
 				// Ctrl-C reaches this process through the terminal; a kill
 				// must name this PID, not go run's, which ignores it.
@@ -135,6 +166,11 @@ as idlegrid (make install puts it there).`,
 					fmt.Fprintf(w, "  %s job forward --home %s $JOB 127.0.0.1:%d --detach\n", bin, renter, devnet.HelloPort)
 					fmt.Fprintf(w, "  curl http://127.0.0.1:%d/\n", devnet.HelloPort)
 				}
+				if model {
+					fmt.Fprintf(w, "The model service's one endpoint (%d replicas):\n", devnetModelReplicas)
+					fmt.Fprintf(w, "  curl -s http://%s/v1/chat/completions -d '{\"messages\":[{\"role\":\"user\",\"content\":\"hello there\"}],\"max_tokens\":8}'\n", modelAddr)
+					fmt.Fprintf(w, "  %s job endpoint --home %s %s   # per replica: requests, p95, time to first token, tokens, $/1M tokens\n", bin, renter, lease.Short(modelJob))
+				}
 			}
 			<-ctx.Done()
 			fmt.Fprintln(w, "devnet: shutting down")
@@ -146,8 +182,25 @@ as idlegrid (make install puts it there).`,
 	f.StringVar(&dir, "dir", "", "directory for the nodes' homes (kept and reused when given)")
 	f.BoolVar(&asJSON, "json", false, "print the members as JSON once ready (no demo job)")
 	f.BoolVar(&noDemo, "no-demo", false, "do not post the demo job")
+	f.BoolVar(&model, "model", false, "also run a model server as a service of 3 replicas behind one endpoint (needs Docker)")
+	f.StringVar(&modelAt, "model-listen", "127.0.0.1:8000", "the model service endpoint's local address, with --model")
 	f.StringVar(&runtimes, "runtimes", "auto", "runtimes the providers offer: wasm, docker or both (docker,wasm); auto adds docker when an engine answers")
 	return cmd
+}
+
+// devnetModelReplicas is how many replicas `devnet --model` runs.
+const devnetModelReplicas = 3
+
+// devnetModelImage builds the model server image from this binary.
+func devnetModelImage(ctx context.Context) (string, error) {
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return "", fmt.Errorf("devnet: which binary runs: %w", err)
+	}
+	return devnet.BuildModelImage(ctx, exe)
 }
 
 // devnetRuntimes resolves --runtimes. With docker it checks the engine and

@@ -29,17 +29,8 @@ func runDevnetDemo(ctx context.Context, w io.Writer, renterHome, renterURL strin
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 
-	fmt.Fprintf(w, "\ndemo: waiting for the renter to see the %d providers' offers...\n", providers)
-	for {
-		res, err := c.Search(ctx, "", client.SearchOptions{})
-		if err == nil && len(res.Offers) >= providers {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("demo: the renter saw %d of %d providers: %w", len(res.Offers), providers, ctx.Err())
-		case <-time.After(250 * time.Millisecond):
-		}
+	if err := waitOffers(ctx, w, c, providers, "demo"); err != nil {
+		return err
 	}
 	spec := devnet.DemoJob()
 	fmt.Fprintf(w, "demo: posting a job (WASM module %s):\n%s", lease.Short(devnet.DemoModule), indent(string(spec), "    "))
@@ -85,6 +76,23 @@ func runDevnetDemo(ctx context.Context, w io.Writer, renterHome, renterURL strin
 		return errors.New("demo: wrong result")
 	}
 	return nil
+}
+
+// waitOffers waits until the renter's market view holds n providers'
+// offers; what names the caller in its messages.
+func waitOffers(ctx context.Context, w io.Writer, c *client.Client, n int, what string) error {
+	fmt.Fprintf(w, "\n%s: waiting for the renter to see the %d providers' offers...\n", what, n)
+	for {
+		res, err := c.Search(ctx, "", client.SearchOptions{})
+		if err == nil && len(res.Offers) >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: the renter saw %d of %d providers: %w", what, len(res.Offers), n, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // tarFile returns one regular file's contents from a tar.

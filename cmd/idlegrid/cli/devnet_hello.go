@@ -2,10 +2,8 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"time"
@@ -43,20 +41,5 @@ func serveHello(ctx context.Context, listen string, log io.Writer) error {
 		fmt.Fprintf(log, "%s %s %s\n", time.Now().UTC().Format(time.RFC3339), r.Method, r.URL.Path)
 		fmt.Fprintf(w, "hello from idlegrid: container %s on a devnet provider answered %s %s through job forward\n", host, r.Method, r.URL.Path)
 	})
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(log, "serving HTTP on %s\n", ln.Addr())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return serveHTTP(ctx, listen, mux, log)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/node/api"
+	"github.com/idlegrid/idlegrid/node/lease"
 )
 
 func newEarningsCmd(g *globals) *cobra.Command {
@@ -88,8 +89,12 @@ func newSpendCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "spend",
-		Short: "Renter: what this renter's signed vouchers owe, per day",
-		Args:  cobra.NoArgs,
+		Short: "Renter: what this renter's signed vouchers owe, per day, and its services' $/1M tokens",
+		Long: `Show what this renter's signed vouchers pay providers per day (a lease counts on
+the day it started) and, for each service with a lease in range whose endpoint
+served tokens (idlegrid job endpoint), the tokens and what a million of them
+cost: every lease of the job, replaced replicas too, over every token served.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.client()
 			if err != nil {
@@ -102,19 +107,34 @@ func newSpendCmd(g *globals) *cobra.Command {
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), s)
 			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "since %s: spent $%.4f\n\n", s.Since.Local().Format(time.DateTime), s.TotalUSD)
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "DAY\tLEASES\tSPENT\tGPU-H")
-			for _, d := range s.Days {
-				fmt.Fprintf(tw, "%s\t%d\t$%.4f\t%.2f\n", d.Day, d.Leases, d.SpentUSD, d.GPUHours)
-			}
-			return tw.Flush()
+			printSpend(cmd.OutOrStdout(), s)
+			return nil
 		},
 	}
 	cmd.Flags().IntVar(&days, "days", 7, "how many days back")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+func printSpend(w io.Writer, s api.Spend) {
+	fmt.Fprintf(w, "since %s: spent $%.4f\n\n", s.Since.Local().Format(time.DateTime), s.TotalUSD)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DAY\tLEASES\tSPENT\tGPU-H")
+	for _, d := range s.Days {
+		fmt.Fprintf(tw, "%s\t%d\t$%.4f\t%.2f\n", d.Day, d.Leases, d.SpentUSD, d.GPUHours)
+	}
+	if len(s.Services) > 0 {
+		fmt.Fprintln(tw, "\nSERVICE\tNAME\tPROMPT TOK\tCOMPLETION TOK\tTOKENS\tSPENT\t$/1M TOK")
+		for _, v := range s.Services {
+			name := v.Name
+			if name == "" {
+				name = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t$%.4f\t$%.4f\n", lease.Short(v.Job), name, v.PromptTokens, v.CompletionTokens,
+				v.PromptTokens+v.CompletionTokens, v.SpentUSD, v.USDPerMTok)
+		}
+	}
+	_ = tw.Flush()
 }
 
 func newAttestCmd(g *globals) *cobra.Command {

@@ -37,3 +37,22 @@ func TestPrintEarningsWithoutCosts(t *testing.T) {
 		t.Errorf("output:\n%s", out.String())
 	}
 }
+
+// TestPrintSpendShowsServiceTokens: a service that served tokens gets a
+// row with its tokens and $/1M tokens; without one there is no table.
+func TestPrintSpendShowsServiceTokens(t *testing.T) {
+	s := api.Spend{TotalUSD: 0.5, Days: []api.SpendDay{{Day: "2026-12-03", Leases: 3, SpentUSD: 0.5, GPUHours: 0.1}}}
+	var out bytes.Buffer
+	printSpend(&out, s)
+	if strings.Contains(out.String(), "SERVICE") {
+		t.Errorf("no service served tokens, yet a service table:\n%s", out.String())
+	}
+	s.Services = []api.SpendService{{Job: "bafyservicejobxxxxxxxxxxxxxx1234", Name: "llm", PromptTokens: 200, CompletionTokens: 800, SpentUSD: 0.25, USDPerMTok: 250}}
+	out.Reset()
+	printSpend(&out, s)
+	for _, want := range []string{"SERVICE", "$/1M TOK", "llm", "200", "800", "1000", "$0.2500", "$250.0000"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("spend output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -85,6 +85,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 		newVersionCmd(g),
 		newDevnetCmd(g),
 		newDevnetHelloCmd(),
+		newDevnetModelCmd(),
 		newMarketCmd(g),
 		newJobCmd(g),
 		newLeasesCmd(g),

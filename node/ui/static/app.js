@@ -1,6 +1,7 @@
 // The dashboard's only script. Pages work without it; with it, the job
-// page follows its job live (server-sent events) and the overview and
-// provider pages refresh their data in place.
+// page follows its job live (server-sent events) and reloads a service's
+// endpoint table, and the overview and provider pages refresh their data
+// in place.
 "use strict";
 
 (function () {
@@ -55,6 +56,13 @@ function followJob(job) {
   }
 
   followLog();
+  // A service's endpoint counts move without job events: reload them
+  // until the endpoint is gone (it ends with the job).
+  if (document.getElementById("job-service")) {
+    const tick = setInterval(async function () {
+      if (!document.hidden && !(await swap("job-service"))) clearInterval(tick);
+    }, 5000);
+  }
   // Opened on a finished job too: the stream replays its events and ends.
   const es = new EventSource(base + "/events");
   let first = true;
@@ -102,16 +110,17 @@ function refresh(section, period) {
 }
 
 // swap replaces the element with the given id by its current version
-// from the server.
+// from the server. It is false when the server's page no longer has one.
 async function swap(id) {
   try {
     const res = await fetch(location.href, { headers: { Accept: "text/html" } });
-    if (!res.ok) return;
+    if (!res.ok) return true;
     const doc = new DOMParser().parseFromString(await res.text(), "text/html");
     const fresh = doc.getElementById(id);
     const old = document.getElementById(id);
     if (fresh && old) old.replaceWith(fresh);
+    return fresh !== null;
   } catch (e) {
-    // The old table stays.
+    return true; // the old table stays; try again
   }
 }
