@@ -224,9 +224,14 @@ func (py *payer) entry(ctx context.Context, raw []byte) {
 	py.next = e.Seq + 1
 	py.checkDoubleLease(ctx, e)
 	if j := e.Job; j != nil && j.Lease == py.l.ID && j.Event == attest.JobStarted && !py.started {
-		// The work starts here: telemetry is due an allowance from now,
-		// however long the provider took to prepare.
+		// The work started here: telemetry is due an allowance from the
+		// signed start (the provider's payment clock starts there too),
+		// however long the provider took to prepare. A start dated in the
+		// future counts from now.
 		py.started, py.lastWindow = true, py.d.now()
+		if at := time.UnixMilli(e.AtMs); at.Before(py.lastWindow) {
+			py.lastWindow = at
+		}
 	}
 	if e.Telemetry == nil {
 		return

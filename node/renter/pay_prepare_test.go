@@ -35,14 +35,16 @@ func TestPreparingProviderIsNotLate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, _, err := chain.Append(me.Clock.Now().UnixMilli(), &attest.JobEvent{
+	// Signed 10 s ago (it took that long to arrive): the allowance counts
+	// from the signed start, as the provider's does.
+	raw, _, err := chain.Append(me.Clock.Now().Add(-10*time.Second).UnixMilli(), &attest.JobEvent{
 		Lease: l.ID, Renter: l.Renter, Job: testModule, Event: attest.JobStarted, GPUs: l.GPUs,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	py.entry(context.Background(), raw)
-	me.Clock.Advance(late - time.Second)
+	me.Clock.Advance(late - 11*time.Second)
 	py.checkLate(late)
 	if py.stopped != "" {
 		t.Fatalf("stopped %s after the start: %s", late-time.Second, py.stopped)
