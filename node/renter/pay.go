@@ -79,6 +79,9 @@ type payer struct {
 	// lastWindow is when the last telemetry window arrived or, before
 	// any, when the lease's `started` event did (or the payer began).
 	lastWindow time.Time
+	// sawEnd: the chain showed the event that ended the lease (finished,
+	// failed...): nothing more to pay for comes after it.
+	sawEnd bool
 	// started: the chain showed the lease's `started` event. Until then
 	// the provider is preparing and gets auction.PrepareAllowance more.
 	started bool
@@ -86,6 +89,10 @@ type payer struct {
 	// unhealthySince is when the service lease was first seen unhealthy.
 	unhealthySince time.Time
 }
+
+// endedTries bounds the attestation streams a payer opens for a lease that
+// has ended without its end entry having arrived.
+const endedTries = 5
 
 // payLease runs until ctx ends (the lease ended or the job stopped).
 func (pm *payments) payLease(ctx context.Context, l *store.Lease) {
@@ -113,15 +120,23 @@ func (pm *payments) payLease(ctx context.Context, l *store.Lease) {
 	}
 	late := py.terms.Allowance()
 	backoff := 500 * time.Millisecond
-	// At least one pass, even for a lease that ended before the payer
-	// started: the chain still holds the windows to pay for.
-	for first := true; ctx.Err() == nil && (first || !py.ended()); first = false {
+	// Until the lease ends, and after: a lease that ended (a short job
+	// ends before its payer's first stream is up) is followed until its
+	// end entry arrived, at most endedTries streams, so one failed stream
+	// on a loaded link does not leave its last windows unpaid and the
+	// provider without a voucher or a receipt.
+	for tries := 0; ctx.Err() == nil; {
 		err := py.follow(ctx, late)
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
 			pm.log.Debug("attestation stream ended", "lease", lease.Short(l.ID), "err", err)
+		}
+		if py.ended() {
+			if tries++; py.sawEnd || tries >= endedTries {
+				return
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -232,6 +247,9 @@ func (py *payer) entry(ctx context.Context, raw []byte) {
 		if at := time.UnixMilli(e.AtMs); at.Before(py.lastWindow) {
 			py.lastWindow = at
 		}
+	}
+	if j := e.Job; j != nil && j.Lease == py.l.ID && j.Event.Ends() {
+		py.sawEnd = true
 	}
 	if e.Telemetry == nil {
 		return
