@@ -180,3 +180,15 @@ func writeTar(t *testing.T, dir, name string, files map[string]string) string {
 	}
 	return p
 }
+
+// TestSubmitNeedsTheVerifierModule: a job naming a verifier this renter
+// does not hold is refused at submit, saying how to add it.
+func TestSubmitNeedsTheVerifierModule(t *testing.T) {
+	r := runningRenter(t)
+	const missing = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy"
+	spec := fmt.Appendf(submitSpec("judged"), "replicas: 2\nverifier: %s\n", missing)
+	_, err := r.Submit(spec)
+	if !errors.Is(err, ErrMissingArtifact) || !strings.Contains(err.Error(), "verifier") || !strings.Contains(err.Error(), "artifact add") {
+		t.Fatalf("submit with a verifier not held: %v, want ErrMissingArtifact naming the verifier", err)
+	}
+}
