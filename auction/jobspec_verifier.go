@@ -25,3 +25,17 @@ func (s *JobSpec) resolveVerifier(sp *specProblems) {
 		sp.add("verifier", "judges the outputs of replicas that differ; set replicas: 2 or more")
 	}
 }
+
+// VerifierModule is the verifier's module CID in canonical form (how
+// artifacts are stored), or "" when the spec names none or it does not
+// parse (Validate reports that).
+func (s *JobSpec) VerifierModule() string {
+	if s.Verifier == "" {
+		return ""
+	}
+	m, err := jobCanonicalCID(s.Verifier)
+	if err != nil {
+		return ""
+	}
+	return m
+}

@@ -48,7 +48,10 @@ func TestVerifierIsCheckedAndLeavesTheCIDAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if y.Verifier != module {
-		t.Fatalf("parsed verifier %q, want %q", y.Verifier, module)
+	if y.Verifier != module || y.VerifierModule() != module {
+		t.Fatalf("parsed verifier %q (module %q), want %q", y.Verifier, y.VerifierModule(), module)
+	}
+	if m := base().VerifierModule(); m != "" {
+		t.Fatalf("VerifierModule of a spec without one = %q", m)
 	}
 }

@@ -168,13 +168,11 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 	r.driver.submitCanary = r.submitter.canary
 	r.driver.overturn = verifier.overturn
 	if deps.Artifacts != nil {
-		judge := &outputJudge{
-			log: log, dir: filepath.Join(deps.WorkDir, "verifier"), modules: deps.Artifacts,
-			result: func(ctx context.Context, jobID, leaseID string) (string, error) {
+		judge := newOutputJudge(log, filepath.Join(deps.WorkDir, "verifier"), deps.Artifacts,
+			func(ctx context.Context, jobID, leaseID string) (string, error) {
 				_, p, err := r.fetcher.result(ctx, jobID, leaseID)
 				return p, err
-			},
-		}
+			})
 		r.driver.judgeOutputs = judge.judge
 	}
 	if deps.JudgeWrongResult != nil {

@@ -59,8 +59,8 @@ func (d *jobDriver) settleReplicas(ctx context.Context, jobID string, spec *auct
 		}
 		unproven = "the disagreement is not proven: " + err.Error()
 	}
-	if spec.Verifier != "" && d.judgeOutputs != nil {
-		d.judgeReplicas(ctx, jobID, spec.Verifier, ran, groups, unproven)
+	if m := spec.VerifierModule(); m != "" && d.judgeOutputs != nil {
+		d.judgeReplicas(ctx, jobID, m, ran, groups, unproven)
 		return
 	}
 	d.replicasDisagreed(jobID, ran, groups, unproven)

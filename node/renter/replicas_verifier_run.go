@@ -31,6 +31,9 @@ const (
 	verifierTailBytes   = 400
 	// verifierMaxFiles bounds the files one output unpacks to.
 	verifierMaxFiles = 100_000
+	// verifierRuns is how many verifiers run at once, whatever the
+	// number of jobs settling.
+	verifierRuns = 2
 )
 
 // verifierEntropy fixes the clocks and randomness a verifier reads, so
@@ -50,12 +53,24 @@ type outputJudge struct {
 	// result returns a lease's verified output tar, downloading it if
 	// needed (fetcher.result).
 	result func(ctx context.Context, jobID, leaseID string) (string, error)
+	// slots holds one token per verifier running (verifierRuns).
+	slots chan struct{}
+}
+
+func newOutputJudge(log *slog.Logger, dir string, modules executor.Artifacts, result func(ctx context.Context, jobID, leaseID string) (string, error)) *outputJudge {
+	return &outputJudge{log: log, dir: dir, modules: modules, result: result, slots: make(chan struct{}, verifierRuns)}
 }
 
 // judge runs module on a's and b's outputs and returns its verdict; an
 // error means no verdict (the module is not held here, an output could
 // not be read).
 func (j *outputJudge) judge(ctx context.Context, jobID, module string, a, b *store.Lease) (outputVerdict, error) {
+	select {
+	case j.slots <- struct{}{}:
+		defer func() { <-j.slots }()
+	case <-ctx.Done():
+		return outputVerdict{}, ctx.Err()
+	}
 	if err := os.MkdirAll(j.dir, 0o700); err != nil {
 		return outputVerdict{}, err
 	}
