@@ -43,6 +43,9 @@ type jobDriverDeps struct {
 	// overturn records a completed lease unverified when its replicas
 	// show its output wrong (completionVerifier.overturn).
 	overturn func(l *store.Lease, reason string)
+	// judgeOutputs runs a job's verifier module on two replicas' outputs
+	// (outputJudge.judge).
+	judgeOutputs func(ctx context.Context, jobID, module string, a, b *store.Lease) (outputVerdict, error)
 	// slots are the replicated services' leases by slot; now and load
 	// (endpoints.load: requests in flight at the job's endpoint and its
 	// replicas) drive their scaling (service_replicas.go, service_scale.go).

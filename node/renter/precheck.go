@@ -35,6 +35,9 @@ func (s *submitter) precheck(ctx context.Context, spec *auction.JobSpec) error {
 	if rfq.Runtime == auction.RuntimeWasm && rfq.Module != "" && s.artifacts != nil && !s.artifacts.Has(rfq.Module) {
 		return fmt.Errorf("%w %s: add the file with `idlegrid artifact add FILE` (it prints the CID to use)", ErrMissingArtifact, rfq.Module)
 	}
+	if m := spec.VerifierModule(); m != "" && s.artifacts != nil && !s.artifacts.Has(m) {
+		return fmt.Errorf("%w %s (the verifier module): add the file with `idlegrid artifact add FILE` (it prints the CID to use)", ErrMissingArtifact, m)
+	}
 	var offered []string
 	viewRead := false
 	for _, m := range rfq.Resources.Models {

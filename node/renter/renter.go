@@ -171,6 +171,14 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 	}}
 	r.driver.submitCanary = r.submitter.canary
 	r.driver.overturn = verifier.overturn
+	if deps.Artifacts != nil {
+		judge := newOutputJudge(log, filepath.Join(deps.WorkDir, "verifier"), deps.Artifacts,
+			func(ctx context.Context, jobID, leaseID string) (string, error) {
+				_, p, err := r.fetcher.result(ctx, jobID, leaseID)
+				return p, err
+			})
+		r.driver.judgeOutputs = judge.judge
+	}
 	if deps.JudgeWrongResult != nil {
 		r.driver.prover = &wrongResultProver{
 			log: log, now: now, key: deps.Key, self: self, artifacts: deps.Artifacts, readChain: verifier.readChain,

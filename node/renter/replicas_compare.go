@@ -27,7 +27,9 @@ import (
 //     unverified naming the providers and their outputs; the minority's
 //     leases are overturned to unverified, or every lease when no output
 //     holds a majority (with two replicas, both), so reputation counts a
-//     failure against each provider that may have lied.
+//     failure against each provider that may have lied. A spec that
+//     names a verifier has its module judge the outputs first
+//     (judgeReplicas): outputs it finds equivalent agree.
 func (d *jobDriver) settleReplicas(ctx context.Context, jobID string, spec *auction.JobSpec, leases []*store.Lease) {
 	ran := make([]*store.Lease, 0, len(leases))
 	for _, l := range leases {
@@ -56,6 +58,10 @@ func (d *jobDriver) settleReplicas(ctx context.Context, jobID string, spec *auct
 			return
 		}
 		unproven = "the disagreement is not proven: " + err.Error()
+	}
+	if m := spec.VerifierModule(); m != "" && d.judgeOutputs != nil {
+		d.judgeReplicas(ctx, jobID, m, ran, groups, unproven)
+		return
 	}
 	d.replicasDisagreed(jobID, ran, groups, unproven)
 }

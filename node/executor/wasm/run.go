@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -76,6 +78,9 @@ func (e *Executor) run(ctx context.Context, w *workload, started time.Time) {
 func (e *Executor) instantiate(ctx context.Context, w *workload) error {
 	spec := w.spec
 	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(newOutFS(w.outDir, w.diskBytes), "/out")
+	for _, guest := range slices.Sorted(maps.Keys(e.cfg.ReadOnlyMounts)) {
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(&sysfs.ReadFS{FS: sysfs.DirFS(e.cfg.ReadOnlyMounts[guest])}, guest)
+	}
 	mc := wazero.NewModuleConfig().
 		WithName(""). // anonymous: many instances of one module may run at once
 		WithArgs(append([]string{spec.ModuleCID}, spec.Args...)...).

@@ -62,6 +62,10 @@ type Config struct {
 	// Entropy, if set, replaces the host's clocks and randomness for every
 	// workload (re-runs of wrong-result proofs); nil: the real ones.
 	Entropy *Entropy
+	// ReadOnlyMounts, if set, gives every workload more host directories
+	// besides /out, read-only: guest path ("/a") to host directory. A
+	// renter's output verifier reads the outputs it judges this way.
+	ReadOnlyMounts map[string]string
 }
 
 func (c *Config) fill() error {

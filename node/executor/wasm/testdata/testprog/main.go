@@ -85,6 +85,21 @@ func main() {
 			}
 		}
 		f.Close()
+	case "mounted":
+		// Copy /in/x.txt to /out; writing to /in must fail (read-only).
+		data, err := os.ReadFile("/in/x.txt")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if err := os.WriteFile("/out/copy.txt", data, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if err := os.WriteFile("/in/y.txt", data, 0o644); err == nil {
+			fmt.Println("wrote to a read-only mount")
+			os.Exit(2)
+		}
 	case "escape":
 		// Each of these must fail: the guest sees /out and nothing else.
 		code := 0

@@ -1,0 +1,41 @@
+package auction
+
+import "strings"
+
+// A replicated batch job's verifier (`verifier:`): a WASM module the
+// renter runs on two replicas' outputs when their bytes differ, to judge
+// whether they are equivalent anyway (numbers within a tolerance, an
+// unordered listing). Like `replicas`, it is the renter's business: it is
+// not in the canonical spec, so naming a verifier changes neither the
+// spec CID nor what providers run.
+
+// resolveVerifier checks `verifier`: a module CID, on a batch job with
+// replicas to compare. It adds nothing to the canonical spec.
+func (s *JobSpec) resolveVerifier(sp *specProblems) {
+	if s.Verifier == "" {
+		return
+	}
+	if _, err := jobCanonicalCID(s.Verifier); err != nil {
+		sp.add("verifier", "%v (the CID of a WASM module this renter holds: `idlegrid artifact add FILE` prints it)", err)
+	}
+	switch {
+	case strings.EqualFold(s.Kind, KindService):
+		sp.add("verifier", "judges a batch job's replica outputs; a service's replicas are not compared")
+	case s.ReplicaCount() < 2:
+		sp.add("verifier", "judges the outputs of replicas that differ; set replicas: 2 or more")
+	}
+}
+
+// VerifierModule is the verifier's module CID in canonical form (how
+// artifacts are stored), or "" when the spec names none or it does not
+// parse (Validate reports that).
+func (s *JobSpec) VerifierModule() string {
+	if s.Verifier == "" {
+		return ""
+	}
+	m, err := jobCanonicalCID(s.Verifier)
+	if err != nil {
+		return ""
+	}
+	return m
+}
