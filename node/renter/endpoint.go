@@ -6,14 +6,12 @@ import (
 	"log/slog"
 	"net"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/endpoint"
 	"github.com/idlegrid/idlegrid/node/forward"
 	"github.com/idlegrid/idlegrid/node/lease"
@@ -95,26 +93,9 @@ const refreshEvery = 250 * time.Millisecond
 // balanced over the job's running, healthy replicas as they come and go.
 // It stops when the job ends or stop is called.
 func (es *endpoints) start(jobID, listen string, port uint16) (Endpoint, error) {
-	j, err := es.db.GetJob(jobID)
+	j, listen, err := serviceListen(es.db, jobID, listen, port)
 	if err != nil {
 		return Endpoint{}, fmt.Errorf("endpoint: %w", err)
-	}
-	spec, err := auction.ParseJobSpec(j.Spec)
-	if err != nil {
-		return Endpoint{}, fmt.Errorf("endpoint: %w", err)
-	}
-	w, err := spec.Workload()
-	if err != nil {
-		return Endpoint{}, fmt.Errorf("endpoint: %w", err)
-	}
-	if w.Service == nil || !w.Service.HasPort(port) {
-		return Endpoint{}, fmt.Errorf("endpoint: %w: job %s exposes no port %d", ErrNotService, jobID, port)
-	}
-	if lease.JobState(j.State).Terminal() {
-		return Endpoint{}, fmt.Errorf("endpoint: %w", ErrJobEnded)
-	}
-	if listen == "" {
-		listen = net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))
 	}
 	ep, err := endpoint.New(endpoint.Config{Listen: listen}, endpoint.Deps{Logger: es.log, Clock: es.now, Registerer: es.registerer})
 	if err != nil {

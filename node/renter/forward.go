@@ -121,26 +121,9 @@ func (b *forwardBook) list(job string) []*forward.Forwarder {
 // (followed across re-auctions). It stops when the job ends or
 // StopForward is called.
 func (fw *forwards) start(jobID, listen string, port uint16) (Forward, error) {
-	j, err := fw.db.GetJob(jobID)
+	_, listen, err := serviceListen(fw.db, jobID, listen, port)
 	if err != nil {
 		return Forward{}, fmt.Errorf("forward: %w", err)
-	}
-	spec, err := auction.ParseJobSpec(j.Spec)
-	if err != nil {
-		return Forward{}, fmt.Errorf("forward: %w", err)
-	}
-	w, err := spec.Workload()
-	if err != nil {
-		return Forward{}, fmt.Errorf("forward: %w", err)
-	}
-	if w.Service == nil || !w.Service.HasPort(port) {
-		return Forward{}, fmt.Errorf("forward: %w: job %s exposes no port %d", ErrNotService, jobID, port)
-	}
-	if lease.JobState(j.State).Terminal() {
-		return Forward{}, fmt.Errorf("forward: %w", ErrJobEnded)
-	}
-	if listen == "" {
-		listen = net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))
 	}
 	f, err := forward.NewForwarder(forward.ForwarderConfig{Listen: listen, Port: port}, forward.ForwarderDeps{
 		Logger: fw.log, Registerer: fw.registerer, Clock: fw.now,
@@ -218,4 +201,32 @@ func (fw *forwards) serviceLease(jobID string) (peer.ID, string, error) {
 		return p, l.ID, nil
 	}
 	return "", "", fmt.Errorf("%w: job %s has no live lease (%s)", forward.ErrUnavailable, jobID, j.State)
+}
+
+// serviceListen checks that job jobID is a live service exposing port and
+// returns it with the address to listen on (default 127.0.0.1:PORT): what
+// a forward and an endpoint both check before they open.
+func serviceListen(db *store.DB, jobID, listen string, port uint16) (*store.Job, string, error) {
+	j, err := db.GetJob(jobID)
+	if err != nil {
+		return nil, "", err
+	}
+	spec, err := auction.ParseJobSpec(j.Spec)
+	if err != nil {
+		return nil, "", err
+	}
+	w, err := spec.Workload()
+	if err != nil {
+		return nil, "", err
+	}
+	if w.Service == nil || !w.Service.HasPort(port) {
+		return nil, "", fmt.Errorf("%w: job %s exposes no port %d", ErrNotService, jobID, port)
+	}
+	if lease.JobState(j.State).Terminal() {
+		return nil, "", ErrJobEnded
+	}
+	if listen == "" {
+		listen = net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))
+	}
+	return j, listen, nil
 }
