@@ -276,3 +276,38 @@ func TestSimCheats(t *testing.T) {
 		}
 	})
 }
+
+// TestEnergyAtWindowEdges: a window of two readings (a lease shorter than
+// the sampling interval: one reading at its start, one at its end) cannot
+// see when the work drew power between them, so its energy may be up to
+// the power limit over the window above what its readings average; energy
+// no GPU could draw still fails. Windows of many readings are held to the
+// tolerance (energy_inflated above).
+func TestEnergyAtWindowEdges(t *testing.T) {
+	twoReadings := func(drawnW uint64) func(es []*Entry) {
+		return func(es []*Entry) {
+			g := tel(es, 0)
+			g.Samples = 2
+			g.UtilMinBP, g.UtilAvgBP, g.UtilMaxBP = 500, 500, 500
+			g.PowerAvgMW, g.PowerMaxMW = 70_000, 70_000
+			g.EnergyMJ = drawnW * g.EnergyMs // W x ms = mJ
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		drawnW uint64
+		ok     bool
+	}{
+		{"work_between_readings", 600, true}, // an H100's limit is 700 W
+		{"more_than_any_gpu_draws", 900, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := honestSegment(t)
+			raws := resealWith(twoReadings(c.drawnW))(t, s, nil)
+			r := Verify(raws, s.opts())
+			if r.Failed(CheckEnergy) == c.ok {
+				t.Fatalf("%d W between two idle readings of 70 W: energy check passed=%v, want %v:\n%s", c.drawnW, !r.Failed(CheckEnergy), c.ok, r)
+			}
+		})
+	}
+}

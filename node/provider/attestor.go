@@ -348,7 +348,25 @@ func toAttestSample(s gpu.Sample) attest.GPUSample {
 
 // jobEvent records a lease's start or end in the chain. The open window
 // is closed first, so each window names one lease per GPU.
+//
+// The GPUs are read at both events, whatever the sampling phase: the
+// lease's first window then opens with a reading and its last closes with
+// one. Without the last, work shorter than the sampling interval, or the
+// tail after the last tick, would end in a window with no sample, which
+// attests nothing, so the renter could not pay for it and the provider
+// would hold no voucher and issue no receipt.
 func (a *attestor) jobEvent(l *store.Lease, kind attest.JobEventKind) (seq uint64) {
+	if kind.Ends() {
+		a.sample(context.Background())
+	}
+	seq = a.recordJobEvent(l, kind)
+	if kind == attest.JobStarted {
+		a.sample(context.Background())
+	}
+	return seq
+}
+
+func (a *attestor) recordJobEvent(l *store.Lease, kind attest.JobEventKind) (seq uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := a.now()
