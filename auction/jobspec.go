@@ -23,6 +23,11 @@ const (
 	// hashes; it changes whenever that encoding does.
 	JobSpecVersion   = 1
 	DefaultBidWindow = 500 * time.Millisecond
+	// DefaultMaxWait is how long a renter keeps auctioning a job that no
+	// auction found a plan for, from its submission, unless its start_by
+	// says otherwise (the node's market.max_wait): GPUs busy now free up,
+	// as in any cluster's queue.
+	DefaultMaxWait = 24 * time.Hour
 	// RFQExpiryMargin is how long an RFQ outlives its bid window: providers
 	// compare its expiry with their own clocks and gossip takes time, so an
 	// RFQ that expired exactly with the window would be dropped by any

@@ -141,6 +141,10 @@ type MarketConfig struct {
 	// cheapest providers always bid, the others by lot, so an auction
 	// costs the same whatever the network's size).
 	WantBids int `toml:"want_bids"`
+	// MaxWait is how long this renter keeps auctioning a job for which
+	// no auction found a plan (no bid, or none it could take), counted
+	// from submission; a job's start_by replaces it; 0: unfilled at once.
+	MaxWait time.Duration `toml:"max_wait"`
 }
 
 // LogConfig configures logging.
@@ -213,7 +217,7 @@ func DefaultConfig(role Role) Config {
 			VoucherInterval: time.Minute, VoucherGrace: 30 * time.Second,
 			EnergyTolerance: 0.15, MaxSkew: 2 * time.Minute,
 		},
-		Market: MarketConfig{ReliabilityPrior: 0.8, Refresh: 15 * time.Second, SearchTimeout: 15 * time.Second, Reauction: true, GoldNeedsBadge: true, WantBids: 16, ProviderTimeout: 10 * time.Second},
+		Market: MarketConfig{ReliabilityPrior: 0.8, Refresh: 15 * time.Second, SearchTimeout: 15 * time.Second, Reauction: true, GoldNeedsBadge: true, WantBids: 16, ProviderTimeout: 10 * time.Second, MaxWait: auction.DefaultMaxWait},
 		Store:  StoreConfig{LowSpaceMiB: store.DefaultLowSpaceMiB},
 		Costs:  costs.Config{Windows: []string{}},
 	}

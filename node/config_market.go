@@ -115,6 +115,9 @@ func (c *Config) validateMarket() error {
 	if m.WantBids < 1 || m.WantBids > auction.MaxWantBids {
 		return bad("market.want_bids", "%d: must be within 1..%d", m.WantBids, auction.MaxWantBids)
 	}
+	if m.MaxWait < 0 || m.MaxWait > auction.MaxJobDuration {
+		return bad("market.max_wait", "%s: must be within 0s..%s", dur(m.MaxWait), dur(auction.MaxJobDuration))
+	}
 	if m.ProviderTimeout < 0 || m.ProviderTimeout > 0 && m.ProviderTimeout < 5*time.Second {
 		return bad("market.provider_timeout", "%s: must be 0s (only past the lease's end) or at least 5s (a status poll takes up to 3s past its wait)", dur(m.ProviderTimeout))
 	}

@@ -26,6 +26,8 @@ func TestSimulatorRunsTheNodesDefaults(t *testing.T) {
 			{"market.want_bids", m.WantBids, np.WantBids},
 			{"market.canary_rate", m.CanaryRate, np.CanaryRate},
 			{"market.reauction", m.Reauction, np.Reauction},
+			{"market.max_wait", m.MaxWait, np.MaxWait},
+			{"the renter's shortest re-auction wait", renter.ReauctionMinWait, np.ReauctionMinWait},
 			{"the renter's reputation fold", trust.ReputationConfig(m.ReliabilityPrior), np.Reputation},
 			{"the renter's matcher weights", renter.MatchWeights(), np.Weights},
 			// node/provider prices with auction.DefaultBidPolicy (plus its

@@ -25,9 +25,9 @@ const (
 var policies = map[string]func() policy{
 	PolicyIdlegrid: func() policy { return newMarket(marketIdlegrid) },
 	PolicyNode:     func() policy { return newNodeMarket(DefaultNodePolicy()) },
-	PolicyNodeWait: func() policy {
+	PolicyNodeNoWait: func() policy {
 		np := DefaultNodePolicy()
-		np.UnfilledAtOnce = false
+		np.MaxWait = 0
 		return newNodeMarket(np)
 	},
 	PolicyPriceOnly:   func() policy { return newMarket(marketPriceOnly) },

@@ -13,12 +13,12 @@ import (
 // the node's config, renter or trust no longer equals it.
 
 // PolicyNode is the node's defaults as DefaultNodePolicy sets them;
-// PolicyNodeWait the same where a job waits for GPUs up to
-// Config.MaxWait (a renter that resubmits an unfilled job until it is
-// placed), to tell the retry rule's effect from the other defaults'.
+// PolicyNodeNoWait the same with market.max_wait 0, where a job whose
+// first auction finds no plan is unfilled (the node before it waited),
+// to tell the wait's effect from the other defaults'.
 const (
-	PolicyNode     = "idlegrid-node"
-	PolicyNodeWait = "idlegrid-node-wait"
+	PolicyNode       = "idlegrid-node"
+	PolicyNodeNoWait = "idlegrid-node-nowait"
 )
 
 // NodePolicy is the market a default node runs: the renter's matching
@@ -42,14 +42,16 @@ type NodePolicy struct {
 	SecondPriceReserve bool
 	// CanaryRate is market.canary_rate.
 	CanaryRate float64
-	// UnfilledAtOnce: a job whose first auction finds no plan is
-	// unfilled. Work whose provider failed is auctioned again, avoiding
-	// that provider, when Reauction is on (as market.reauction), for
-	// ReauctionWindow: the renter's 8 rounds with backoff from 1 s
-	// doubling to 30 s.
-	UnfilledAtOnce  bool
-	Reauction       bool
-	ReauctionWindow time.Duration
+	// MaxWait is market.max_wait: a job whose auction finds no plan is
+	// auctioned again until MaxWait after its arrival (0: it is unfilled
+	// at once). The node tries again within a minute (its backoff); the
+	// replay, whenever GPUs free up. Work whose provider failed is
+	// auctioned again, avoiding that provider, when Reauction is on (as
+	// market.reauction), and waits MaxWait from then, at least
+	// ReauctionMinWait (node/renter's).
+	MaxWait          time.Duration
+	Reauction        bool
+	ReauctionMinWait time.Duration
 }
 
 // DefaultNodePolicy is a default node's market.
@@ -60,9 +62,9 @@ func DefaultNodePolicy() NodePolicy {
 		WantBids:           auction.DefaultWantBids,
 		Bid:                auction.DefaultBidPolicy(),
 		SecondPriceReserve: true,
-		UnfilledAtOnce:     true,
+		MaxWait:            auction.DefaultMaxWait,
 		Reauction:          true,
-		ReauctionWindow:    (1 + 2 + 4 + 8 + 16 + 30 + 30) * time.Second,
+		ReauctionMinWait:   90 * time.Second,
 	}
 }
 
@@ -78,23 +80,20 @@ func newNodeMarket(np NodePolicy) *market {
 }
 
 // setup makes the replay the node's: the renter's fold with the node's
-// prior, failed work avoiding the provider that failed it, no waiting
-// for a first plan, and the re-auction window.
+// prior, failed work avoiding the provider that failed it, the wait for
+// a first plan and for a re-auction's.
 func (m *market) setup(r *replay) {
 	if m.node == nil {
 		return
 	}
 	r.w.rep = reputation.NewRunning(m.node.Reputation)
 	r.avoidFailed = true
-	if !m.node.UnfilledAtOnce {
-		return
-	}
-	r.firstWait = 0
+	r.firstWait = int64(m.node.MaxWait / time.Second)
 	r.rerunWait = -1
 	if m.node.Reauction {
-		r.rerunWait = int64(m.node.ReauctionWindow / time.Second)
+		r.rerunWait = int64(max(m.node.MaxWait, m.node.ReauctionMinWait) / time.Second)
 	}
 	for _, j := range r.jobs {
-		j.deadline = j.arrival
+		j.deadline = j.arrival + r.firstWait
 	}
 }

@@ -10,8 +10,9 @@ import (
 
 // TestNodeRowIsTheNodesMarket checks the idlegrid-node row's wiring: it
 // matches with DefaultNodePolicy's weights and bounded bidding, and like
-// the node's renter it marks a job unfilled when its first auction finds
-// no plan, where idlegrid-node-wait (and idlegrid) let it wait for GPUs.
+// the node's renter it lets a job wait for GPUs (market.max_wait), where
+// idlegrid-node-nowait marks it unfilled when its first auction finds no
+// plan.
 func TestNodeRowIsTheNodesMarket(t *testing.T) {
 	m, ok := policies[PolicyNode]().(*market)
 	np := DefaultNodePolicy()
@@ -27,13 +28,13 @@ func TestNodeRowIsTheNodesMarket(t *testing.T) {
 		},
 		Nodes:  []Node{{Name: "A", Model: "x", GPUs: 4}},
 		Prices: PriceTable{"x": 1_000_000},
-		Seeds:  []uint64{1}, Policies: []string{PolicyNode, PolicyNodeWait, PolicyIdlegrid},
+		Seeds:  []uint64{1}, Policies: []string{PolicyNode, PolicyNodeNoWait, PolicyIdlegrid},
 	}
 	res, err := Run(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]float64{PolicyNode: 0.5, PolicyNodeWait: 0, PolicyIdlegrid: 0}
+	want := map[string]float64{PolicyNode: 0, PolicyNodeNoWait: 0.5, PolicyIdlegrid: 0}
 	for _, r := range res.Runs {
 		if r.Unplaced != want[r.Policy] {
 			t.Errorf("%s: unplaced %v, want %v", r.Policy, r.Unplaced, want[r.Policy])
@@ -47,7 +48,7 @@ func TestNodeRowAvoidsTheProviderThatFailed(t *testing.T) {
 	cfg := synthetic(400, 20, 0.8)
 	cfg.FlakyShare, cfg.FlakyFailProb = 0.3, 0.5
 	cfg.fill()
-	r, err := runReplay(&cfg, 1, policies[PolicyNodeWait]())
+	r, err := runReplay(&cfg, 1, policies[PolicyNode]())
 	if err != nil {
 		t.Fatal(err)
 	}

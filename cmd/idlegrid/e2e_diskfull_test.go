@@ -33,7 +33,7 @@ func TestProviderOnFullDiskKeepsRunning(t *testing.T) {
 		t.Skipf("needs to mount a small tmpfs (run as root): %v: %s", err, strings.TrimSpace(string(out)))
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", fs).Run() })
-	d := startTrustNetOn(t, false, fs, "--set", "store.low_space_mib=32")
+	d := startTrustNetOn(t, false, fs, "--set", "store.low_space_mib=32", "--set", "market.max_wait=0s")
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 

@@ -231,6 +231,10 @@ func Start(n int, o Options) (_ *Cluster, err error) {
 		}
 		// Fresh records on every search: tests check what the DHT holds now.
 		cfg.Market.Refresh = 0
+		// A job with no plan ends unfilled at its first auction, as the
+		// cluster tests of placement rules expect; waiting for a plan
+		// (market.max_wait) is tested in node/renter.
+		cfg.Market.MaxWait = 0
 		if o.API {
 			cfg.API.Listen = "127.0.0.1:0"
 		}

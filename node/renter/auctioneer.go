@@ -9,6 +9,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"golang.org/x/time/rate"
 
 	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/auction"
@@ -37,33 +38,48 @@ type auctioneerDeps struct {
 
 // auctioneer runs a job's reverse auctions: it builds and publishes the
 // RFQ, keeps its bid window open (closing it early once every expected
-// bidder answered) and hands the bids to the awarder; an auction that
-// finds no plan is reported, or retried when it re-auctions running work.
+// bidder answered) and hands the bids to the awarder; a job's first
+// auction that finds no plan is run again until the job's wait is over
+// (auctioneer_wait.go), a re-auction of running work after its backoff.
 type auctioneer struct {
 	auctioneerDeps
 	wantBids int // over all of an RFQ's shards (Config.WantBids)
+	// maxWait is Config.MaxWait; waitPace spaces all waiting jobs' tries.
+	maxWait  time.Duration
+	waitPace *rate.Limiter
 	awarder  *awarder
 	// silence remembers shards whose expected bidders stayed silent or
 	// that had no subscriber (silence.go); nil: remembers nothing.
 	silence *shardSilence
 }
 
-// run runs one reverse auction for a job: RFQ, bid window, matching,
-// awards. round counts re-auctions after preemption. It returns the
-// countersigned leases; without any, again reports that the auction is
-// to run once more (round+1) after its backoff.
+// run runs a reverse auction for a job: RFQ, bid window, matching,
+// awards, and again while no plan is found and the job may wait
+// (auctioneer_wait.go). round counts re-auctions after preemption or a
+// lost provider. A non-nil endless is a replicated service's slot's wait
+// (newEndlessWait), which never ends the job: one try per call, the
+// caller spacing them out so that other slots get their turn between
+// tries. It returns the countersigned leases, none when the job ended
+// (unfilled, failed), ctx did, or an endless try found no plan.
 //
 // When the providers the market view expected stayed silent and no bid
 // came, the auction runs once more at once asking every provider
 // (auction.EveryoneBids) rather than ending unfilled; so does the next
 // RFQ on the same shards for a while (shardSilence).
-func (au *auctioneer) run(ctx context.Context, jobID string, spec *auction.JobSpec, round int) (leases []*store.Lease, again bool) {
-	leases, again, silent := au.runOnce(ctx, jobID, spec, round, nil)
-	if silent == nil {
-		return leases, again
+func (au *auctioneer) run(ctx context.Context, jobID string, spec *auction.JobSpec, round int, endless *waitState) []*store.Lease {
+	w := endless
+	if w == nil {
+		w = au.waitFor(jobID, spec, round)
 	}
-	leases, again, _ = au.runOnce(ctx, jobID, spec, round, silent)
-	return leases, again
+	for {
+		leases, again, silent := au.runOnce(ctx, jobID, spec, round, nil, w)
+		if silent != nil {
+			leases, again, _ = au.runOnce(ctx, jobID, spec, round, silent, w)
+		}
+		if len(leases) > 0 || !again || w.endless {
+			return leases
+		}
+	}
 }
 
 // runOnce is one RFQ and its bid window. A non-nil skip asks every
@@ -71,7 +87,7 @@ func (au *auctioneer) run(ctx context.Context, jobID string, spec *auction.JobSp
 // in the round it runs again). It returns the silent providers of an
 // auction that got no bid while its expected bidders stayed silent, to be
 // run again asking everyone.
-func (au *auctioneer) runOnce(ctx context.Context, jobID string, spec *auction.JobSpec, round int, skip map[string]bool) (leases []*store.Lease, again bool, silent map[string]bool) {
+func (au *auctioneer) runOnce(ctx context.Context, jobID string, spec *auction.JobSpec, round int, skip map[string]bool, w *waitState) (leases []*store.Lease, again bool, silent map[string]bool) {
 	everyone := skip != nil
 	nonce := make([]byte, 16)
 	if _, err := rand.Read(nonce); err != nil {
@@ -83,6 +99,7 @@ func (au *auctioneer) runOnce(ctx context.Context, jobID string, spec *auction.J
 		au.jobs.set(jobID, lease.JobFailed, "failed", "build RFQ: %v", err)
 		return nil, false, nil
 	}
+	clampStartBy(rfq, w)
 	for _, addr := range au.p2p.P2PAddrs() {
 		if len(rfq.Addrs) < auction.MaxRFQAddrs {
 			rfq.Addrs = append(rfq.Addrs, addr)
@@ -105,8 +122,8 @@ func (au *auctioneer) runOnce(ctx context.Context, jobID string, spec *auction.J
 	pa.skip = skip
 	au.bids.open(pa)
 	defer au.bids.forget(rfqID)
-	au.jobs.note(jobID, store.JobEvent{Kind: "rfq", Message: fmt.Sprintf("RFQ %s published (round %d), bid window %dms", lease.Short(rfqID), round+1, rfq.BidWindowMs)},
-		func(j *store.Job) { j.RFQs = append(j.RFQs, rfqID) })
+	au.progress(jobID, w, store.JobEvent{Kind: "rfq", Message: fmt.Sprintf("RFQ %s published (round %d), bid window %dms", lease.Short(rfqID), round+1, rfq.BidWindowMs)},
+		func(j *store.Job) { addRFQ(j, rfqID) })
 
 	go au.expectProviders(ctx, pa)
 	if err := au.publish(ctx, raw, shards); err != nil {
@@ -116,7 +133,7 @@ func (au *auctioneer) runOnce(ctx context.Context, jobID string, spec *auction.J
 		if ctx.Err() != nil {
 			return nil, false, nil
 		}
-		return nil, au.unfilled(ctx, jobID, round, "no provider took the RFQ: "+au.explainNoBids(ctx, rfq)), nil
+		return nil, au.wait(ctx, jobID, "no provider took the RFQ: "+au.explainNoBids(ctx, rfq), w), nil
 	}
 	window := time.NewTimer(time.Duration(rfq.BidWindowMs) * time.Millisecond)
 	defer window.Stop()
@@ -132,7 +149,7 @@ func (au *auctioneer) runOnce(ctx context.Context, jobID string, spec *auction.J
 		au.silence.settle(shards, len(bids), expected, answered, au.now())
 	}
 	if len(bids) == 0 && !everyone && auction.ExpectedStayedSilent(expected, answered) {
-		au.jobs.event(jobID, "retry", "none of the %s the market view expected bid; asking every provider", words.Plural(expected, "provider"))
+		au.progress(jobID, w, store.JobEvent{Kind: "retry", Message: fmt.Sprintf("none of the %s the market view expected bid; asking every provider", words.Plural(expected, "provider"))}, nil)
 		return nil, false, quiet
 	}
 	how := "bid window closed"
@@ -151,20 +168,21 @@ func (au *auctioneer) runOnce(ctx context.Context, jobID string, spec *auction.J
 			ev.BestPriceMicro = b.PriceMicro
 		}
 	}
-	au.jobs.note(jobID, ev, nil)
-	leases, again = au.award(ctx, pa, spec, bids, bidIDs, round)
+	au.progress(jobID, w, ev, nil)
+	leases, again = au.award(ctx, pa, spec, bids, bidIDs, w)
 	return leases, again, nil
 }
 
 // award has the awarder turn an auction's bids into leases; an auction
-// that found none ends unfilled (or retries, as run says).
-func (au *auctioneer) award(ctx context.Context, pa *pendingAuction, spec *auction.JobSpec, bids []*auction.Bid, bidIDs []string, round int) (leases []*store.Lease, again bool) {
+// that found none waits for its next try or ends the job unfilled
+// (auctioneer.wait).
+func (au *auctioneer) award(ctx context.Context, pa *pendingAuction, spec *auction.JobSpec, bids []*auction.Bid, bidIDs []string, w *waitState) (leases []*store.Lease, again bool) {
 	if len(bids) == 0 {
-		return nil, au.unfilled(ctx, pa.jobID, round, au.explainNoBids(ctx, pa.rfq))
+		return nil, au.wait(ctx, pa.jobID, au.explainNoBids(ctx, pa.rfq), w)
 	}
 	leases, unfilled := au.awarder.award(ctx, pa, bids, bidIDs, batchReplicas(spec))
 	if len(leases) == 0 {
-		return nil, au.unfilled(ctx, pa.jobID, round, unfilled)
+		return nil, au.wait(ctx, pa.jobID, unfilled, w)
 	}
 	return leases, false
 }
@@ -193,36 +211,9 @@ func (au *auctioneer) expectProviders(ctx context.Context, pa *pendingAuction) {
 	au.bids.expect(pa, expected)
 }
 
-// maxReauctions bounds the auctions of preempted work and of work whose
-// provider became unreachable; reauctionBackoff
-// spaces them, doubling up to reauctionMaxBackoff.
-const (
-	maxReauctions       = 8
-	reauctionBackoff    = time.Second
-	reauctionMaxBackoff = 30 * time.Second
-)
-
-// unfilled ends an auction that found no plan. A first auction reports it
-// to the renter at once (a price or constraint to change). Preempted work
-// is already running somewhere in the renter's plans, so its re-auction
-// retries with backoff: GPUs held by other bids or leases free up soon.
-// It reports whether the auction is to run again.
-func (au *auctioneer) unfilled(ctx context.Context, jobID string, round int, reason string) (again bool) {
-	if round == 0 || round >= maxReauctions {
-		au.jobs.set(jobID, lease.JobUnfilled, "unfilled", "%s", reason)
-		return false
-	}
-	wait := min(reauctionBackoff<<(round-1), reauctionMaxBackoff)
-	au.jobs.event(jobID, "retry", "re-auction found no plan (%s); retrying in %s", reason, wait)
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-	}
-	return true
-}
+// maxReauctions bounds how often one job's work is auctioned again after
+// a preemption or a lost provider.
+const maxReauctions = 8
 
 // explainNoBids says why an auction got no bid, from the market view
 // (auction.ExplainNoBids); the window alone when the view cannot be read.

@@ -40,7 +40,11 @@ type Config struct {
 	// WantBids is how many bids an RFQ asks for, over all its shards
 	// (market.want_bids; 0: auction.DefaultWantBids).
 	WantBids int
-	Attest   lease.Terms // [attest]
+	// MaxWait is how long a job with no plan is auctioned again, from its
+	// submission (market.max_wait; auctioneer_wait.go); 0: unfilled at
+	// its first auction.
+	MaxWait time.Duration
+	Attest  lease.Terms // [attest]
 	// CancelWait is how long a cancelled lease's provider gets to stop the
 	// work (its stop grace) before the renter records it cancelled anyway.
 	CancelWait time.Duration

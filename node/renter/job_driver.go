@@ -22,8 +22,9 @@ type jobDriverDeps struct {
 	bg    *background
 	runs  *jobRuns
 	avoid *avoidList
-	// auction runs one auction (auctioneer.run).
-	auction func(ctx context.Context, jobID string, spec *auction.JobSpec, round int) ([]*store.Lease, bool)
+	// auction runs a job's auction until it has leases or the job ended
+	// (auctioneer.run).
+	auction func(ctx context.Context, jobID string, spec *auction.JobSpec, round int, endless *waitState) []*store.Lease
 	// follow mirrors a lease until it ends (follower.followLease);
 	// cancelLease stops one (follower.cancelLease).
 	follow      func(ctx context.Context, l *store.Lease) *store.Lease
@@ -76,8 +77,8 @@ func (d *jobDriver) start(jobID string, spec *auction.JobSpec) error {
 }
 
 // drive runs the job's auctions (from round, or first follows leases it
-// already holds) until the job ends: an auction retried after its backoff
-// or work to re-auction runs the next round.
+// already holds) until the job ends: work to re-auction runs the next
+// round.
 func (d *jobDriver) drive(ctx context.Context, jobID string, spec *auction.JobSpec, round int, leases []*store.Lease) {
 	if isReplicatedService(spec) {
 		d.driveReplicas(ctx, jobID, spec, leases)
@@ -85,13 +86,8 @@ func (d *jobDriver) drive(ctx context.Context, jobID string, spec *auction.JobSp
 	}
 	for {
 		if len(leases) == 0 {
-			var again bool
-			if leases, again = d.auction(ctx, jobID, spec, round); len(leases) == 0 {
-				if !again {
-					return
-				}
-				round++
-				continue
+			if leases = d.auction(ctx, jobID, spec, round, nil); len(leases) == 0 {
+				return
 			}
 		}
 		if !d.watchCompletion(ctx, jobID, spec, leases, round) {

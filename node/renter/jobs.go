@@ -80,7 +80,7 @@ func (t *jobTracker) apply(id string, ev store.JobEvent, fn func(j *store.Job), 
 		if ev.AtMs == 0 {
 			ev.AtMs = now
 		}
-		j.Events = append(j.Events, ev)
+		j.Events = keepJobEvents(append(j.Events, ev))
 	}
 	j.UpdatedAtMs = now
 	if err := t.db.PutJob(j); err != nil {
@@ -192,4 +192,32 @@ func (t *jobTracker) unwatch(id string, ch chan store.JobEvent) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.watchers[id] = slices.DeleteFunc(t.watchers[id], func(c chan store.JobEvent) bool { return c == ch })
+}
+
+// A job's stored events are bounded: a job that waits a day for a plan,
+// or whose providers keep declining, must not grow its record without
+// end. Over maxJobEvents, the first jobEventsHead (submission, first
+// auctions) and the latest are kept, with one `elided` event between them
+// counting what was dropped.
+const (
+	maxJobEvents  = 400
+	jobEventsHead = 100
+)
+
+func keepJobEvents(evs []store.JobEvent) []store.JobEvent {
+	if len(evs) <= maxJobEvents {
+		return evs
+	}
+	dropped := len(evs) - maxJobEvents + 1 // one slot for the marker
+	first := jobEventsHead
+	if m := evs[jobEventsHead]; m.Kind == "elided" {
+		var before int
+		if _, err := fmt.Sscanf(m.Message, "%d", &before); err == nil {
+			dropped += before - 1 // the old marker is among the dropped
+		}
+	}
+	out := make([]store.JobEvent, 0, maxJobEvents)
+	out = append(out, evs[:first]...)
+	out = append(out, store.JobEvent{AtMs: evs[first].AtMs, Kind: "elided", Message: fmt.Sprintf("%d events not kept (a job keeps its first %d and latest %d)", dropped, jobEventsHead, maxJobEvents-jobEventsHead-1)})
+	return append(out, evs[len(evs)-(maxJobEvents-first-1):]...)
 }

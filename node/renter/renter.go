@@ -101,6 +101,8 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 			offers: deps.Offers, shards: deps.Shards, expectBidders: deps.ExpectBidders,
 		},
 		wantBids: cfg.WantBids,
+		maxWait:  cfg.MaxWait,
+		waitPace: newWaitPace(),
 		silence:  newShardSilence(),
 		awarder: &awarder{
 			awarderDeps: awarderDeps{

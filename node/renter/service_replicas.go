@@ -179,17 +179,24 @@ type replicaKeeper struct {
 // turns with the other slots), follows and pays it, and when it is lost
 // to its provider, its health or a preemption auctions the slot again.
 func (d *jobDriver) keepReplica(ctx context.Context, run *replicaRun, slot int, l *store.Lease, retired *atomic.Bool) {
+	var wait *waitState // a re-auction's or other slot's, across its tries
 	for round := 0; ctx.Err() == nil; {
 		if l == nil {
-			var again bool
-			if l, again = d.auctionReplica(ctx, run, slot, round); l == nil {
-				if !again {
+			if wait == nil && (slot > 0 || round > 0) {
+				wait = newEndlessWait(d.now())
+			}
+			if l = d.auctionReplica(ctx, run, slot, round, wait); l == nil {
+				if wait == nil {
 					run.end(ctx, nil) // the job's first auction found no plan
 					return
 				}
-				round++
+				if !sleepCtx(ctx, waitBackoff(d.now().Sub(wait.since))) {
+					return
+				}
+				wait.tries++
 				continue
 			}
+			wait = nil
 		} else {
 			d.avoid.hold(run.jobID, l.Provider)
 		}
@@ -219,25 +226,25 @@ func (d *jobDriver) keepReplica(ctx context.Context, run *replicaRun, slot int, 
 	}
 }
 
-// auctionReplica runs one auction for a slot, holding the provider it
-// wins before the next slot's auction starts. The first auction of slot
-// 0 is the job's first (an unfilled one ends the job); every other is a
-// re-auction, retried with backoff.
-func (d *jobDriver) auctionReplica(ctx context.Context, run *replicaRun, slot, round int) (*store.Lease, bool) {
-	if slot > 0 || round > 0 {
-		round = max(1, min(round, maxReauctions-1))
+// auctionReplica runs a slot's auction, holding the provider it wins
+// before the next slot's auction starts. The first auction of slot 0 is
+// the job's first (it waits as any job's, and one that found no plan
+// ends the job); every other is one try of an endless wait.
+func (d *jobDriver) auctionReplica(ctx context.Context, run *replicaRun, slot, round int, endless *waitState) *store.Lease {
+	if endless != nil {
+		round = max(1, round)
 	}
 	run.auctions.Lock()
 	defer run.auctions.Unlock()
-	leases, again := d.auction(ctx, run.jobID, run.spec, round)
+	leases := d.auction(ctx, run.jobID, run.spec, round, endless)
 	if len(leases) == 0 {
-		return nil, again
+		return nil
 	}
 	for _, extra := range leases[1:] {
 		d.cancelLease(context.WithoutCancel(ctx), extra, "one lease per replica")
 	}
 	d.avoid.hold(run.jobID, leases[0].Provider)
-	return leases[0], false
+	return leases[0]
 }
 
 // serveReplica follows and pays a replica's lease until it ends (or is
