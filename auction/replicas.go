@@ -38,12 +38,12 @@ type ReplicaHost struct {
 // so CPU-only replicas are told apart by peer ID alone, a weaker
 // guarantee the renter's job history states.
 func ReplicaConflict(chosen []ReplicaHost, candidate ReplicaHost) (code, reason string) {
-	for i, c := range chosen {
+	for _, c := range chosen {
 		switch {
 		case c.Peer == candidate.Peer:
-			return ReplicaSamePeer, fmt.Sprintf("already runs replica %d", i+1)
+			return ReplicaSamePeer, "already chosen for a replica"
 		case c.Fingerprint != "" && c.Fingerprint == candidate.Fingerprint:
-			return ReplicaSameFingerprint, fmt.Sprintf("same hardware fingerprint as replica %d's provider %s", i+1, c.Peer)
+			return ReplicaSameFingerprint, fmt.Sprintf("same hardware fingerprint as provider %s, chosen for a replica", c.Peer)
 		}
 	}
 	return "", ""
@@ -112,11 +112,13 @@ func Majority(groups []ReplicaGroup) bool {
 
 // PlaceReplicas picks up to n hosts for the replicas of a job from
 // ranked, the feasible bids' hosts best first (the matcher's winner, then
-// its backups): each the best one in no conflict with those picked before
-// it. It returns the picked indexes into ranked and, when fewer than n
-// could be placed, why the others were passed over, in words.
-func PlaceReplicas(n int, ranked []ReplicaHost) (picked []int, passed []string) {
-	var chosen []ReplicaHost
+// its backups): each the best one in no conflict with chosen (the hosts
+// of the job's other replicas, and of a lost one auctioned again) nor
+// with those picked before it. It returns the picked indexes into ranked
+// and, when fewer than n could be placed, why the others were passed
+// over, in words.
+func PlaceReplicas(n int, chosen, ranked []ReplicaHost) (picked []int, passed []string) {
+	chosen = slices.Clip(chosen)
 	for i, h := range ranked {
 		if len(picked) == n {
 			break

@@ -60,17 +60,28 @@ func TestPlaceReplicas(t *testing.T) {
 		{Peer: "C", Fingerprint: "f2"},
 		{Peer: "D", Fingerprint: "f3"},
 	}
-	picked, passed := PlaceReplicas(2, ranked)
+	picked, passed := PlaceReplicas(2, nil, ranked)
 	if !slices.Equal(picked, []int{0, 3}) || passed != nil {
 		t.Fatalf("2 of them: picked %v passed %v, want [0 3] and nothing passed over", picked, passed)
 	}
-	picked, _ = PlaceReplicas(3, ranked)
+	picked, _ = PlaceReplicas(3, nil, ranked)
 	if !slices.Equal(picked, []int{0, 3, 4}) {
 		t.Fatalf("3 of them: picked %v, want [0 3 4]", picked)
 	}
-	picked, passed = PlaceReplicas(4, ranked)
+	picked, passed = PlaceReplicas(4, nil, ranked)
 	if len(picked) != 3 || len(passed) != 2 || !strings.Contains(passed[0], "B: same hardware fingerprint") {
 		t.Fatalf("4 of them: picked %v passed %q, want 3 picked and B and A's repeat passed over", picked, passed)
+	}
+	// A lost replica auctioned again: independent of the replica kept (C)
+	// and of the lost one's host (A, and B on A's machine).
+	kept := []ReplicaHost{{Peer: "C", Fingerprint: "f2"}, {Peer: "A", Fingerprint: "f1"}}
+	picked, passed = PlaceReplicas(1, kept, ranked)
+	if !slices.Equal(picked, []int{4}) || passed != nil {
+		t.Fatalf("1 beside C and A: picked %v passed %q, want [4] (D)", picked, passed)
+	}
+	picked, passed = PlaceReplicas(1, kept, ranked[:4])
+	if len(picked) != 0 || len(passed) != 4 || !strings.Contains(passed[3], "C: already chosen") {
+		t.Fatalf("1 beside C and A without D: picked %v passed %q, want none and every host passed over", picked, passed)
 	}
 }
 

@@ -49,7 +49,8 @@ type auctioneer struct {
 }
 
 // run runs one reverse auction for a job: RFQ, bid window, matching,
-// awards. round counts re-auctions after preemption. It returns the
+// awards of the replicas want names (wholeJob: all of them; a lost
+// replica alone). round counts re-auctions after preemption. It returns the
 // countersigned leases; without any, again reports that the auction is
 // to run once more (round+1) after its backoff.
 //
@@ -57,12 +58,12 @@ type auctioneer struct {
 // came, the auction runs once more at once asking every provider
 // (auction.EveryoneBids) rather than ending unfilled; so does the next
 // RFQ on the same shards for a while (shardSilence).
-func (au *auctioneer) run(ctx context.Context, jobID string, spec *auction.JobSpec, round int) (leases []*store.Lease, again bool) {
-	leases, again, silent := au.runOnce(ctx, jobID, spec, round, nil)
+func (au *auctioneer) run(ctx context.Context, jobID string, spec *auction.JobSpec, round int, want replicaAward) (leases []*store.Lease, again bool) {
+	leases, again, silent := au.runOnce(ctx, jobID, spec, round, want, nil)
 	if silent == nil {
 		return leases, again
 	}
-	leases, again, _ = au.runOnce(ctx, jobID, spec, round, silent)
+	leases, again, _ = au.runOnce(ctx, jobID, spec, round, want, silent)
 	return leases, again
 }
 
@@ -71,7 +72,7 @@ func (au *auctioneer) run(ctx context.Context, jobID string, spec *auction.JobSp
 // in the round it runs again). It returns the silent providers of an
 // auction that got no bid while its expected bidders stayed silent, to be
 // run again asking everyone.
-func (au *auctioneer) runOnce(ctx context.Context, jobID string, spec *auction.JobSpec, round int, skip map[string]bool) (leases []*store.Lease, again bool, silent map[string]bool) {
+func (au *auctioneer) runOnce(ctx context.Context, jobID string, spec *auction.JobSpec, round int, want replicaAward, skip map[string]bool) (leases []*store.Lease, again bool, silent map[string]bool) {
 	everyone := skip != nil
 	nonce := make([]byte, 16)
 	if _, err := rand.Read(nonce); err != nil {
@@ -89,8 +90,9 @@ func (au *auctioneer) runOnce(ctx context.Context, jobID string, spec *auction.J
 		}
 	}
 	shards := au.shardsFor(ctx, rfq)
-	// Each replica of a batch job needs its own bid from an independent host.
-	rfq.WantBids = wantPerShard(au.wantBids*batchReplicas(spec), len(shards))
+	// Each replica of a batch job needs its own bid from an independent
+	// host (and a lost one's re-auction gets bids from the others' too).
+	rfq.WantBids = wantPerShard(au.wantBids*want.total, len(shards))
 	if everyone || (au.silence != nil && au.silence.everyone(shards, au.now())) {
 		everyone = true
 		rfq.WantBids = auction.EveryoneBids
@@ -152,17 +154,17 @@ func (au *auctioneer) runOnce(ctx context.Context, jobID string, spec *auction.J
 		}
 	}
 	au.jobs.note(jobID, ev, nil)
-	leases, again = au.award(ctx, pa, spec, bids, bidIDs, round)
+	leases, again = au.award(ctx, pa, bids, bidIDs, round, want)
 	return leases, again, nil
 }
 
 // award has the awarder turn an auction's bids into leases; an auction
 // that found none ends unfilled (or retries, as run says).
-func (au *auctioneer) award(ctx context.Context, pa *pendingAuction, spec *auction.JobSpec, bids []*auction.Bid, bidIDs []string, round int) (leases []*store.Lease, again bool) {
+func (au *auctioneer) award(ctx context.Context, pa *pendingAuction, bids []*auction.Bid, bidIDs []string, round int, want replicaAward) (leases []*store.Lease, again bool) {
 	if len(bids) == 0 {
 		return nil, au.unfilled(ctx, pa.jobID, round, au.explainNoBids(ctx, pa.rfq))
 	}
-	leases, unfilled := au.awarder.award(ctx, pa, bids, bidIDs, batchReplicas(spec))
+	leases, unfilled := au.awarder.award(ctx, pa, bids, bidIDs, want)
 	if len(leases) == 0 {
 		return nil, au.unfilled(ctx, pa.jobID, round, unfilled)
 	}

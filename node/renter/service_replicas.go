@@ -3,7 +3,6 @@ package renter
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -203,11 +202,9 @@ func (d *jobDriver) keepReplica(ctx context.Context, run *replicaRun, slot int, 
 			return // scaled down, the job was cancelled or the node stops
 		}
 		_ = d.bg.Go(func(ctx context.Context) { d.settle(ctx, end) })
-		movable := end.State == lease.Failed &&
-			(strings.HasPrefix(end.Reason, reasonUnreachable) || strings.HasPrefix(end.Reason, reasonUnhealthy))
 		switch {
 		case end.State == lease.Preempted && d.reauction:
-		case movable && d.reauction:
+		case providerLost(end) && d.reauction:
 			d.avoid.add(run.jobID, end.Provider)
 		default:
 			run.end(ctx, end)
@@ -229,7 +226,7 @@ func (d *jobDriver) auctionReplica(ctx context.Context, run *replicaRun, slot, r
 	}
 	run.auctions.Lock()
 	defer run.auctions.Unlock()
-	leases, again := d.auction(ctx, run.jobID, run.spec, round)
+	leases, again := d.auction(ctx, run.jobID, run.spec, round, wholeJob(run.spec))
 	if len(leases) == 0 {
 		return nil, again
 	}
