@@ -130,7 +130,8 @@ func (ar *awarder) offerAward(ctx context.Context, jobID string, rfq *auction.RF
 		l.CPUCores, l.RAMMiB = auction.CPUCoresOf(rfq.Resources), rfq.Resources.RAMMiB
 	}
 	if replica != nil {
-		l.Replica, l.HostFingerprint = replica.number, replica.host(bid.Provider).Fingerprint
+		h := replica.host(bid.Provider)
+		l.Replica, l.HostFingerprint, l.HostRegion = replica.number, h.Fingerprint, h.Region
 	}
 	if err := ar.leases.Put(l); err != nil {
 		return nil, err

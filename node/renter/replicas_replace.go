@@ -13,7 +13,8 @@ import (
 // provider lost (preempted, or failed unreachable or unhealthy) again,
 // alone, while the other replicas run on or stay done: under its number,
 // on a host independent of every other replica's and of the lost one's
-// (distinct keys and hardware fingerprints). round counts the job's
+// (distinct keys and hardware fingerprints, and countries when the spec
+// asks). round counts the job's
 // re-auctions, each retried with backoff; a replica not replaced within
 // maxReauctions of them is recorded unfilled and the job runs the others
 // (next nil). jobEnded reports that ctx ended or an auction ended the job.
@@ -23,7 +24,7 @@ func (d *jobDriver) replaceReplica(ctx context.Context, jobID string, spec *auct
 	if number == 0 { // a lease awarded before replicas were numbered
 		number = slices.IndexFunc(replicas, func(l *store.Lease) bool { return l.ID == lost.ID }) + 1
 	}
-	want := replicaAward{replicas: []int{number}, total: total}
+	want := replicaAward{replicas: []int{number}, total: total, rules: spec.ReplicaRules()}
 	for _, l := range replicas { // the lost one among them
 		want.besides = append(want.besides, replicaHostOf(l))
 	}

@@ -8,17 +8,37 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/node/roomtest"
 	"github.com/idlegrid/idlegrid/store"
 )
 
+// placeIn puts the providers of a replicaRenter in countries: their
+// capacity records name them (their bids must: bidFrom).
+func placeIn(r *Renter, provs []*fakeProvider, countries ...string) {
+	in := map[string]string{}
+	for i, p := range provs {
+		in[p.ID.String()] = countries[i]
+	}
+	record := r.auctioneer.awarder.record
+	r.auctioneer.awarder.record = func(ctx context.Context, id peer.ID) (*auction.Capacity, error) {
+		c, err := record(ctx, id)
+		if c != nil {
+			c.Region.Country = in[id.String()]
+		}
+		return c, err
+	}
+}
+
 // replicaDriver runs replicated jobs in r for a test: its auctions award
-// over bids every provider places for each RFQ in turn (cheapest first),
-// its leases end when the test finishes them, and nothing is paid. It
-// returns what each auction was asked to award.
-func replicaDriver(t *testing.T, r *Renter, provs []*fakeProvider, auctions int) func() []replicaAward {
+// over bids every provider places for each RFQ in turn (cheapest first,
+// from the countries given, de without), its leases end when the test
+// finishes them, and nothing is paid. It returns what each auction was
+// asked to award.
+func replicaDriver(t *testing.T, r *Renter, provs []*fakeProvider, auctions int, countries ...string) func() []replicaAward {
 	t.Helper()
 	type round struct {
 		rfq   *auction.RFQ
@@ -31,7 +51,11 @@ func replicaDriver(t *testing.T, r *Renter, provs []*fakeProvider, auctions int)
 		_, rfq, rfqID := rfqFor(t, r, 1)
 		rd := round{rfq: rfq, rfqID: rfqID}
 		for i, p := range provs {
-			b, id := bid(t, p, rfq, rfqID, 1, 1.0+0.1*float64(i))
+			country := "de"
+			if countries != nil {
+				country = countries[i]
+			}
+			b, id := bidFrom(t, p, rfq, rfqID, 1, 1.0+0.1*float64(i), country)
 			rd.bids, rd.ids = append(rd.bids, b), append(rd.ids, id)
 		}
 		rounds = append(rounds, rd)
@@ -164,6 +188,49 @@ func TestLostReplicaReauctionedAlone(t *testing.T) {
 	}
 	if lost != 1 {
 		t.Fatalf("%d replica-lost events, want 1: %+v", lost, j.Events)
+	}
+}
+
+// TestLostReplicaReplacedInAnotherRegion: replicas: 2 in distinct
+// regions run in de and fr; the one in fr is preempted. Its replacement
+// passes over the other host in fr (the lost replica's country) for the
+// one in nl, and the replica in de keeps running.
+func TestLostReplicaReplacedInAnotherRegion(t *testing.T) {
+	r, provs := replicaRenter(t, "fp-a", "fp-b", "fp-c", "fp-d")
+	countries := []string{"de", "fr", "fr", "nl"}
+	placeIn(r, provs, countries...)
+	replicaDriver(t, r, provs, 2, countries...)
+	spec, _, _ := rfqFor(t, r, 1)
+	spec.Replicas, spec.ReplicaRegions = 2, auction.ReplicaRegionsDistinct
+	const jobID = "job-lost-replica-region"
+	if err := r.jobs.create(&store.Job{ID: jobID, State: lease.JobAuctioning, CreatedAtMs: r.now().UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.driver.start(jobID, spec); err != nil {
+		t.Fatal(err)
+	}
+	var first []*store.Lease
+	roomtest.Eventually(t, 10*time.Second, "two replicas leased", func() bool {
+		first = jobLeases(t, r, jobID)
+		return len(first) == 2
+	})
+	if first[1].Provider != provs[1].ID.String() || first[1].HostRegion != "fr" {
+		t.Fatalf("replica 2 on %s in %q, want the host in fr", first[1].Provider, first[1].HostRegion)
+	}
+	r.follower.finishLease(first[1].ID, lease.Preempted, "the owner is back")
+	var all []*store.Lease
+	roomtest.Eventually(t, 10*time.Second, "replica 2 auctioned again", func() bool {
+		all = jobLeases(t, r, jobID)
+		return len(all) == 3
+	})
+	if next := all[2]; next.Provider != provs[3].ID.String() || next.Replica != 2 || next.HostRegion != "nl" {
+		t.Fatalf("replica %d re-leased on %s in %q, want replica 2 in nl (fr was the lost one's country)", next.Replica, next.Provider, next.HostRegion)
+	}
+	if n := awardsOf(provs[2]); n != 0 {
+		t.Fatalf("the other host in fr got %d awards, want none", n)
+	}
+	if kept, _ := r.db.GetLease(first[0].ID); lease.State(kept.State).Terminal() {
+		t.Fatalf("the replica in de is %s, want it left running", kept.State)
 	}
 }
 
