@@ -87,6 +87,9 @@ type JobSpec struct {
 	// Verifier is the CID of a WASM module that judges replicas' differing
 	// outputs (jobspec_verifier.go).
 	Verifier string `yaml:"verifier,omitempty"`
+	// ReplicaRegions is distinct to place every replica in another
+	// country, or any (jobspec_replicas.go).
+	ReplicaRegions string `yaml:"replica_regions,omitempty"`
 	// ReplicasMin, ReplicasMax, ScaleInFlight and ScaleWindow bound and
 	// steer a replicated service's count (jobspec_scale.go).
 	ReplicasMin   int    `yaml:"min_replicas,omitempty"`
@@ -115,7 +118,7 @@ var jobSpecFields = []string{
 	"name", "runtime", "image", "module", "command", "env", "model", "model_size", "gpus", "gpu", "vram", "cc", "cpu",
 	"ram", "disk", "tier", "max_price", "min_reliability", "region", "near", "max_rtt", "duration",
 	"max_duration", "start_by", "bid_window", "datasets", "pricing", "egress", "min_notice",
-	"replicas", "verifier", "min_replicas", "max_replicas", "scale_in_flight", "scale_window", "max_usd_per_mtok", "kind", "ports", "health", "health_interval", "health_threshold", "forward_peers", "reauction_unhealthy",
+	"replicas", "verifier", "replica_regions", "min_replicas", "max_replicas", "scale_in_flight", "scale_window", "max_usd_per_mtok", "kind", "ports", "health", "health_interval", "health_threshold", "forward_peers", "reauction_unhealthy",
 }
 
 // JobSpecFields returns the field names a job spec accepts, in
@@ -236,6 +239,8 @@ func (s *JobSpec) set(field, v string) error {
 		return s.setReplicas(v)
 	case "verifier":
 		s.Verifier = v
+	case "replica_regions":
+		s.ReplicaRegions = v
 	case "command":
 		return errors.New("is the argument list after --; assign JobSpec.Command")
 	default:

@@ -2,7 +2,9 @@ package auction
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // MaxReplicas bounds `replicas`: each replica is an auction, a lease and
@@ -37,5 +39,50 @@ func (s *JobSpec) setReplicas(v string) error {
 func (s *JobSpec) resolveReplicas(sp *specProblems) {
 	if s.Replicas < 0 || s.Replicas > MaxReplicas {
 		sp.add("replicas", "%d out of range 1..%d", s.Replicas, MaxReplicas)
+	}
+}
+
+// `replica_regions` values: any (the default) or distinct, every replica
+// in another country (independent operators and jurisdictions as well as
+// independent hardware).
+const (
+	ReplicaRegionsAny      = "any"
+	ReplicaRegionsDistinct = "distinct"
+)
+
+// ReplicaRules are the rules the spec sets for placing its replicas
+// (ReplicaConflict).
+func (s *JobSpec) ReplicaRules() ReplicaRules {
+	return ReplicaRules{DistinctRegions: strings.EqualFold(s.ReplicaRegions, ReplicaRegionsDistinct)}
+}
+
+// resolveReplicaRegions checks `replica_regions`: distinct needs replicas
+// to place, on a batch job, and at least as many countries allowed by
+// `region` as replicas. It adds nothing to the canonical spec.
+func (s *JobSpec) resolveReplicaRegions(sp *specProblems) {
+	switch strings.ToLower(s.ReplicaRegions) {
+	case "", ReplicaRegionsAny:
+		return
+	case ReplicaRegionsDistinct:
+	default:
+		sp.add("replica_regions", "%q is not distinct (every replica in another country) or any", s.ReplicaRegions)
+		return
+	}
+	n := s.ReplicaCount()
+	switch {
+	case strings.EqualFold(s.Kind, KindService):
+		sp.add("replica_regions", "places a batch job's replicas, whose outputs are compared; a service's replicas are placed on distinct providers only")
+	case n < 2:
+		sp.add("replica_regions", "distinct puts each replica in another country; set replicas: 2 or more")
+	}
+	var countries []string
+	for _, r := range s.Region {
+		if r = strings.ToLower(r); !slices.Contains(countries, r) {
+			countries = append(countries, r)
+		}
+	}
+	if len(countries) > 0 && len(countries) < n {
+		sp.add("replica_regions", "distinct needs a country per replica: replicas: %d, and region allows only %s",
+			n, strings.Join(countries, ", "))
 	}
 }

@@ -19,31 +19,50 @@ import (
 const (
 	ReplicaSamePeer        = "same_peer"        // the provider already runs a replica
 	ReplicaSameFingerprint = "same_fingerprint" // another key on the same machine runs one
+	ReplicaSameRegion      = "same_region"      // distinct regions: a replica runs in its country
 	ReplicaPool            = "pool"             // the bid alone cannot hold the job's GPUs
 )
 
 // ReplicaHost is what makes a replica independent of the others: the
-// provider's peer ID and the hardware fingerprint its capacity record
-// names (fingerprint_id: one machine under two keys is one host).
+// provider's peer ID, the hardware fingerprint its capacity record names
+// (fingerprint_id: one machine under two keys is one host) and the
+// country its bid names (which its record must name too: BidBacking).
 type ReplicaHost struct {
 	Peer        string
 	Fingerprint string
+	Region      string
+}
+
+// ReplicaRules say how independent a job's replicas must be: always on
+// distinct keys and hardware; with DistinctRegions (`replica_regions:
+// distinct`) in distinct countries too, so independent operators under
+// other jurisdictions run them.
+type ReplicaRules struct {
+	DistinctRegions bool
 }
 
 // ReplicaConflict says why candidate cannot run another replica beside
-// those on chosen, as one of the Replica* codes with the reason in words;
-// both empty when it can. Hosts are told apart by hardware fingerprint
-// where both name one. A GPU bid always does (BidBacking refuses one
-// whose record names none); a CPU-only host attests no GPU fingerprint,
-// so CPU-only replicas are told apart by peer ID alone, a weaker
-// guarantee the renter's job history states.
-func ReplicaConflict(chosen []ReplicaHost, candidate ReplicaHost) (code, reason string) {
-	for i, c := range chosen {
+// those on chosen under rules, as one of the Replica* codes with the
+// reason in words; both empty when it can. Hosts are told apart by
+// hardware fingerprint where both name one. A GPU bid always does
+// (BidBacking refuses one whose record names none); a CPU-only host
+// attests no GPU fingerprint, so CPU-only replicas are told apart by peer
+// ID alone, a weaker guarantee the renter's job history states. Under
+// distinct regions a candidate without a region is refused (nothing shows
+// it elsewhere); a chosen host without one (recorded before regions were)
+// is compared by key and hardware alone.
+func ReplicaConflict(rules ReplicaRules, chosen []ReplicaHost, candidate ReplicaHost) (code, reason string) {
+	if rules.DistinctRegions && candidate.Region == "" {
+		return ReplicaSameRegion, "names no region, and the replicas must be in distinct regions"
+	}
+	for _, c := range chosen {
 		switch {
 		case c.Peer == candidate.Peer:
-			return ReplicaSamePeer, fmt.Sprintf("already runs replica %d", i+1)
+			return ReplicaSamePeer, "already chosen for a replica"
 		case c.Fingerprint != "" && c.Fingerprint == candidate.Fingerprint:
-			return ReplicaSameFingerprint, fmt.Sprintf("same hardware fingerprint as replica %d's provider %s", i+1, c.Peer)
+			return ReplicaSameFingerprint, fmt.Sprintf("same hardware fingerprint as provider %s, chosen for a replica", c.Peer)
+		case rules.DistinctRegions && c.Region != "" && c.Region == candidate.Region:
+			return ReplicaSameRegion, fmt.Sprintf("in region %s, as provider %s, chosen for a replica (replica_regions: distinct)", c.Region, c.Peer)
 		}
 	}
 	return "", ""
@@ -55,7 +74,7 @@ func ReplicaConflict(chosen []ReplicaHost, candidate ReplicaHost) (code, reason 
 // with chosen (ReplicaConflict). host maps a provider to its ReplicaHost
 // (its fingerprint from its capacity record). It returns the kept bids'
 // indexes and, per refused provider, the reason in words.
-func ReplicaBids(bids []*Bid, gpus uint32, chosen []ReplicaHost, host func(provider string) ReplicaHost) (kept []int, refused map[string]string) {
+func ReplicaBids(bids []*Bid, gpus uint32, rules ReplicaRules, chosen []ReplicaHost, host func(provider string) ReplicaHost) (kept []int, refused map[string]string) {
 	refused = map[string]string{}
 	for i, b := range bids {
 		if b == nil {
@@ -65,7 +84,7 @@ func ReplicaBids(bids []*Bid, gpus uint32, chosen []ReplicaHost, host func(provi
 			refused[b.Provider] = fmt.Sprintf("%s: offers %d of the %d GPUs and a replica runs on one host", ReplicaPool, len(b.GPUs), gpus)
 			continue
 		}
-		if code, why := ReplicaConflict(chosen, host(b.Provider)); code != "" {
+		if code, why := ReplicaConflict(rules, chosen, host(b.Provider)); code != "" {
 			refused[b.Provider] = code + ": " + why
 			continue
 		}
@@ -112,16 +131,18 @@ func Majority(groups []ReplicaGroup) bool {
 
 // PlaceReplicas picks up to n hosts for the replicas of a job from
 // ranked, the feasible bids' hosts best first (the matcher's winner, then
-// its backups): each the best one in no conflict with those picked before
-// it. It returns the picked indexes into ranked and, when fewer than n
-// could be placed, why the others were passed over, in words.
-func PlaceReplicas(n int, ranked []ReplicaHost) (picked []int, passed []string) {
-	var chosen []ReplicaHost
+// its backups): each the best one in no conflict under rules with chosen
+// (the hosts of the job's other replicas, and of a lost one auctioned
+// again) nor with those picked before it. It returns the picked indexes
+// into ranked and, when fewer than n could be placed, why the others were
+// passed over, in words.
+func PlaceReplicas(n int, rules ReplicaRules, chosen, ranked []ReplicaHost) (picked []int, passed []string) {
+	chosen = slices.Clip(chosen)
 	for i, h := range ranked {
 		if len(picked) == n {
 			break
 		}
-		if code, why := ReplicaConflict(chosen, h); code != "" {
+		if code, why := ReplicaConflict(rules, chosen, h); code != "" {
 			passed = append(passed, fmt.Sprintf("%s: %s", h.Peer, why))
 			continue
 		}
@@ -131,4 +152,17 @@ func PlaceReplicas(n int, ranked []ReplicaHost) (picked []int, passed []string) 
 		passed = nil
 	}
 	return picked, passed
+}
+
+// Regions lists the distinct regions of hosts, sorted (a host without one
+// is left out): where the bids for a job in distinct regions came from.
+func Regions(hosts []ReplicaHost) []string {
+	var out []string
+	for _, h := range hosts {
+		if h.Region != "" && !slices.Contains(out, h.Region) {
+			out = append(out, h.Region)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -83,6 +83,16 @@ type Lease struct {
 	PaidUntilMs int64  `json:"paid_until_ms,omitempty"`
 	// Receipt is the provider's sealed receipt once the lease ended.
 	Receipt []byte `json:"receipt,omitempty"`
+
+	// Replica numbers the replica of a replicated batch job this
+	// renter-side lease runs (1-based; 0 on any other lease);
+	// HostFingerprint is the hardware fingerprint its provider's capacity
+	// record named at the award, and HostRegion the country its bid named:
+	// a lost replica is auctioned again alone, under its number, on a host
+	// independent of the others', after a restart too.
+	Replica         int    `json:"replica,omitempty"`
+	HostFingerprint string `json:"host_fingerprint,omitempty"`
+	HostRegion      string `json:"host_region,omitempty"`
 }
 
 // JobEvent is one step of a job's history.

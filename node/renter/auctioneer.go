@@ -54,29 +54,31 @@ type auctioneer struct {
 }
 
 // run runs a reverse auction for a job: RFQ, bid window, matching,
-// awards, and again while no plan is found and the job may wait
+// awards of the replicas want names (wholeJob: all of them; a lost
+// replica alone), and again while no plan is found and the job may wait
 // (auctioneer_wait.go). round counts re-auctions after preemption or a
-// lost provider. A non-nil endless is a replicated service's slot's wait
-// (newEndlessWait), which never ends the job: one try per call, the
-// caller spacing them out so that other slots get their turn between
-// tries. It returns the countersigned leases, none when the job ended
-// (unfilled, failed), ctx did, or an endless try found no plan.
+// lost provider. A non-nil paced is a wait its caller keeps across tries
+// and ends itself (newPacedWait: a replicated service's slot, a lost
+// replica's replacement), so it never ends the job: one try per call, the
+// caller spacing them out. It returns the countersigned leases, none when
+// the job ended (unfilled, failed), ctx did, or a paced try found no
+// plan.
 //
 // When the providers the market view expected stayed silent and no bid
 // came, the auction runs once more at once asking every provider
 // (auction.EveryoneBids) rather than ending unfilled; so does the next
 // RFQ on the same shards for a while (shardSilence).
-func (au *auctioneer) run(ctx context.Context, jobID string, spec *auction.JobSpec, round int, endless *waitState) []*store.Lease {
-	w := endless
+func (au *auctioneer) run(ctx context.Context, jobID string, spec *auction.JobSpec, round int, want replicaAward, paced *waitState) []*store.Lease {
+	w := paced
 	if w == nil {
 		w = au.waitFor(jobID, spec, round)
 	}
 	for {
-		leases, again, silent := au.runOnce(ctx, jobID, spec, round, nil, w)
+		leases, again, silent := au.runOnce(ctx, jobID, spec, round, want, nil, w)
 		if silent != nil {
-			leases, again, _ = au.runOnce(ctx, jobID, spec, round, silent, w)
+			leases, again, _ = au.runOnce(ctx, jobID, spec, round, want, silent, w)
 		}
-		if len(leases) > 0 || !again || w.endless {
+		if len(leases) > 0 || !again || w.paced {
 			return leases
 		}
 	}
@@ -87,7 +89,7 @@ func (au *auctioneer) run(ctx context.Context, jobID string, spec *auction.JobSp
 // in the round it runs again). It returns the silent providers of an
 // auction that got no bid while its expected bidders stayed silent, to be
 // run again asking everyone.
-func (au *auctioneer) runOnce(ctx context.Context, jobID string, spec *auction.JobSpec, round int, skip map[string]bool, w *waitState) (leases []*store.Lease, again bool, silent map[string]bool) {
+func (au *auctioneer) runOnce(ctx context.Context, jobID string, spec *auction.JobSpec, round int, want replicaAward, skip map[string]bool, w *waitState) (leases []*store.Lease, again bool, silent map[string]bool) {
 	everyone := skip != nil
 	nonce := make([]byte, 16)
 	if _, err := rand.Read(nonce); err != nil {
@@ -106,8 +108,9 @@ func (au *auctioneer) runOnce(ctx context.Context, jobID string, spec *auction.J
 		}
 	}
 	shards := au.shardsFor(ctx, rfq)
-	// Each replica of a batch job needs its own bid from an independent host.
-	rfq.WantBids = wantPerShard(au.wantBids*batchReplicas(spec), len(shards))
+	// Each replica of a batch job needs its own bid from an independent
+	// host (and a lost one's re-auction gets bids from the others' too).
+	rfq.WantBids = wantPerShard(au.wantBids*want.total, len(shards))
 	if everyone || (au.silence != nil && au.silence.everyone(shards, au.now())) {
 		everyone = true
 		rfq.WantBids = auction.EveryoneBids
@@ -169,18 +172,18 @@ func (au *auctioneer) runOnce(ctx context.Context, jobID string, spec *auction.J
 		}
 	}
 	au.progress(jobID, w, ev, nil)
-	leases, again = au.award(ctx, pa, spec, bids, bidIDs, w)
+	leases, again = au.award(ctx, pa, bids, bidIDs, want, w)
 	return leases, again, nil
 }
 
 // award has the awarder turn an auction's bids into leases; an auction
 // that found none waits for its next try or ends the job unfilled
 // (auctioneer.wait).
-func (au *auctioneer) award(ctx context.Context, pa *pendingAuction, spec *auction.JobSpec, bids []*auction.Bid, bidIDs []string, w *waitState) (leases []*store.Lease, again bool) {
+func (au *auctioneer) award(ctx context.Context, pa *pendingAuction, bids []*auction.Bid, bidIDs []string, want replicaAward, w *waitState) (leases []*store.Lease, again bool) {
 	if len(bids) == 0 {
 		return nil, au.wait(ctx, pa.jobID, au.explainNoBids(ctx, pa.rfq), w)
 	}
-	leases, unfilled := au.awarder.award(ctx, pa, bids, bidIDs, batchReplicas(spec))
+	leases, unfilled := au.awarder.award(ctx, pa, bids, bidIDs, want)
 	if len(leases) == 0 {
 		return nil, au.wait(ctx, pa.jobID, unfilled, w)
 	}

@@ -55,7 +55,7 @@ func newWaitPace() *rate.Limiter { return rate.NewLimiter(waitPacePerSec, waitPa
 type waitState struct {
 	since    time.Time // the job's submission
 	deadline time.Time // when it ends unfilled; zero: at the first auction
-	endless  bool      // no deadline: tries until the job stops
+	paced    bool      // its caller spaces the tries and ends the wait
 	why      string    // what set the deadline, in the spec's or config's words
 	startBy  bool      // the deadline is the spec's start_by
 	tries    int       // auctions run again after the first
@@ -63,11 +63,13 @@ type waitState struct {
 	reason   string    // the last reason stored
 }
 
-// newEndlessWait is the wait of a replicated service's slot: it tries
-// until the service stops, one try per auctioneer.run call, and its
-// caller keeps it across the tries and spaces them (waitBackoff).
-func newEndlessWait(now time.Time) *waitState {
-	return &waitState{since: now, endless: true, why: "as long as the service runs"}
+// newPacedWait is a wait whose caller keeps it across tries, spaces
+// them (waitBackoff) and decides when it is over, why saying until when:
+// a replicated service's slot (as long as the service runs) or a lost
+// replica's replacement. It never ends the job: one try per
+// auctioneer.run call.
+func newPacedWait(now time.Time, why string) *waitState {
+	return &waitState{since: now, paced: true, why: why}
 }
 
 // waitFor is how long the job may wait for a plan. Its first auction
@@ -127,7 +129,7 @@ func (au *auctioneer) wait(ctx context.Context, jobID, reason string, w *waitSta
 	if w != nil {
 		next = waitBackoff(now.Sub(w.since))
 	}
-	if w == nil || !w.endless && !now.Add(next).Before(w.deadline) {
+	if w == nil || !w.paced && !now.Add(next).Before(w.deadline) {
 		if w != nil && w.tries > 0 {
 			reason = fmt.Sprintf("%s; no plan in %d auctions over %s (%s)", reason, w.tries+1, now.Sub(w.since).Round(time.Second), w.why)
 		}
@@ -135,7 +137,7 @@ func (au *auctioneer) wait(ctx context.Context, jobID, reason string, w *waitSta
 		return false
 	}
 	until := w.why
-	if !w.endless {
+	if !w.paced {
 		until = fmt.Sprintf("until %s (%s)", w.deadline.UTC().Format(time.RFC3339), w.why)
 	}
 	ev := store.JobEvent{Kind: "waiting", Message: fmt.Sprintf("no plan yet (%s); auctioning again in %s, %s",
@@ -146,7 +148,7 @@ func (au *auctioneer) wait(ctx context.Context, jobID, reason string, w *waitSta
 	} else {
 		au.jobs.notify(jobID, ev)
 	}
-	if w.endless {
+	if w.paced {
 		return true // the caller spaces the tries (auctioneer.run)
 	}
 	if !sleepCtx(ctx, next) {

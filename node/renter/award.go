@@ -58,10 +58,10 @@ type awarder struct {
 }
 
 // award runs the matcher over the collected bids and turns the plan into
-// leases: for a replicated job (replicas > 1) one lease per replica, each
-// on an independent host (awardReplicas). With leases the job runs;
-// without any, unfilled says why.
-func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auction.Bid, bidIDs []string, replicas int) (leases []*store.Lease, unfilled string) {
+// leases: for a replicated job (a total over 1) one lease per replica
+// want names, each on an independent host (awardReplicas). With leases
+// the job runs; without any, unfilled says why.
+func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auction.Bid, bidIDs []string, want replicaAward) (leases []*store.Lease, unfilled string) {
 	jobID := pa.jobID
 	bidders := auction.Bidders(bids) // vouched for in the award summaries (issue 23)
 	bids, bidIDs = ar.avoid.filter(jobID, bids, bidIDs)
@@ -72,10 +72,10 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 	unbacked, records := ar.unbacked(ctx, jobID, bids)
 	pa.modelHosts = modelHostsOf(pa.rfq.Model, records)
 	pa.waitPings()
-	if replicas > 1 {
-		leases, unfilled = ar.awardReplicas(ctx, pa, bids, bidIDs, unbacked, records, replicas)
+	if want.total > 1 {
+		leases, unfilled = ar.awardReplicas(ctx, pa, bids, bidIDs, unbacked, records, want)
 	} else {
-		leases, unfilled = ar.awardPlan(ctx, pa, bids, bidIDs, unbacked, false, map[string]bool{})
+		leases, unfilled = ar.awardPlan(ctx, pa, bids, bidIDs, unbacked, nil, map[string]bool{})
 	}
 	if len(leases) == 0 {
 		return nil, unfilled
@@ -93,10 +93,11 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 // declines or does not answer is dropped and the matcher runs again over
 // the remaining bids, so the award passes to the next-best; GPUs already
 // leased in a micro-pool stay leased and only the rest is re-matched.
-// singleHost ranks a host that holds the whole job above any pool (a
-// replica's bids all can). excluded are the providers not to offer an
-// award again (they declined or hold one); awardPlan adds to it.
-func (ar *awarder) awardPlan(ctx context.Context, pa *pendingAuction, bids []*auction.Bid, bidIDs []string, unbacked map[string]string, singleHost bool, excluded map[string]bool) (leases []*store.Lease, unfilled string) {
+// A replica (non-nil) ranks a host that holds the whole job above any
+// pool (a replica's bids all can) and is recorded on its lease. excluded
+// are the providers not to offer an award again (they declined or hold
+// one); awardPlan adds to it.
+func (ar *awarder) awardPlan(ctx context.Context, pa *pendingAuction, bids []*auction.Bid, bidIDs []string, unbacked map[string]string, replica *replicaOf, excluded map[string]bool) (leases []*store.Lease, unfilled string) {
 	jobID := pa.jobID
 	rfq := *pa.rfq
 	reserves := ar.reserves(&rfq)
@@ -117,7 +118,7 @@ func (ar *awarder) awardPlan(ctx context.Context, pa *pendingAuction, bids []*au
 		in.Unbacked = unbacked
 		in.ModelHosts = pa.modelHosts
 		in.ReserveMicro = reserves
-		in.Weights.RankPools = in.Weights.RankPools && !singleHost
+		in.Weights.RankPools = in.Weights.RankPools && replica == nil
 		plan := auction.Match(in)
 		for _, l := range plan.Losers {
 			ar.log.Debug("bid lost", "job", jobID, "provider", l.Provider, "code", l.Code, "reason", l.Reason)
@@ -134,7 +135,7 @@ func (ar *awarder) awardPlan(ctx context.Context, pa *pendingAuction, bids []*au
 		}
 		for i, alloc := range plan.Allocations {
 			bid := remaining[alloc.BidIndex]
-			l, err := ar.offerAward(ctx, pa.jobID, &rfq, pa.rfqID, bid, remainingIDs[alloc.BidIndex], alloc, uint32(i+1), uint32(len(plan.Allocations)))
+			l, err := ar.offerAward(ctx, pa.jobID, &rfq, pa.rfqID, bid, remainingIDs[alloc.BidIndex], alloc, uint32(i+1), uint32(len(plan.Allocations)), replica)
 			if err != nil {
 				excluded[bid.Provider] = true
 				ar.jobs.event(jobID, "decline", "%s did not take the award: %v; passing it on", lease.Short(bid.Provider), err)

@@ -57,8 +57,9 @@ func (f *inflightAwards) get(awardID string) (inflightAward, bool) {
 	return in, ok
 }
 
-// offerAward sends one signed award and waits for the countersignature.
-func (ar *awarder) offerAward(ctx context.Context, jobID string, rfq *auction.RFQ, rfqID string, bid *auction.Bid, bidID string, alloc auction.Allocation, part, parts uint32) (*store.Lease, error) {
+// offerAward sends one signed award and waits for the countersignature;
+// the lease it stores records the replica it runs, if any.
+func (ar *awarder) offerAward(ctx context.Context, jobID string, rfq *auction.RFQ, rfqID string, bid *auction.Bid, bidID string, alloc auction.Allocation, part, parts uint32, replica *replicaOf) (*store.Lease, error) {
 	nonce := make([]byte, 16)
 	if _, err := rand.Read(nonce); err != nil {
 		return nil, err
@@ -127,6 +128,10 @@ func (ar *awarder) offerAward(ctx context.Context, jobID string, rfq *auction.RF
 	}
 	if rfq.Resources.GPUs == 0 {
 		l.CPUCores, l.RAMMiB = auction.CPUCoresOf(rfq.Resources), rfq.Resources.RAMMiB
+	}
+	if replica != nil {
+		h := replica.host(bid.Provider)
+		l.Replica, l.HostFingerprint, l.HostRegion = replica.number, h.Fingerprint, h.Region
 	}
 	if err := ar.leases.Put(l); err != nil {
 		return nil, err

@@ -22,7 +22,7 @@ func startAward(t *testing.T, r *Renter, spec *auction.JobSpec, rfq *auction.RFQ
 	}
 	pa := &pendingAuction{rfq: rfq, rfqID: rfqID, jobID: jobID, answered: map[string]bool{}, early: make(chan struct{})}
 	roomtest.Run(t, func(ctx context.Context) error {
-		r.auctioneer.award(ctx, pa, spec, bids, ids, nil)
+		r.auctioneer.award(ctx, pa, bids, ids, wholeJob(spec), nil)
 		return nil
 	})
 	return jobID

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -22,9 +23,10 @@ type jobDriverDeps struct {
 	bg    *background
 	runs  *jobRuns
 	avoid *avoidList
-	// auction runs a job's auction until it has leases or the job ended
+	// auction runs a job's auction of the replicas want names until it
+	// has leases or the job ended, or one try of a paced wait
 	// (auctioneer.run).
-	auction func(ctx context.Context, jobID string, spec *auction.JobSpec, round int, endless *waitState) []*store.Lease
+	auction func(ctx context.Context, jobID string, spec *auction.JobSpec, round int, want replicaAward, paced *waitState) []*store.Lease
 	// follow mirrors a lease until it ends (follower.followLease);
 	// cancelLease stops one (follower.cancelLease).
 	follow      func(ctx context.Context, l *store.Lease) *store.Lease
@@ -62,7 +64,10 @@ type jobDriverDeps struct {
 // lease is preempted or its provider becomes unreachable or unhealthy.
 type jobDriver struct {
 	jobDriverDeps
-	reauction  bool    // Config.Reauction
+	reauction bool // Config.Reauction
+	// maxWait is Config.MaxWait: how long a lost replica's replacement
+	// waits for a plan (at least ReauctionMinWait).
+	maxWait    time.Duration
 	canaryRate float64 // Config.CanaryRate
 	// deterministic counts the deterministic jobs completed (canary.go).
 	deterministic atomic.Uint64
@@ -86,7 +91,7 @@ func (d *jobDriver) drive(ctx context.Context, jobID string, spec *auction.JobSp
 	}
 	for {
 		if len(leases) == 0 {
-			if leases = d.auction(ctx, jobID, spec, round, nil); len(leases) == 0 {
+			if leases = d.auction(ctx, jobID, spec, round, wholeJob(spec), nil); len(leases) == 0 {
 				return
 			}
 		}
@@ -123,7 +128,7 @@ func (d *jobDriver) resume(ctx context.Context) {
 					leases = append(leases, l)
 				}
 			}
-			if n := batchReplicas(spec); n > 1 && len(leases) > 0 {
+			if n := batchReplicas(spec); n > 1 {
 				leases = d.replicaLeases(j, n)
 			}
 			if len(leases) > 0 {
@@ -150,29 +155,43 @@ func (d *jobDriver) resume(ctx context.Context) {
 // reports that the work is to be re-auctioned. One failed, expired,
 // cancelled or unverified (reported completed without the chain and output
 // to prove it): the others are cancelled and the job ends with that
-// lease's outcome. A replicated batch job's leases are its replicas:
-// when all completed, their outputs are compared (settleReplicas).
+// lease's outcome. A replicated batch job's leases are its replicas: one
+// lost to its provider is auctioned again alone while the others run on
+// (replaceReplica), and when all completed, their outputs are compared
+// (settleReplicas).
 func (d *jobDriver) watchCompletion(ctx context.Context, jobID string, spec *auction.JobSpec, leases []*store.Lease, round int) (reauction bool) {
 	fctx, stopFollowing := context.WithCancel(ctx)
 	defer stopFollowing()
 	ended := make(chan *store.Lease, len(leases))
-	for _, l := range leases {
-		if lease.State(l.State).Terminal() {
-			// A replica that ended before a restart (replicaLeases).
-			ended <- l
-			continue
-		}
-		d.bg.track(func() { ended <- d.follow(fctx, l) })
+	live := map[string]*store.Lease{}
+	unfollow := map[string]context.CancelFunc{}
+	follow := func(l *store.Lease) {
+		live[l.ID] = l
+		lctx, stop := context.WithCancel(fctx)
+		unfollow[l.ID] = stop
+		d.bg.track(func() {
+			end := d.follow(lctx, l)
+			select {
+			case ended <- end:
+			case <-lctx.Done():
+			}
+		})
 		// The payer outlives the job's following: it pays for the last
 		// window even when the lease's end is heard first, and stops by
 		// itself once the lease ended and its chain is read.
 		_ = d.bg.Go(func(ctx context.Context) { d.pay(ctx, l) })
 	}
-	preempted := d.preemptions(jobID)
-	live := map[string]*store.Lease{}
 	for _, l := range leases {
-		live[l.ID] = l
+		if lease.State(l.State).Terminal() {
+			// A replica that ended before a restart (replicaLeases).
+			live[l.ID] = l
+			ended <- l
+			continue
+		}
+		follow(l)
 	}
+	replicas := slices.Clone(leases) // a replicated job's replicas now
+	preempted := d.preemptions(jobID)
 	cancelOthers := func(reason string) {
 		for _, l := range live {
 			d.cancelLease(context.WithoutCancel(ctx), l, reason)
@@ -195,10 +214,33 @@ func (d *jobDriver) watchCompletion(ctx context.Context, jobID string, spec *auc
 			continue
 		}
 		delete(live, l.ID)
+		if stop := unfollow[l.ID]; stop != nil {
+			stop()
+			delete(unfollow, l.ID)
+		}
 		if ctx.Err() != nil {
 			return false // the job was cancelled or the node stops
 		}
 		_ = d.bg.Go(func(ctx context.Context) { d.settle(ctx, l) })
+		lost := l.State == lease.Preempted || providerLost(l)
+		if lost && batchReplicas(spec) > 1 && d.reauction && (l.State == lease.Preempted || round+1 < maxReauctions) {
+			next, jobEnded := d.replaceReplica(ctx, jobID, spec, replicas, l, &round)
+			if jobEnded {
+				if ctx.Err() == nil {
+					stopFollowing()
+					cancelOthers("the job ended while a lost replica was auctioned again")
+				}
+				return false
+			}
+			i := slices.IndexFunc(replicas, func(r *store.Lease) bool { return r.ID == l.ID })
+			if next == nil {
+				replicas = slices.Delete(replicas, i, i+1) // the job runs the others
+				continue
+			}
+			replicas[i] = next
+			follow(next)
+			continue
+		}
 		switch l.State {
 		case lease.Completed:
 			continue
@@ -213,8 +255,7 @@ func (d *jobDriver) watchCompletion(ctx context.Context, jobID string, spec *auc
 			d.jobs.set(jobID, lease.JobAuctioning, "reauction", "re-auctioning the preempted work")
 			return true
 		case lease.Failed:
-			movable := strings.HasPrefix(l.Reason, reasonUnreachable) || strings.HasPrefix(l.Reason, reasonUnhealthy)
-			if !movable || !d.reauction || round+1 >= maxReauctions {
+			if !providerLost(l) || !d.reauction || round+1 >= maxReauctions {
 				break
 			}
 			stopFollowing()
@@ -242,12 +283,18 @@ func (d *jobDriver) watchCompletion(ctx context.Context, jobID string, spec *auc
 		}
 	}
 	if batchReplicas(spec) > 1 {
-		d.settleReplicas(ctx, jobID, spec, leases)
+		d.settleReplicas(ctx, jobID, spec, replicas)
 		return false
 	}
 	d.jobs.set(jobID, lease.JobCompleted, "completed", "%s", completionSummary(leases, d.db))
 	d.maybeCanary(jobID, leases)
 	return false
+}
+
+// providerLost reports whether a failed lease failed because its provider
+// became unreachable or its service unhealthy: work to move elsewhere.
+func providerLost(l *store.Lease) bool {
+	return l.State == lease.Failed && (strings.HasPrefix(l.Reason, reasonUnreachable) || strings.HasPrefix(l.Reason, reasonUnhealthy))
 }
 
 // completionSummary says how a completed job's leases ended.

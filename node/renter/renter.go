@@ -150,7 +150,7 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 			load: func(jobID string) (int, int, bool) { return r.endpoints.load(jobID) },
 			cost: func(jobID string) (float64, bool) { return r.endpoints.cost(jobID) },
 		},
-		reauction: cfg.Reauction, canaryRate: cfg.CanaryRate,
+		reauction: cfg.Reauction, canaryRate: cfg.CanaryRate, maxWait: cfg.MaxWait,
 	}
 	r.server = &jobServer{db: deps.Store, artifacts: deps.Artifacts, inflight: inflight}
 	r.forwards = &forwards{forwardDeps: forwardDeps{

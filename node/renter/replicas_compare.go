@@ -170,17 +170,47 @@ func (v *completionVerifier) overturn(l *store.Lease, reason string) {
 	v.invalidate()
 }
 
-// replicaLeases are the replicas of a running replicated job that a
-// restart interrupted: of its last n leases (one auction's replicas),
-// those still live and those that completed, so the completed ones are
-// compared with the rest when they end.
+// replicaLeases are the replicas of a running replicated batch job that a
+// restart interrupted, in replica order: for each replica number, the
+// newest lease that runs it, when it is live, completed (compared with
+// the rest when they end) or lost to its provider (auctioned again alone,
+// replaceReplica). Leases awarded before replicas were numbered: of the
+// job's last n leases, those live or completed, when one of them is live.
 func (d *jobDriver) replicaLeases(j *store.Job, n int) []*store.Lease {
-	var out []*store.Lease
-	for _, id := range j.Leases[max(0, len(j.Leases)-n):] {
+	newest := make([]*store.Lease, n+1)
+	var last []*store.Lease
+	for i, id := range j.Leases {
 		l, err := d.db.GetLease(id)
-		if err == nil && (l.State == lease.Completed || !lease.State(l.State).Terminal()) {
+		if err != nil {
+			continue
+		}
+		if l.Replica >= 1 && l.Replica <= n {
+			newest[l.Replica] = l
+		}
+		if i >= len(j.Leases)-n {
+			last = append(last, l)
+		}
+	}
+	var out []*store.Lease
+	numbered := false
+	for _, l := range newest {
+		numbered = numbered || l != nil
+		if l != nil && (l.State == lease.Completed || !lease.State(l.State).Terminal() || l.State == lease.Preempted || providerLost(l)) {
 			out = append(out, l)
 		}
+	}
+	if numbered {
+		return out
+	}
+	running := false
+	for _, l := range last {
+		if l.State == lease.Completed || !lease.State(l.State).Terminal() {
+			out = append(out, l)
+			running = running || !lease.State(l.State).Terminal()
+		}
+	}
+	if !running {
+		return nil
 	}
 	return out
 }

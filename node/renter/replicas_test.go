@@ -109,6 +109,63 @@ func TestTooFewIndependentHostsAwardNothing(t *testing.T) {
 	}
 }
 
+// TestReplicasInDistinctRegions: replicas: 2 with replica_regions:
+// distinct passes over a cheaper second host in the first replica's
+// country for one in another, and records each replica's country;
+// replicas: 3 with bids from two countries ends unfilled, naming them,
+// before any award.
+func TestReplicasInDistinctRegions(t *testing.T) {
+	countries := []string{"de", "de", "fr", "fr"}
+	bidsIn := func(r *Renter, provs []*fakeProvider, rfq *auction.RFQ, rfqID string) ([]*auction.Bid, []string) {
+		var bids []*auction.Bid
+		var ids []string
+		for i, p := range provs {
+			b, id := bidFrom(t, p, rfq, rfqID, 1, 1.0+0.1*float64(i), countries[i])
+			bids, ids = append(bids, b), append(ids, id)
+		}
+		return bids, ids
+	}
+
+	r, provs := replicaRenter(t, "fp-a", "fp-b", "fp-c", "fp-d")
+	placeIn(r, provs, countries...)
+	spec, rfq, rfqID := rfqFor(t, r, 1)
+	spec.Replicas, spec.ReplicaRegions = 2, auction.ReplicaRegionsDistinct
+	bids, ids := bidsIn(r, provs, rfq, rfqID)
+	j := waitJobState(t, r, startAward(t, r, spec, rfq, rfqID, bids, ids), lease.JobRunning)
+	var got []string
+	for _, id := range j.Leases {
+		l, err := r.db.GetLease(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, l.Provider+" "+l.HostRegion)
+	}
+	want := []string{provs[0].ID.String() + " de", provs[2].ID.String() + " fr"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("replicas on %v, want %v: the cheapest, then past the second host in de to fr", got, want)
+	}
+	if n := awardsOf(provs[1]); n != 0 {
+		t.Fatalf("the second host in de got %d awards, want none", n)
+	}
+
+	r, provs = replicaRenter(t, "fp-a", "fp-b", "fp-c", "fp-d")
+	placeIn(r, provs, countries...)
+	spec, rfq, rfqID = rfqFor(t, r, 1)
+	spec.Replicas, spec.ReplicaRegions = 3, auction.ReplicaRegionsDistinct
+	bids, ids = bidsIn(r, provs, rfq, rfqID)
+	j = waitJobState(t, r, startAward(t, r, spec, rfq, rfqID, bids, ids), lease.JobUnfilled)
+	for _, part := range []string{"replicas: 3 needs 3 independent providers (distinct keys, hardware fingerprints and regions", "only 2 bid", "in region de, as provider", "2 countries: de, fr"} {
+		if !strings.Contains(j.Reason, part) {
+			t.Fatalf("reason %q, want it to say %q", j.Reason, part)
+		}
+	}
+	for i, p := range provs {
+		if n := awardsOf(p); n != 0 {
+			t.Fatalf("provider %d got %d awards, want none", i, n)
+		}
+	}
+}
+
 // TestReplicaLeasesAfterRestart: a restart resumes a replicated job with
 // its last auction's replicas, the completed ones included (they are
 // compared with the rest when those end), not the leases of an earlier

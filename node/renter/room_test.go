@@ -205,13 +205,19 @@ func rfqTier(t *testing.T, r *Renter, gpus int, tier auction.Tier) (*auction.Job
 	return spec, rfq, attest.RecordID(raw).String()
 }
 
-// bid seals provider f's bid of gpus GPUs at price USD/GPU-h.
+// bid seals provider f's bid of gpus GPUs at price USD/GPU-h, from de.
 func bid(t *testing.T, f *fakeProvider, rfq *auction.RFQ, rfqID string, gpus int, price float64) (*auction.Bid, string) {
+	t.Helper()
+	return bidFrom(t, f, rfq, rfqID, gpus, price, "de")
+}
+
+// bidFrom is bid from the country region.
+func bidFrom(t *testing.T, f *fakeProvider, rfq *auction.RFQ, rfqID string, gpus int, price float64, region string) (*auction.Bid, string) {
 	t.Helper()
 	now := f.Clock.Now()
 	b := &auction.Bid{
 		V: auction.MessagesVersion, Provider: f.ID.String(), RFQ: rfqID, JobCID: rfq.JobCID,
-		PriceMicro: uint64(price * 1e6), Model: "h100-sxm-80gb", VRAMMiB: 81559, Region: "de",
+		PriceMicro: uint64(price * 1e6), Model: "h100-sxm-80gb", VRAMMiB: 81559, Region: region,
 		EarliestStartMs: now.UnixMilli(), IssuedAtMs: now.UnixMilli(), ValidUntilMs: now.Add(time.Minute).UnixMilli(),
 	}
 	for i := range gpus {

@@ -3,7 +3,6 @@ package renter
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -183,7 +182,7 @@ func (d *jobDriver) keepReplica(ctx context.Context, run *replicaRun, slot int, 
 	for round := 0; ctx.Err() == nil; {
 		if l == nil {
 			if wait == nil && (slot > 0 || round > 0) {
-				wait = newEndlessWait(d.now())
+				wait = newPacedWait(d.now(), "as long as the service runs")
 			}
 			if l = d.auctionReplica(ctx, run, slot, round, wait); l == nil {
 				if wait == nil {
@@ -210,11 +209,9 @@ func (d *jobDriver) keepReplica(ctx context.Context, run *replicaRun, slot int, 
 			return // scaled down, the job was cancelled or the node stops
 		}
 		_ = d.bg.Go(func(ctx context.Context) { d.settle(ctx, end) })
-		movable := end.State == lease.Failed &&
-			(strings.HasPrefix(end.Reason, reasonUnreachable) || strings.HasPrefix(end.Reason, reasonUnhealthy))
 		switch {
 		case end.State == lease.Preempted && d.reauction:
-		case movable && d.reauction:
+		case providerLost(end) && d.reauction:
 			d.avoid.add(run.jobID, end.Provider)
 		default:
 			run.end(ctx, end)
@@ -229,14 +226,15 @@ func (d *jobDriver) keepReplica(ctx context.Context, run *replicaRun, slot int, 
 // auctionReplica runs a slot's auction, holding the provider it wins
 // before the next slot's auction starts. The first auction of slot 0 is
 // the job's first (it waits as any job's, and one that found no plan
-// ends the job); every other is one try of an endless wait.
-func (d *jobDriver) auctionReplica(ctx context.Context, run *replicaRun, slot, round int, endless *waitState) *store.Lease {
-	if endless != nil {
+// ends the job); every other is one try of a paced wait that lasts as
+// long as the service runs.
+func (d *jobDriver) auctionReplica(ctx context.Context, run *replicaRun, slot, round int, paced *waitState) *store.Lease {
+	if paced != nil {
 		round = max(1, round)
 	}
 	run.auctions.Lock()
 	defer run.auctions.Unlock()
-	leases := d.auction(ctx, run.jobID, run.spec, round, endless)
+	leases := d.auction(ctx, run.jobID, run.spec, round, wholeJob(run.spec), paced)
 	if len(leases) == 0 {
 		return nil
 	}

@@ -159,24 +159,24 @@ func TestJobEventsAreBounded(t *testing.T) {
 
 // TestReauctionWaits: work auctioned again after a preemption or a lost
 // provider waits market.max_wait from then, and at least
-// ReauctionMinWait with market.max_wait 0; a service slot's wait has no
-// end, and its tries are spaced by its caller, not slept here.
+// ReauctionMinWait with market.max_wait 0; a paced wait (a service
+// slot's) is ended and spaced by its caller, never slept here.
 func TestReauctionWaits(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	for _, c := range []struct{ maxWait, want time.Duration }{
 		{0, ReauctionMinWait}, {time.Hour, time.Hour},
 	} {
 		au := &auctioneer{auctioneerDeps: auctioneerDeps{now: func() time.Time { return now }}, maxWait: c.maxWait}
-		if w := au.waitFor("job", nil, 1); w.deadline.Sub(now) != c.want || w.endless {
-			t.Errorf("market.max_wait %s: a re-auction waits %s (endless %v), want %s", c.maxWait, w.deadline.Sub(now), w.endless, c.want)
+		if w := au.waitFor("job", nil, 1); w.deadline.Sub(now) != c.want || w.paced {
+			t.Errorf("market.max_wait %s: a re-auction waits %s (paced %v), want %s", c.maxWait, w.deadline.Sub(now), w.paced, c.want)
 		}
 	}
 	r, _, _ := newRenter(t, 0)
-	w := newEndlessWait(r.now())
+	w := newPacedWait(r.now(), "as long as the test runs")
 	// With ctx already done, a wait that slept would report false.
 	done, cancel := context.WithCancel(t.Context())
 	cancel()
 	if !r.auctioneer.wait(done, "no-such-job", "no bid", w) {
-		t.Fatal("an endless wait ended, or slept: its caller spaces the tries")
+		t.Fatal("a paced wait ended, or slept: its caller spaces the tries")
 	}
 }

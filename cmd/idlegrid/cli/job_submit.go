@@ -55,6 +55,8 @@ var specFlags = []specFlag{
 	{"egress", "egress", "bool", "the job needs outbound network (default false)"},
 	{"min-notice", "min_notice", "string", "bronze only: shortest preemption notice you accept, e.g. 5m (default none)"},
 	{"replicas", "replicas", "int", "distinct providers that run it at once, 1..8: batch outputs must agree; service replicas share one endpoint (default 1)"},
+	{"verifier", "verifier", "string", "batch job with --replicas 2 or more: CID of a WASM module this renter holds that judges replicas' differing outputs (default none)"},
+	{"replica-regions", "replica_regions", "string", "batch job with --replicas 2 or more: distinct puts every replica in another country, or any (default any)"},
 	{"kind", "kind", "string", "batch (runs to its exit) or service (runs until cancelled, reached with job forward; docker only) (default batch)"},
 	{"ports", "ports", "ints", "service: the container ports it listens on, e.g. 8080 (at most 8)"},
 	{"health", "health", "string", "service: http:PORT/PATH or tcp:PORT, e.g. http:8080/healthz (default no check)"},
@@ -86,45 +88,9 @@ with the same --idempotency-key returns the first) and runs the auction. Progres
 it failed) is shown live; --json prints the outcome. Every field is described
 in docs/jobspec.md.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			spec := map[string]any{}
-			var raw []byte
-			if file != "" {
-				var err error
-				if raw, err = os.ReadFile(file); err != nil {
-					return err
-				}
-				if err := yaml.Unmarshal(raw, &spec); err != nil {
-					return fmt.Errorf("%s: %w", file, err)
-				}
-				if spec == nil {
-					spec = map[string]any{}
-				}
-			}
-			if err := applySpecFlags(cmd.Flags(), spec); err != nil {
+			body, raw, spec, err := submitBody(cmd.Flags(), file, env, args)
+			if err != nil {
 				return err
-			}
-			if len(env) > 0 {
-				m := map[string]string{}
-				for _, kv := range env {
-					k, v, ok := strings.Cut(kv, "=")
-					if !ok {
-						return fmt.Errorf("--env %q: want KEY=VALUE", kv)
-					}
-					m[k] = v
-				}
-				spec["env"] = m
-			}
-			if len(args) > 0 {
-				spec["command"] = args
-			}
-			// A file used as it is goes to the daemon byte for byte, so its
-			// errors carry the file's own line numbers.
-			body := raw
-			if body == nil || overridden(cmd.Flags()) || len(env) > 0 || len(args) > 0 {
-				var err error
-				if body, err = yaml.Marshal(spec); err != nil {
-					return err
-				}
 			}
 			c, err := g.client()
 			if err != nil {
@@ -228,6 +194,50 @@ in docs/jobspec.md.`,
 	f.BoolVar(&asJSON, "json", false, "print the final job as JSON")
 	f.StringVar(&idemKey, "idempotency-key", "", "client key for safe retries: a submit with a key already used returns that job")
 	return cmd
+}
+
+// submitBody is the job spec submit sends: the file's fields with the
+// flags, --env and the command over them, as YAML; or, when nothing
+// changes the file, the file byte for byte, so the daemon's errors carry
+// its own line numbers. It also returns the file's bytes (nil without -f)
+// and the spec's fields.
+func submitBody(fs *pflag.FlagSet, file string, env, args []string) (body, raw []byte, spec map[string]any, err error) {
+	spec = map[string]any{}
+	if file != "" {
+		if raw, err = os.ReadFile(file); err != nil {
+			return nil, nil, nil, err
+		}
+		if err := yaml.Unmarshal(raw, &spec); err != nil {
+			return nil, nil, nil, fmt.Errorf("%s: %w", file, err)
+		}
+		if spec == nil {
+			spec = map[string]any{}
+		}
+	}
+	if err := applySpecFlags(fs, spec); err != nil {
+		return nil, nil, nil, err
+	}
+	if len(env) > 0 {
+		m := map[string]string{}
+		for _, kv := range env {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				return nil, nil, nil, fmt.Errorf("--env %q: want KEY=VALUE", kv)
+			}
+			m[k] = v
+		}
+		spec["env"] = m
+	}
+	if len(args) > 0 {
+		spec["command"] = args
+	}
+	body = raw
+	if body == nil || overridden(fs) || len(env) > 0 || len(args) > 0 {
+		if body, err = yaml.Marshal(spec); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return body, raw, spec, nil
 }
 
 // waitServiceUp polls a service job until its lease runs and, when the
