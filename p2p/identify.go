@@ -78,7 +78,7 @@ func (n *Node) redoFailedIdentify(ctx context.Context) {
 			}
 			n.log.Debug("identify failed; reconnecting", "peer", p)
 			n.metrics.identifyRedone()
-			_ = n.host.Network().ClosePeer(p)
+			n.closePeer(p, ClosedIdentify)
 		}
 	}
 }

@@ -64,7 +64,7 @@ func (n *Node) watchLiveness(ctx context.Context) {
 				}()
 				if n.silent(ctx, p) {
 					n.log.Debug("peer silent: disconnecting", "peer", p, "timeout", livenessTimeout)
-					_ = n.host.Network().ClosePeer(p)
+					n.closePeer(p, ClosedSilent)
 				}
 			})
 		}

@@ -41,6 +41,8 @@ type Node struct {
 	cfg  Config
 	log  *slog.Logger
 	host host.Host
+	// closes remembers why this node closes each connection (metrics).
+	closes *closeReasons
 	// blocklist gates connections (fraudulent peers).
 	blocklist *Blocklist
 	// scores are the peers' gossipsub scores, refreshed every second.
@@ -127,6 +129,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	// Metrics come first (registered at the end) so that everything built
 	// below can count.
 	n.metrics = newMetrics(n)
+	n.closes = newCloseReasons()
 	n.punches = newPunchLog(logger, n.metrics.holePunched)
 	if err := n.setupGuard(deps.Bans); err != nil {
 		return nil, err
@@ -134,7 +137,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	n.host = deps.Host
 	rcmgrKeep := 0
 	if n.host == nil {
-		n.host, rcmgrKeep, err = newHost(&n.cfg, deps.Registerer, n.blocklist, relayPeerSource(cfg.Bootstrap, func() host.Host { return n.host }), n.punches)
+		n.host, rcmgrKeep, err = newHost(&n.cfg, n.closes, deps.Registerer, n.blocklist, relayPeerSource(cfg.Bootstrap, func() host.Host { return n.host }), n.punches)
 		if err != nil {
 			return nil, err
 		}
@@ -150,7 +153,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 			} else {
 				n.metrics.connRefused(RefusedOverCap)
 			}
-			go func() { _ = c.Close() }()
+			n.closeConn(c, ClosedAdmission)
 		})
 	}
 	n.watchConns()
