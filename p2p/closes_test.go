@@ -1,6 +1,7 @@
 package p2p
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -67,5 +68,28 @@ func TestConnManagerTrimsAreNoted(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the connection manager trimmed nothing")
+	}
+}
+
+// TestMuxerFailuresCounted: yamux's reports are counted by kind.
+func TestMuxerFailuresCounted(t *testing.T) {
+	var counted []string
+	m := &muxerFailures{count: func(kind string) { counted = append(counted, kind) }}
+	for _, line := range []string{
+		"2026/12/03 11:00:00 [ERR] yamux: keepalive failed: i/o deadline reached\n",
+		"2026/12/03 11:00:00 [ERR] yamux: Failed to read header: connection reset\n",
+		"2026/12/03 11:00:00 [ERR] yamux: received go away with error code: 4101\n",
+		"2026/12/03 11:00:00 [WARN] yamux: backlog exceeded, forcing stream reset\n",
+	} {
+		if _, err := m.Write([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{MuxerKeepAlive, MuxerRead, MuxerGoAway, MuxerOther}
+	if !slices.Equal(counted, want) {
+		t.Fatalf("counted %v, want %v", counted, want)
+	}
+	if m.counts[MuxerKeepAlive] != 1 || len(m.counts) != 4 {
+		t.Fatalf("counts %v", m.counts)
 	}
 }

@@ -43,6 +43,8 @@ type Node struct {
 	host host.Host
 	// closes remembers why this node closes each connection (metrics).
 	closes *closeReasons
+	// muxer counts yamux's reports of failed connections (metrics).
+	muxer *muxerFailures
 	// blocklist gates connections (fraudulent peers).
 	blocklist *Blocklist
 	// scores are the peers' gossipsub scores, refreshed every second.
@@ -130,6 +132,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	// below can count.
 	n.metrics = newMetrics(n)
 	n.closes = newCloseReasons()
+	n.muxer = &muxerFailures{count: n.metrics.muxerFailed}
 	n.punches = newPunchLog(logger, n.metrics.holePunched)
 	if err := n.setupGuard(deps.Bans); err != nil {
 		return nil, err
@@ -137,7 +140,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	n.host = deps.Host
 	rcmgrKeep := 0
 	if n.host == nil {
-		n.host, rcmgrKeep, err = newHost(&n.cfg, n.closes, deps.Registerer, n.blocklist, relayPeerSource(cfg.Bootstrap, func() host.Host { return n.host }), n.punches)
+		n.host, rcmgrKeep, err = newHost(&n.cfg, n.closes, n.muxer, deps.Registerer, n.blocklist, relayPeerSource(cfg.Bootstrap, func() host.Host { return n.host }), n.punches)
 		if err != nil {
 			return nil, err
 		}

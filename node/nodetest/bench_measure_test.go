@@ -121,16 +121,21 @@ func counterSum(c *Cluster, name string) float64 {
 	return sum
 }
 
-// connsClosed sums the members' closed connections by reason, as
+// connsClosed sums the members' closed connections by reason, and yamux's
+// reports of failed connections (part of remote_or_network), as
 // "reason=count" pairs in reason order. (It reads the nodes' counts, not
 // their registries: gathering 200 registries took minutes.)
 func connsClosed(c *Cluster) string {
-	sums := map[string]uint64{}
+	sums, muxer := map[string]uint64{}, map[string]uint64{}
 	for _, m := range c.Members {
 		for r, k := range m.Node.P2P().ConnsClosed() {
 			sums[r] += k
 		}
+		for r, k := range m.Node.P2P().MuxerFailures() {
+			muxer["yamux_"+r] += k
+		}
 	}
+	maps.Copy(sums, muxer)
 	var parts []string
 	for _, r := range slices.Sorted(maps.Keys(sums)) {
 		parts = append(parts, fmt.Sprintf("%s=%d", r, sums[r]))
