@@ -175,7 +175,7 @@ func (n *Node) Block(p peer.ID) {
 // cutOff closes p's connections and forgets it as a DHT and gossip peer.
 func (n *Node) cutOff(p peer.ID) {
 	n.ps.BlacklistPeer(p)
-	_ = n.host.Network().ClosePeer(p)
+	n.closePeer(p, ClosedBlocked)
 	n.dht.RoutingTable().RemovePeer(p)
 }
 

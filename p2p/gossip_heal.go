@@ -146,9 +146,7 @@ func (n *Node) healGossipPeer(ctx context.Context, p peer.ID) {
 	addrs := n.host.Peerstore().Addrs(p)
 	n.log.Info("gossip: a connected peer's subscriptions were lost; reconnecting to it", "peer", p)
 	n.metrics.gossipHealed()
-	if err := n.host.Network().ClosePeer(p); err != nil {
-		n.log.Debug("gossip heal: close", "peer", p, "err", err)
-	}
+	n.closePeer(p, ClosedGossipHeal)
 	deadline := time.Now().Add(healDropWait)
 	for slices.Contains(n.ps.ListPeers(""), p) && time.Now().Before(deadline) {
 		select {

@@ -140,6 +140,7 @@ func (n *Node) watchConns() {
 	n.host.Network().Notify(&network.NotifyBundle{
 		DisconnectedF: func(_ network.Network, c network.Conn) {
 			n.lostConn.Store(true)
+			n.metrics.connClosed(n.closes.closed(c))
 			if n.admit != nil {
 				n.admit.disconnected(c)
 			}
@@ -148,7 +149,7 @@ func (n *Node) watchConns() {
 			p := c.RemotePeer()
 			if n.blocklist.Has(p) {
 				n.metrics.connRefused(RefusedBanned)
-				go func() { _ = c.Close() }()
+				n.closeConn(c, ClosedBlocked)
 				return
 			}
 			if n.isProtected(p) {

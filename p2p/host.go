@@ -32,7 +32,7 @@ const dialTimeout = 15 * time.Second
 // manager, identify and ping. Role-specific reachability options follow.
 // It also returns how many established inbound connections admission may
 // keep (see newResourceManager).
-func newHost(cfg *Config, reg prometheus.Registerer, gater *Blocklist, relaySource autorelay.PeerSource, punches holepunch.EventTracer) (host.Host, int, error) {
+func newHost(cfg *Config, closes *closeReasons, muxer *muxerFailures, reg prometheus.Registerer, gater *Blocklist, relaySource autorelay.PeerSource, punches holepunch.EventTracer) (host.Host, int, error) {
 	cm, err := connmgr.NewConnManager(cfg.ConnLow, cfg.ConnHigh, connmgr.WithGracePeriod(cfg.ConnGrace))
 	if err != nil {
 		return nil, 0, fmt.Errorf("p2p: connection manager: %w", err)
@@ -48,8 +48,8 @@ func newHost(cfg *Config, reg prometheus.Registerer, gater *Blocklist, relaySour
 		libp2p.Transport(quic.NewTransport),
 		libp2p.Security(noise.ID, noise.New),
 		libp2p.Security(tls.ID, tls.New),
-		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
-		libp2p.ConnectionManager(cm),
+		libp2p.Muxer(yamux.ID, yamuxTransport(muxer)),
+		libp2p.ConnectionManager(newReasonedConnManager(cm, closes)),
 		libp2p.ResourceManager(rm),
 		libp2p.Ping(true),
 		libp2p.ConnectionGater(gater),

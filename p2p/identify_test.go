@@ -9,9 +9,9 @@ import (
 )
 
 // A peer whose identify keeps failing is reconnected once per backoff,
-// not on every failure, and the peers remembered stay bounded.
+// not on every failure.
 func TestIdentifyRetriesBackOff(t *testing.T) {
-	r := identifyRetries{}
+	r := newIdentifyRetries()
 	t0 := time.Unix(1_700_000_000, 0)
 	p := peer.ID("a")
 	if !r.allow(p, t0) {
@@ -27,14 +27,19 @@ func TestIdentifyRetriesBackOff(t *testing.T) {
 		t.Fatal("after the backoff: not reconnected")
 	}
 
-	full := identifyRetries{}
-	for i := range identifyRetriesKept {
-		full.allow(peer.ID(fmt.Sprint(i)), t0)
+	// However many peers fail, at most identifyRedialsMax are
+	// reconnected per window, and the peers remembered stay bounded.
+	busy := newIdentifyRetries()
+	allowed := 0
+	for i := range 1000 {
+		if busy.allow(peer.ID(fmt.Sprint(i)), t0.Add(time.Duration(i)*time.Second)) {
+			allowed++
+		}
 	}
-	if full.allow(peer.ID("new"), t0.Add(time.Second)) || len(full) != identifyRetriesKept {
-		t.Fatalf("over the bound: allowed, %d kept", len(full))
+	if want := 1000 * identifyRedialsMax / int(identifyRedialsWindow/time.Second); allowed > want+identifyRedialsMax {
+		t.Fatalf("%d peers reconnected in 1000 s, want at most about %d", allowed, want)
 	}
-	if !full.allow(peer.ID("new"), t0.Add(identifyRetryBackoff)) || len(full) != 1 {
-		t.Fatalf("after the backoff the old entries should go: %d kept", len(full))
+	if kept, most := len(busy.last), identifyRedialsMax*int(identifyRetryBackoff/identifyRedialsWindow)+1; kept > most {
+		t.Fatalf("%d peers remembered, want at most %d", kept, most)
 	}
 }

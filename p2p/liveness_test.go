@@ -1,11 +1,13 @@
 package p2p
 
 import (
+	"fmt"
 	"io"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 )
 
@@ -29,5 +31,33 @@ func TestSilentPeerIsDisconnected(t *testing.T) {
 	}
 	if took := time.Since(start); took < 2*livenessTimeout {
 		t.Fatalf("silent after %s, want two full timeouts (%s each)", took, livenessTimeout)
+	}
+}
+
+// TestManySilentPeersAreKept: the silent peers of a round are closed when
+// they are few; when many fall silent at once (this node is the likelier
+// cause), none are.
+func TestManySilentPeersAreKept(t *testing.T) {
+	ids := func(n int) []peer.ID {
+		out := make([]peer.ID, n)
+		for i := range out {
+			out[i] = peer.ID(fmt.Sprint(i))
+		}
+		return out
+	}
+	for _, c := range []struct {
+		silent, probed, closed int
+	}{
+		{1, 1, 1},
+		{2, 3, 2},
+		{3, 3, 0},
+		{8, 100, 8},
+		{12, 100, 12},
+		{13, 100, 0},
+		{100, 100, 0},
+	} {
+		if got := len(silentToClose(ids(c.silent), c.probed)); got != c.closed {
+			t.Errorf("%d silent of %d probed: %d closed, want %d", c.silent, c.probed, got, c.closed)
+		}
 	}
 }

@@ -26,6 +26,8 @@ type metrics struct {
 	bans        *prometheus.CounterVec
 	streamRefs  *prometheus.CounterVec
 	connRefs    *prometheus.CounterVec
+	connCloses  *prometheus.CounterVec
+	muxerFails  *prometheus.CounterVec
 	dhtPuts     *prometheus.CounterVec
 	throttledN  prometheus.Counter
 	healed      prometheus.Counter
@@ -51,8 +53,12 @@ func newMetrics(n *Node) *metrics {
 		bans:        counter("p2p", "bans_total", "Peers banned for abuse, by the reason of the last charge.", "reason"),
 		streamRefs:  counter("p2p", "stream_refusals_total", "Inbound streams refused or cut, by protocol and reason.", "protocol", "reason"),
 		connRefs:    counter("p2p", "conn_refusals_total", "Connections refused or evicted, by reason.", "reason"),
-		dhtPuts:     counter("dht", "puts_total", "Inbound DHT record PUTs by result (valid, invalid, other_version, throttled, banned).", "result"),
-		punches:     counter("p2p", "hole_punches_total", "Hole-punch attempts with peers reached through a relay, by result (direct, failed).", "result"),
+		muxerFails: counter("p2p", "muxer_failures_total",
+			"Connections the stream muxer (yamux) reported failed, by kind (keepalive_timeout: a keep-alive ping unanswered for 10 s, read_failed, go_away_error, other).", "kind"),
+		connCloses: counter("p2p", "conns_closed_total",
+			"Connections closed, by who closed them and why (conn_manager, admission, identify_failed, liveness_silent, gossip_heal, blocked; remote_or_network: not this node).", "reason"),
+		dhtPuts: counter("dht", "puts_total", "Inbound DHT record PUTs by result (valid, invalid, other_version, throttled, banned).", "result"),
+		punches: counter("p2p", "hole_punches_total", "Hole-punch attempts with peers reached through a relay, by result (direct, failed).", "result"),
 		reach: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "idlegrid", Subsystem: "p2p", Name: "reachability",
 			Help: "1 for this node's reachability now (public, relayed, unreachable, unknown), 0 for the others.",
@@ -72,7 +78,7 @@ func newMetrics(n *Node) *metrics {
 	}
 	m.collectors = []prometheus.Collector{
 		m.messages, m.validation, m.copies, m.gossipBytes, m.redials,
-		m.abusePoints, m.abuseEvents, m.bans, m.streamRefs, m.connRefs, m.dhtPuts, m.throttledN, m.healed,
+		m.abusePoints, m.abuseEvents, m.bans, m.streamRefs, m.connRefs, m.connCloses, m.muxerFails, m.dhtPuts, m.throttledN, m.healed,
 		m.punches, m.reach, m.reidentify,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "idlegrid", Subsystem: "p2p", Name: "connected_peers",
@@ -166,6 +172,8 @@ func (m *metrics) streamRefused(proto protocol.ID, reason string) {
 }
 
 func (m *metrics) connRefused(reason string) { m.connRefs.WithLabelValues(reason).Inc() }
+func (m *metrics) connClosed(reason string)  { m.connCloses.WithLabelValues(reason).Inc() }
+func (m *metrics) muxerFailed(kind string)   { m.muxerFails.WithLabelValues(kind).Inc() }
 func (m *metrics) dhtPut(result string)      { m.dhtPuts.WithLabelValues(result).Inc() }
 func (m *metrics) throttled(n int)           { m.throttledN.Add(float64(n)) }
 func (m *metrics) gossipHealed()             { m.healed.Inc() }

@@ -41,6 +41,10 @@ type Node struct {
 	cfg  Config
 	log  *slog.Logger
 	host host.Host
+	// closes remembers why this node closes each connection (metrics).
+	closes *closeReasons
+	// muxer counts yamux's reports of failed connections (metrics).
+	muxer *muxerFailures
 	// blocklist gates connections (fraudulent peers).
 	blocklist *Blocklist
 	// scores are the peers' gossipsub scores, refreshed every second.
@@ -127,6 +131,8 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	// Metrics come first (registered at the end) so that everything built
 	// below can count.
 	n.metrics = newMetrics(n)
+	n.closes = newCloseReasons()
+	n.muxer = &muxerFailures{count: n.metrics.muxerFailed}
 	n.punches = newPunchLog(logger, n.metrics.holePunched)
 	if err := n.setupGuard(deps.Bans); err != nil {
 		return nil, err
@@ -134,7 +140,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	n.host = deps.Host
 	rcmgrKeep := 0
 	if n.host == nil {
-		n.host, rcmgrKeep, err = newHost(&n.cfg, deps.Registerer, n.blocklist, relayPeerSource(cfg.Bootstrap, func() host.Host { return n.host }), n.punches)
+		n.host, rcmgrKeep, err = newHost(&n.cfg, n.closes, n.muxer, deps.Registerer, n.blocklist, relayPeerSource(cfg.Bootstrap, func() host.Host { return n.host }), n.punches)
 		if err != nil {
 			return nil, err
 		}
@@ -150,7 +156,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 			} else {
 				n.metrics.connRefused(RefusedOverCap)
 			}
-			go func() { _ = c.Close() }()
+			n.closeConn(c, ClosedAdmission)
 		})
 	}
 	n.watchConns()

@@ -1,11 +1,15 @@
 package nodetest
 
 import (
+	"fmt"
+	"maps"
 	"math"
 	"os"
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,4 +119,26 @@ func counterSum(c *Cluster, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// connsClosed sums the members' closed connections by reason, and yamux's
+// reports of failed connections (part of remote_or_network), as
+// "reason=count" pairs in reason order. (It reads the nodes' counts, not
+// their registries: gathering 200 registries took minutes.)
+func connsClosed(c *Cluster) string {
+	sums, muxer := map[string]uint64{}, map[string]uint64{}
+	for _, m := range c.Members {
+		for r, k := range m.Node.P2P().ConnsClosed() {
+			sums[r] += k
+		}
+		for r, k := range m.Node.P2P().MuxerFailures() {
+			muxer["yamux_"+r] += k
+		}
+	}
+	maps.Copy(sums, muxer)
+	var parts []string
+	for _, r := range slices.Sorted(maps.Keys(sums)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", r, sums[r]))
+	}
+	return strings.Join(parts, " ")
 }

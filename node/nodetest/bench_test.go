@@ -130,7 +130,7 @@ func refusals(m *Member) string {
 	var parts []string
 	for _, mf := range mfs {
 		switch mf.GetName() {
-		case "idlegrid_p2p_bans_total", "idlegrid_p2p_conn_refusals_total", "idlegrid_p2p_redials_total", "idlegrid_p2p_abuse_events_total",
+		case "idlegrid_p2p_bans_total", "idlegrid_p2p_conn_refusals_total", "idlegrid_p2p_conns_closed_total", "idlegrid_p2p_redials_total", "idlegrid_p2p_abuse_events_total",
 			"libp2p_rcmgr_blocked_resources", "libp2p_swarm_connections_opened_total", "libp2p_swarm_dial_errors_total":
 		case "libp2p_swarm_handshake_latency_seconds":
 			var sum float64
@@ -255,6 +255,7 @@ func logForming(n int, c *Cluster, t0 time.Time, waiting []string, first *Member
 	_ = rm.ViewProtocol("/ipfs/id/1.0.0", func(s network.ProtocolScope) error { id = s.Stat(); return nil })
 	progress("nodes=%d: %d routing tables still empty after %s: %v; the bootstrap has %d connections in, %d out, resource manager %+v, identify streams in %d; %s", n, len(waiting),
 		time.Since(t0).Round(time.Second), waiting[:min(len(waiting), 8)], in, out, sys, id.NumStreamsInbound, refusals(boot))
+	progress("nodes=%d: connections closed, all nodes, by the closing side's reason: %s", n, connsClosed(c))
 	h := first.Node.P2P().Host()
 	var conns []string
 	for _, cn := range h.Network().Conns() {
