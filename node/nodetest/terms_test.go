@@ -3,7 +3,6 @@ package nodetest_test
 import (
 	"context"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -138,28 +137,5 @@ func TestLeaseRunsByAgreedTerms(t *testing.T) {
 	t.Logf("lease %s ran %s by the agreed terms; %d vouchers", lease.Short(rl.ID), run, vouchers)
 	if _, err := renter.Renter().Cancel(ctx, j.ID); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestUnacceptableTermsLoseTheBid: a provider whose terms ask more of the
-// renter than it accepts (a looser energy tolerance) loses the bid, and
-// the unfilled job says so.
-func TestUnacceptableTermsLoseTheBid(t *testing.T) {
-	_, renter := auctionCluster(t, []provOpts{{gpus: 1, bronze: 0.5}}, nodetest.Options{
-		Configure: func(i int, cfg *node.Config) {
-			if nodetest.DefaultRole(i, 3) == node.RoleProvider {
-				cfg.Attest.EnergyTolerance = 0.3
-			}
-		}})
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	j, err := renter.Renter().Submit(payJob("loose", "sleep:1s"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	j = waitJob(t, ctx, renter, j.ID, lease.JobUnfilled, lease.JobRunning, lease.JobCompleted)
-	want := "its lease terms ask an energy tolerance of 30.0%; this renter accepts at most 15.0%"
-	if j.State != lease.JobUnfilled || !strings.Contains(j.Reason, auction.RejectTerms) || !strings.Contains(j.Reason, want) {
-		t.Fatalf("job %s: %q, want unfilled with %q", j.State, j.Reason, want)
 	}
 }
