@@ -117,6 +117,24 @@ func jobLeases(t *testing.T, r *Renter, jobID string) []*store.Lease {
 	return out
 }
 
+// startReplicas starts a job of spec's replicas on the room's driver and
+// returns its leases once every replica has one.
+func startReplicas(t *testing.T, r *Renter, jobID string, spec *auction.JobSpec) []*store.Lease {
+	t.Helper()
+	if err := r.jobs.create(&store.Job{ID: jobID, State: lease.JobAuctioning, CreatedAtMs: r.now().UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.driver.start(jobID, spec); err != nil {
+		t.Fatal(err)
+	}
+	var leases []*store.Lease
+	roomtest.Eventually(t, 10*time.Second, "every replica leased", func() bool {
+		leases = jobLeases(t, r, jobID)
+		return len(leases) == spec.ReplicaCount()
+	})
+	return leases
+}
+
 // TestLostReplicaReauctionedAlone: a job with replicas: 2 runs on the two
 // cheapest hosts, and the first is preempted. Only it is auctioned again:
 // the other replica keeps running (never cancelled), and the replacement,
@@ -129,17 +147,7 @@ func TestLostReplicaReauctionedAlone(t *testing.T) {
 	spec, _, _ := rfqFor(t, r, 1)
 	spec.Replicas = 2
 	const jobID = "job-lost-replica"
-	if err := r.jobs.create(&store.Job{ID: jobID, State: lease.JobAuctioning, CreatedAtMs: r.now().UnixMilli()}); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.driver.start(jobID, spec); err != nil {
-		t.Fatal(err)
-	}
-	var first []*store.Lease
-	roomtest.Eventually(t, 10*time.Second, "two replicas leased", func() bool {
-		first = jobLeases(t, r, jobID)
-		return len(first) == 2
-	})
+	first := startReplicas(t, r, jobID, spec)
 	if first[0].Provider != provs[0].ID.String() || first[1].Provider != provs[1].ID.String() || first[0].Replica != 1 || first[1].Replica != 2 {
 		t.Fatalf("replicas %d on %s and %d on %s, want 1 on the cheapest and 2 on the next", first[0].Replica, first[0].Provider, first[1].Replica, first[1].Provider)
 	}
@@ -204,17 +212,7 @@ func TestLostReplicaReplacedInAnotherRegion(t *testing.T) {
 	spec, _, _ := rfqFor(t, r, 1)
 	spec.Replicas, spec.ReplicaRegions = 2, auction.ReplicaRegionsDistinct
 	const jobID = "job-lost-replica-region"
-	if err := r.jobs.create(&store.Job{ID: jobID, State: lease.JobAuctioning, CreatedAtMs: r.now().UnixMilli()}); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.driver.start(jobID, spec); err != nil {
-		t.Fatal(err)
-	}
-	var first []*store.Lease
-	roomtest.Eventually(t, 10*time.Second, "two replicas leased", func() bool {
-		first = jobLeases(t, r, jobID)
-		return len(first) == 2
-	})
+	first := startReplicas(t, r, jobID, spec)
 	if first[1].Provider != provs[1].ID.String() || first[1].HostRegion != "fr" {
 		t.Fatalf("replica 2 on %s in %q, want the host in fr", first[1].Provider, first[1].HostRegion)
 	}
