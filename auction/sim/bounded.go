@@ -137,7 +137,7 @@ func (v *bidView) bidders(w *World, rfq *auction.RFQ, rfqID string, cands []*pro
 	picked := map[int]bool{}
 	feasible := 0
 	for _, s := range shards {
-		in := auction.BidSelectInput{RFQ: &r, RFQID: rfqID, Shard: s, Digests: view[s]}
+		in := auction.BidSelectInput{RFQ: &r, RFQID: rfqID, Shard: s, Digests: view[s], Now: w.nowTime()}
 		sel := auction.SelectBidders(in)
 		feasible += sel.Feasible
 		for _, id := range append(slices.Clone(sel.Always), sel.Sampled...) {

@@ -56,7 +56,9 @@ func (m *marketView) shards() []auction.Shard {
 // whom to expect. A provider decides on its own live state (its gossiped
 // digest may be a second old), and one the digests cannot show fit (it
 // would preempt bronze work, or it does not know its shard yet) bids:
-// an extra bid costs little, a missing one can leave a job unfilled.
+// an extra bid costs little, a missing one can leave a job unfilled. One
+// whose calendar will not let it take the job now is not selected: its
+// Quote would refuse anyway.
 func (m *marketView) selected(rfq *auction.RFQ, rfqID, topic string) bool {
 	st, err := auction.ParseShardTopic(topic)
 	if err != nil || st.Kind != auction.ShardTopicRFQ || m.shardView == nil {
@@ -75,9 +77,9 @@ func (m *marketView) selected(rfq *auction.RFQ, rfqID, topic string) bool {
 			view = append(view, d)
 		}
 	}
-	ok, sel := auction.ShouldBid(auction.BidSelectInput{RFQ: rfq, RFQID: rfqID, Shard: st.Shard, Digests: view}, m.self)
+	ok, sel := auction.ShouldBid(auction.BidSelectInput{RFQ: rfq, RFQID: rfqID, Shard: st.Shard, Digests: view, Now: m.now()}, m.self)
 	if !ok {
-		m.log.Debug("not selected to bid", "rfq", lease.Short(rfqID), "feasible", sel.Feasible, "p", sel.Probability)
+		m.log.Debug("not selected to bid", "rfq", lease.Short(rfqID), "feasible", sel.Feasible, "closing", sel.Closing, "p", sel.Probability)
 	}
 	return ok
 }

@@ -263,7 +263,7 @@ func (t *Trust) ExpectedBidders(r *auction.RFQ, rfqID string, shards []auction.S
 		if !t.settled(s) {
 			return nil // not known yet: the window runs its full length
 		}
-		in := auction.BidSelectInput{RFQ: r, RFQID: rfqID, Shard: s}
+		in := auction.BidSelectInput{RFQ: r, RFQID: rfqID, Shard: s, Now: now}
 		for _, d := range t.digests.Digests(s, now) {
 			ev := t.evidence(d.Peer, false)
 			switch {
