@@ -96,6 +96,32 @@ const EveryoneBids = MaxWantBids
 // first: each costs one run of the rule.
 const MaxNewcomers = 32
 
+// WantBidsFor is how many bids a renter whose market.want_bids is base
+// wants for a job of gpus GPUs: base for one GPU (or a CPU-only job),
+// and two more for each further GPU, at most MaxWantBids. A job split
+// over hosts needs a winner for each part, and a spare for each in case
+// one refuses or is outbid; with base 16, 4 GPUs ask 22 bids, 16 GPUs 46,
+// and 25 or more 64. The always-bid prefix already holds twice the job's
+// GPUs where the hosts allow; this adds the bids by lot that set the
+// price beyond it.
+func WantBidsFor(base int, gpus uint32) int {
+	if gpus > MaxWantBids {
+		return MaxWantBids
+	}
+	return max(1, min(base+2*(max(int(gpus), 1)-1), MaxWantBids))
+}
+
+// RFQWantBids is the want_bids of an RFQ for replicas copies of a job of
+// gpus GPUs (each needs bids of its own, from independent hosts),
+// published on shards shards: WantBidsFor(base, gpus) times replicas,
+// split over the shards (each shard's providers see only its digests),
+// 1..MaxWantBids.
+func RFQWantBids(base int, gpus uint32, replicas, shards int) uint32 {
+	want := WantBidsFor(base, gpus) * max(replicas, 1)
+	shards = max(shards, 1)
+	return uint32(max(1, min((want+shards-1)/shards, MaxWantBids)))
+}
+
 // Includes reports whether peerID is expected to bid.
 func (s *BidSelection) Includes(peerID string) bool {
 	return slices.Contains(s.Always, peerID) || slices.Contains(s.Sampled, peerID) || slices.Contains(s.Newcomers, peerID)

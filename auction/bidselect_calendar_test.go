@@ -127,7 +127,7 @@ func TestBoundedBidsWithClosingCalendars(t *testing.T) {
 // same prices as when every host bids, whatever the RFQ's coins.
 func TestBoundedSixteenGPUJobPlacedAsEveryoneBids(t *testing.T) {
 	hosts := append(calendarShard(t, 10, 10, 4, 1_000_000, time.Hour), calendarShard(t, 30, 10, 4, 2_000_000, 0)...)
-	r := calendarRFQ(16, 4*time.Hour, DefaultWantBids)
+	r := calendarRFQ(16, 4*time.Hour, RFQWantBids(DefaultWantBids, 16, 1, 1))
 	plan := func(rfqID string, bids []*Bid) []string {
 		p := Match(MatchInput{RFQ: r, RFQID: rfqID, Bids: bids, Prior: 0.8, Now: fixedNow.Add(time.Second), Weights: PriceOnlyWeights()})
 		if p.Unfilled != "" {
@@ -147,8 +147,12 @@ func TestBoundedSixteenGPUJobPlacedAsEveryoneBids(t *testing.T) {
 			t.Fatalf("everyone bids: plan %v, want the 4 cheapest open hosts", every)
 		}
 		sel := SelectBidders(BidSelectInput{RFQ: r, RFQID: rfqID, Shard: GPUShard("a10"), Digests: digestsOf(hosts), Now: fixedNow})
-		if got := plan(rfqID, bidsFrom(hosts, r, rfqID, sel.Includes)); !slices.Equal(got, every) {
+		bids := bidsFrom(hosts, r, rfqID, sel.Includes)
+		if got := plan(rfqID, bids); !slices.Equal(got, every) {
 			t.Errorf("%s: bounded plan %v, everyone bids %v", rfqID, got, every)
+		}
+		if len(bids) > 2*r.WantedBids() {
+			t.Errorf("%s: %d bids, over 2 x want_bids %d", rfqID, len(bids), r.WantedBids())
 		}
 	}
 }

@@ -97,8 +97,9 @@ func (v *bidView) digest(w *World, i int) (*auction.Digest, error) {
 	return d, nil
 }
 
-// bidders returns which of cands bid on rfq, which asks for wantBids
-// bids over all its shards, and how many providers the
+// bidders returns which of cands bid on rfq, whose renter's
+// market.want_bids is wantBids (auction.RFQWantBids: more for more GPUs,
+// split over the RFQ's shards), and how many providers the
 // digests showed as feasible (the bids "everyone bids" would draw). With
 // verify, every provider also decides alone with auction.ShouldBid, and
 // any disagreement with auction.SelectBidders is an error.
@@ -133,7 +134,7 @@ func (v *bidView) bidders(w *World, rfq *auction.RFQ, rfqID string, cands []*pro
 	if len(shards) == 0 {
 		return nil, 0, nil
 	}
-	r.WantBids = uint32((wantBids + len(shards) - 1) / len(shards))
+	r.WantBids = auction.RFQWantBids(wantBids, r.Resources.GPUs, 1, len(shards))
 	picked := map[int]bool{}
 	feasible := 0
 	for _, s := range shards {
