@@ -71,3 +71,22 @@ func (d *Digest) TakesNow(r *RFQ, now time.Time) bool {
 	left := time.UnixMilli(d.OpenUntilMs).Sub(now)
 	return left > 0 && calendarNeed(r, r.MinNoticeSec) <= left
 }
+
+// Load counts d's GPUs of family (GPUFamily) for the market signal at now:
+// busy ones (neither free nor held) and all. A host outside its calendar
+// counts for nothing: its GPUs are not for rent, so they are neither
+// busy nor idle, and idle-time hosts that close daily do not read as a
+// scarcity of GPUs.
+func (d *Digest) Load(family string, now time.Time) (busy, total int) {
+	if d.ClosedAt(now) {
+		return 0, 0
+	}
+	for _, m := range d.Models {
+		if GPUFamily(m.Model) != family {
+			continue
+		}
+		total += int(m.Total)
+		busy += int(m.Total - m.Free - m.Held)
+	}
+	return busy, total
+}

@@ -93,14 +93,7 @@ func (m *market) place(w *World, j *jobState) ([]Take, error) {
 	} else if m.kind == marketIdlegrid {
 		prior = w.rep.Overall(now)
 	}
-	// The market signal is the busy share of every GPU that could serve
-	// this RFQ: a flexible job's scarcity is the whole pool's.
-	busy, total := 0, 0
-	for _, model := range j.allowed {
-		busy += w.busyByModel[model]
-		total += w.totalByModel[model]
-	}
-	util := float64(busy) / float64(max(total, 1))
+	util := w.utilization(j.allowed)
 	cands := w.candidates(j)
 	feasible := len(cands)
 	if m.bounded {
@@ -180,4 +173,29 @@ func (w *World) indexStats(tier auction.Tier) []auction.PriceStat {
 		stats = append(stats, auction.PriceStat{Model: model, Tier: tier, Awards: 1, GPUs: 1, MedianMicro: uint64(v)})
 	}
 	return stats
+}
+
+// utilization is the market signal: the busy share of every GPU for rent
+// now that could serve a job accepting models (a flexible job's scarcity
+// is the whole pool's). A host outside its calendar counts for nothing,
+// as auction.Digest.Load counts it for the node's signal: its GPUs are
+// neither busy nor idle.
+func (w *World) utilization(models []string) float64 {
+	busy, total := 0, 0
+	now := w.nowTime()
+	for _, model := range models {
+		if !w.calendars {
+			busy += w.busyByModel[model]
+			total += w.totalByModel[model]
+			continue
+		}
+		for _, i := range w.byModel[model] {
+			p := w.provs[i]
+			if _, open := p.cap.WindowAt(now); open {
+				busy += len(p.cap.GPUs) - p.free
+				total += len(p.cap.GPUs)
+			}
+		}
+	}
+	return float64(busy) / float64(max(total, 1))
 }

@@ -98,6 +98,8 @@ type World struct {
 	// index is each model's price index: an exponential moving average
 	// of cleared prices (0 until the first award).
 	index map[string]float64
+	// calendars: some provider has a calendar.
+	calendars bool
 }
 
 func newWorld(cfg *Config, seed uint64) *World {
@@ -150,6 +152,7 @@ func newWorld(cfg *Config, seed uint64) *World {
 			p.minPriceFactor = 1 - min(max(cfg.Bid.GapDiscount, 0), 1)
 		}
 		p.cap = c
+		w.calendars = w.calendars || len(c.Calendar) > 0
 		w.provs = append(w.provs, p)
 		w.byModel[nd.Model] = append(w.byModel[nd.Model], i)
 		w.freeByModel[nd.Model] += nd.GPUs

@@ -101,7 +101,8 @@ const (
 )
 
 // signal is what the bidder's scarcity pricing follows: the busy share of
-// the GPUs in the RFQ's shards, as the digests show it, capped at the
+// the GPUs in the RFQ's shards, as the digests show it (hosts outside
+// their calendar count for nothing, auction.Digest.Load), capped at the
 // price index (the median cleared price for the family and tier). It is
 // never nil: with no view yet the market counts as slack, so a provider
 // never marks up on its own host's load alone.
@@ -110,7 +111,8 @@ func (m *marketView) signal(rfq *auction.RFQ) *auction.MarketSignal {
 	if m.shardView == nil {
 		return sig
 	}
-	var total, busy float64
+	now := m.now()
+	var total, busy int
 	families := map[string]bool{}
 	for _, s := range m.shards() {
 		if !auction.RFQOnShard(rfq, s) {
@@ -118,19 +120,14 @@ func (m *marketView) signal(rfq *auction.RFQ) *auction.MarketSignal {
 		}
 		families[s.Family()] = true
 		for _, d := range m.shardView(s) {
-			for _, dm := range d.Models {
-				if auction.GPUFamily(dm.Model) != s.Family() {
-					continue
-				}
-				total += float64(dm.Total)
-				busy += float64(dm.Total - dm.Free - dm.Held)
-			}
+			b, n := d.Load(s.Family(), now)
+			busy, total = busy+b, total+n
 		}
 	}
 	if total > 0 {
-		sig.Utilization = busy / total
+		sig.Utilization = float64(busy) / float64(total)
 	}
-	sig.IndexMicro = m.index.median(m.now(), families, rfq.Tier)
+	sig.IndexMicro = m.index.median(now, families, rfq.Tier)
 	return sig
 }
 

@@ -84,3 +84,32 @@ func TestSelectedPassesOverClosingHosts(t *testing.T) {
 		t.Error("a host closing in 30 minutes selected itself for a 2-hour job")
 	}
 }
+
+// TestSignalLeavesClosedHostsOut: the scarcity signal is the busy share of
+// the GPUs for rent. Of five hosts three are outside their calendar (two
+// said so, one's open period ended since its digest), one is leased and
+// one free: half the GPUs for rent are busy (before, closed hosts counted
+// as busy: 3 of 5).
+func TestSignalLeavesClosedHostsOut(t *testing.T) {
+	leased := marketHost(t, 1_000_000, 0)
+	leased.GPUs[0].Free, leased.GPUs[0].LeaseID = false, "lease"
+	closedHost := func() *auction.Capacity {
+		c := marketHost(t, 1_000_000, time.Hour)
+		c.Calendar[0].StartMin, c.Calendar[0].EndMin = 13*60, 14*60 // Monday 13:00-14:00: closed at noon
+		return c
+	}
+	ended := marketHost(t, 1_000_000, 30*time.Minute)
+	others := []*auction.Digest{
+		marketDigest(t, leased, marketNow),
+		marketDigest(t, marketHost(t, 1_000_000, 0), marketNow),
+		marketDigest(t, closedHost(), marketNow),
+		marketDigest(t, closedHost(), marketNow),
+		marketDigest(t, ended, marketNow.Add(-time.Hour)), // issued open, closed since 12:30
+	}
+	m := marketViewOf(marketHost(t, 1_000_000, 0), others)
+	m.now = func() time.Time { return marketNow.Add(45 * time.Minute) }
+	rfq := &auction.RFQ{Resources: auction.Resources{GPUs: 1, Models: []string{"a10"}}, Tier: auction.TierSilver}
+	if u := m.signal(rfq).Utilization; u != 0.5 {
+		t.Errorf("utilization %.2f, want 0.50 (1 busy of the 2 GPUs for rent)", u)
+	}
+}
