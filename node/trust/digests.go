@@ -246,7 +246,7 @@ func (t *Trust) ShardsFor(r *auction.RFQ) []auction.Shard {
 		}
 	}
 	heard := func(s auction.Shard) bool { return len(t.p2p.ListTopicPeers(s.RFQTopic())) > 0 }
-	return auction.ChooseShards(r, offers, heard)
+	return auction.ChooseShards(r, offers, heard, now)
 }
 
 // ExpectedBidders are the providers that, by the shared selection rule,
