@@ -102,17 +102,8 @@ func quoteFilter(in QuoteInput, pol BidPolicy) (calendarView, error) {
 		return refuse(NoBidCalendar, "calendar closed at %s", in.Now.UTC().Format("Mon 15:04"))
 	}
 	left, bounded := openFor(c.Calendar, in.Now)
-	// Gold and silver jobs must be expected to finish inside the open
-	// period; a bronze job can be preempted at the close, as long as the
-	// promised notice still fits.
-	if bounded {
-		need := time.Duration(r.ExpectedDurationSec) * time.Second
-		if r.Tier == TierBronze {
-			need = time.Duration(pol.NoticeSec) * time.Second
-		}
-		if need > left {
-			return refuse(NoBidCalendar, "calendar closes in %s, %s job needs %s", left, r.Tier, need)
-		}
+	if need := calendarNeed(r, pol.NoticeSec); bounded && need > left {
+		return refuse(NoBidCalendar, "calendar closes in %s, %s job needs %s", left, r.Tier, need)
 	}
 	return calendarView{factorPermille: factor, left: left, bounded: bounded}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"slices"
+	"time"
 )
 
 // Bounded bids without a coordinator (docs/protocol.md §3.5). Every
@@ -18,6 +19,13 @@ import (
 // want_bids is per shard: a renter that publishes one RFQ on n shards
 // sets it to ceil(total / n), since a provider sees only its own shards'
 // digests and each shard's selection is made apart.
+//
+// Only providers that can take the job now take part: a digest says when
+// its host's calendar closes, and one closed, or closing before the job
+// would end, would refuse the RFQ. Were it in the view, cheap hosts about
+// to close would fill the cheapest prefix and refuse, and the rest would
+// bid with a chance computed for a shard that large: an RFQ would draw
+// far fewer bids than it wants.
 //
 // want_bids at its maximum (EveryoneBids) sets the rule aside: every
 // feasible provider bids. A renter whose expected bidders stayed silent
@@ -47,12 +55,23 @@ type BidSelectInput struct {
 	// if they use the same hints, so leave it nil unless both sides have
 	// them from the same public source.
 	Reliability map[string]uint32
+	// Now is the decider's clock: a provider whose digest says its
+	// calendar will not let it take the job now (Digest.TakesNow) would
+	// refuse it, so it takes no part. The zero time checks only that a
+	// digest was issued open.
+	Now time.Time
 }
 
 // BidSelection is the rule's outcome for one shard.
 type BidSelection struct {
-	Want     int // the RFQ's WantedBids
-	Feasible int // providers whose digest fits the RFQ on the shard
+	Want int // the RFQ's WantedBids
+	// Feasible are the providers whose digest fits the RFQ on the shard
+	// and whose calendar lets them take it now: those that would bid.
+	// Closing are those that fit but whose calendar is closed, or closes
+	// before the job would end: they would refuse, so they neither fill
+	// the cheapest prefix nor dilute the others' chance.
+	Feasible int
+	Closing  int
 	// Always is the cheapest feasible prefix, cheapest first: it holds at
 	// least half the wanted bids and twice the job's GPUs (or, when that
 	// would take more than twice the wanted bids, the job's GPUs once).
@@ -76,6 +95,32 @@ const EveryoneBids = MaxWantBids
 // MaxNewcomers bounds the newcomers SelectBidders considers, cheapest
 // first: each costs one run of the rule.
 const MaxNewcomers = 32
+
+// WantBidsFor is how many bids a renter whose market.want_bids is base
+// wants for a job of gpus GPUs: base for one GPU (or a CPU-only job),
+// and two more for each further GPU, at most MaxWantBids. A job split
+// over hosts needs a winner for each part, and a spare for each in case
+// one refuses or is outbid; with base 16, 4 GPUs ask 22 bids, 16 GPUs 46,
+// and 25 or more 64. The always-bid prefix already holds twice the job's
+// GPUs where the hosts allow; this adds the bids by lot that set the
+// price beyond it.
+func WantBidsFor(base int, gpus uint32) int {
+	if gpus > MaxWantBids {
+		return MaxWantBids
+	}
+	return max(1, min(base+2*(max(int(gpus), 1)-1), MaxWantBids))
+}
+
+// RFQWantBids is the want_bids of an RFQ for replicas copies of a job of
+// gpus GPUs (each needs bids of its own, from independent hosts),
+// published on shards shards: WantBidsFor(base, gpus) times replicas,
+// split over the shards (each shard's providers see only its digests),
+// 1..MaxWantBids.
+func RFQWantBids(base int, gpus uint32, replicas, shards int) uint32 {
+	want := WantBidsFor(base, gpus) * max(replicas, 1)
+	shards = max(shards, 1)
+	return uint32(max(1, min((want+shards-1)/shards, MaxWantBids)))
+}
 
 // Includes reports whether peerID is expected to bid.
 func (s *BidSelection) Includes(peerID string) bool {
@@ -130,8 +175,9 @@ func selectNewcomers(in BidSelectInput) []string {
 }
 
 // ShouldBid is a provider's decision: whether self is in the cheapest
-// prefix or its coin came up. A provider absent from the view, or whose
-// digest does not fit the RFQ on the shard, does not bid. It agrees with
+// prefix or its coin came up. A provider absent from the view, whose
+// digest does not fit the RFQ on the shard, or whose calendar will not
+// let it take the job now, does not bid. It agrees with
 // SelectBidders(in).Includes(self) on the same view.
 func ShouldBid(in BidSelectInput, self string) (bool, BidSelection) {
 	sel, cands := planBids(in)
@@ -158,7 +204,8 @@ func compareBidCandidates(a, b bidCandidate) int {
 	return cmp.Or(cmp.Compare(a.eff, b.eff), cmp.Compare(a.coin, b.coin), cmp.Compare(a.peer, b.peer))
 }
 
-// planBids finds the feasible providers, cuts the always-bid prefix
+// planBids finds the feasible providers (those whose calendar lets them
+// take the job now among them), cuts the always-bid prefix
 // (marking it in the returned candidates) and sets the probability for
 // the rest. It ranks only the cheapest max(2·want, GPUs) providers: every
 // feasible provider offers at least one GPU, so the prefix never needs
@@ -178,6 +225,10 @@ func planBids(in BidSelectInput) (BidSelection, []bidCandidate) {
 		}
 		price, gpus, ok := DigestFitsOn(r, d, in.Shard)
 		if !ok {
+			continue
+		}
+		if !d.TakesNow(r, in.Now) {
+			sel.Closing++
 			continue
 		}
 		eff := price

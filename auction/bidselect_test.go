@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 )
@@ -218,5 +219,60 @@ func TestEveryoneBids(t *testing.T) {
 	}
 	if ok, _ := ShouldBid(in, "honest"); !ok {
 		t.Fatal("the dear provider does not bid when everyone is asked")
+	}
+}
+
+func TestWantBidsScaleWithGPUs(t *testing.T) {
+	for _, tc := range []struct {
+		base   int
+		gpus   uint32
+		want   int
+		copies int
+		shards int
+		rfq    uint32
+	}{
+		{16, 0, 16, 1, 1, 16}, // CPU-only
+		{16, 1, 16, 1, 3, 6},
+		{16, 4, 22, 1, 1, 22},
+		{16, 16, 46, 1, 2, 23},
+		{16, 25, 64, 1, 1, 64},
+		{16, 1 << 31, 64, 1, 1, 64},
+		{1, 1, 1, 1, 1, 1},
+		{1, 2, 3, 1, 4, 1},
+		{16, 1, 16, 3, 1, 48}, // three replicas
+		{16, 8, 30, 4, 1, 64},
+		{16, 1, 16, 1, 0, 16},
+	} {
+		if got := WantBidsFor(tc.base, tc.gpus); got != tc.want {
+			t.Errorf("WantBidsFor(%d, %d) = %d, want %d", tc.base, tc.gpus, got, tc.want)
+		}
+		if got := RFQWantBids(tc.base, tc.gpus, tc.copies, tc.shards); got != tc.rfq {
+			t.Errorf("RFQWantBids(%d, %d, %d, %d) = %d, want %d", tc.base, tc.gpus, tc.copies, tc.shards, got, tc.rfq)
+		}
+	}
+}
+
+// TestManyGPUJobWantsMoreBids: a 32-GPU job on one-GPU hosts, three of
+// the cheapest of which refuse it for what their digests do not show (an
+// image they do not allow). At the base want_bids the always-bid prefix
+// holds exactly 32 hosts and the plan falls 3 GPUs short; scaled with the
+// job's GPUs it holds spares and fills.
+func TestManyGPUJobWantsMoreBids(t *testing.T) {
+	hosts := calendarShard(t, 10, 100, 1, 1_000_000, 0)
+	for _, h := range hosts[:3] {
+		h.cap.Policy.AllowedImages = []string{"ghcr.io/other/*"}
+	}
+	for _, tc := range []struct {
+		name   string
+		want   uint32
+		filled bool
+	}{{"base", DefaultWantBids, false}, {"scaled", RFQWantBids(DefaultWantBids, 32, 1, 1), true}} {
+		r := calendarRFQ(32, time.Hour, tc.want)
+		sel := SelectBidders(BidSelectInput{RFQ: r, RFQID: "rfq", Shard: GPUShard("a10"), Digests: digestsOf(hosts), Now: fixedNow})
+		bids := bidsFrom(hosts, r, "rfq", sel.Includes)
+		p := Match(MatchInput{RFQ: r, RFQID: "rfq", Bids: bids, Prior: 0.8, Now: fixedNow.Add(time.Second), Weights: PriceOnlyWeights()})
+		if filled := p.Unfilled == ""; filled != tc.filled || len(bids) > 2*r.WantedBids() {
+			t.Errorf("%s (want_bids %d): %d bids, filled %v (%s); want filled %v", tc.name, r.WantedBids(), len(bids), filled, p.Unfilled, tc.filled)
+		}
 	}
 }

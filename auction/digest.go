@@ -64,6 +64,16 @@ type Digest struct {
 	// offered, and omitted then, so digests from before encode as they
 	// did.
 	CPU *CPUOffer `cbor:"cpu,omitempty"`
+	// OpenUntilMs is when the calendar's open period holding IssuedAtMs
+	// ends (Unix ms, within MaxOpenPeriod), so a bidder can tell whether
+	// the host can still take a job (TakesNow) without the record. 0
+	// (absent): no end within a week (no calendar, or one open all
+	// week), or closed. Closed: the calendar was closed at IssuedAtMs,
+	// which is why nothing is free (the GPUs are not busy). Both are
+	// omitted when zero, so digests from before them decode, and read as
+	// always open.
+	OpenUntilMs int64 `cbor:"open_until_ms,omitempty"`
+	Closed      bool  `cbor:"closed,omitempty"`
 }
 
 // DigestModel counts a provider's GPUs of one model.
@@ -100,7 +110,8 @@ type DigestInput struct {
 }
 
 // NewDigest summarizes a capacity record at in.Now. Outside the record's
-// calendar no GPU is free. Models are grouped by slug (more GPUs first,
+// calendar no GPU is free and the digest says Closed; inside it, it says
+// when the open period ends (OpenUntilMs). Models are grouped by slug (more GPUs first,
 // then slug; at most MaxDigestModels). The result is validated.
 func NewDigest(in DigestInput) (*Digest, error) {
 	c := in.Capacity
@@ -118,7 +129,12 @@ func NewDigest(in DigestInput) (*Digest, error) {
 		Region: c.Region, Reachability: c.Reachability, Runtimes: slices.Clone(c.Runtimes), Host: c.Host,
 		MaxDurationSec: c.Policy.MaxDurationSec, Egress: c.Policy.Egress,
 	}
-	factor, open := c.WindowAt(in.Now)
+	factor, _ := c.WindowAt(in.Now)
+	until, open := c.OpenUntil(in.Now)
+	d.Closed = !open
+	if !until.IsZero() {
+		d.OpenUntilMs = until.UnixMilli()
+	}
 	open = open && !in.Withdrawn
 	for _, t := range Tiers {
 		f := c.Floor.For(t)

@@ -49,6 +49,20 @@ func TestNewDigest(t *testing.T) {
 	if got := d.Shards(); !reflect.DeepEqual(got, []Shard{"gpu/h100", "gpu/a100", ShardCPU}) || !d.OnShard("gpu/a100") || d.OnShard("gpu/t4") {
 		t.Errorf("shards %v", got)
 	}
+	// Monday's windows abut until midnight: the open period ends then.
+	if tue := fixedNow.Add(12 * time.Hour).UnixMilli(); d.OpenUntilMs != tue || d.Closed {
+		t.Errorf("open_until_ms %d closed %v, want %d (Tuesday 00:00)", d.OpenUntilMs, d.Closed, tue)
+	}
+	// Without a calendar (or one open all week) there is no end to name.
+	c2 := fixtureCapacity(t, 2)
+	c2.Calendar = nil
+	if d2, err := NewDigest(DigestInput{Capacity: c2, Seq: 1, Now: fixedNow}); err != nil || d2.OpenUntilMs != 0 || d2.Closed {
+		t.Errorf("no calendar: open_until_ms %d closed %v (%v)", d2.OpenUntilMs, d2.Closed, err)
+	}
+	// A withdrawal offers nothing, but its calendar is not closed.
+	if dw, err := NewDigest(DigestInput{Capacity: c, Seq: 1, Now: fixedNow, Withdrawn: true}); err != nil || dw.Closed || dw.Models[0].Free != 0 {
+		t.Errorf("withdrawn: %+v (%v)", dw, err)
+	}
 
 	// The 0.8x window never lowers the floor; outside the calendar nothing is free.
 	c.Calendar[0].StartMin, c.Calendar[1].StartMin = 0, 13*60
@@ -70,6 +84,9 @@ func TestNewDigest(t *testing.T) {
 			t.Errorf("calendar closed, yet %s has %d free %d held", m.Model, m.Free, m.Held)
 		}
 	}
+	if !d.Closed || d.OpenUntilMs != 0 {
+		t.Errorf("calendar closed: closed %v, open_until_ms %d", d.Closed, d.OpenUntilMs)
+	}
 	// A tier the policy refuses has no floor in the digest.
 	c.Policy.Tiers = []Tier{TierBronze}
 	if d, err = NewDigest(DigestInput{Capacity: c, Seq: 12, Now: fixedNow}); err != nil || d.Floor.Gold != 0 || d.Floor.Silver != 0 {
@@ -77,20 +94,47 @@ func TestNewDigest(t *testing.T) {
 	}
 }
 
-// TestDigestGolden pins the digest payload encoding.
+// TestDigestGolden pins the digest payload encoding: capacity-digest.golden
+// without the calendar fields (the fixture with them cleared: every
+// digest before them, which must still decode and read as always open),
+// capacity-digest-calendar.golden with open_until_ms.
 // Regenerate with: go test ./auction -run TestDigestGolden -update
 func TestDigestGolden(t *testing.T) {
-	d := fixtureDigest(t, 2)
+	withCal := fixtureDigest(t, 2)
+	if withCal.OpenUntilMs == 0 {
+		t.Fatal("the fixture's calendar closes on Tuesday: open_until_ms should be set")
+	}
+	without := *withCal
+	without.OpenUntilMs = 0
+	for _, tc := range []struct {
+		file string
+		d    *Digest
+	}{{"capacity-digest.golden", &without}, {"capacity-digest-calendar.golden", withCal}} {
+		payload, err := attest.Marshal(tc.d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden.Check(t, filepath.Join("testdata", tc.file), hex.EncodeToString(payload)+"\n")
+		var back Digest
+		if err := attest.Unmarshal(payload, &back); err != nil || !reflect.DeepEqual(&back, tc.d) {
+			t.Errorf("%s decodes to %+v (%v)", tc.file, back, err)
+		}
+	}
+	if strings.Contains(hexOf(t, &without), hex.EncodeToString([]byte("open_until_ms"))) {
+		t.Error("a digest without an open period encodes the key")
+	}
+	if r := msgRFQ(t); !without.TakesNow(r, fixedNow.Add(MaxOpenPeriod)) || without.ClosedAt(fixedNow.Add(MaxOpenPeriod)) {
+		t.Error("a digest without the calendar fields does not read as always open")
+	}
+}
+
+func hexOf(t *testing.T, d *Digest) string {
+	t.Helper()
 	payload, err := attest.Marshal(d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := hex.EncodeToString(payload) + "\n"
-	golden.Check(t, filepath.Join("testdata", "capacity-digest.golden"), got)
-	var back Digest
-	if err := attest.Unmarshal(payload, &back); err != nil || !reflect.DeepEqual(&back, d) {
-		t.Errorf("golden decodes to %+v (%v)", back, err)
-	}
+	return hex.EncodeToString(payload)
 }
 
 func TestDigestSealOpen(t *testing.T) {
@@ -134,6 +178,7 @@ func TestDigestSealOpen(t *testing.T) {
 			VRAMMiB: maxVRAMMiB, ComputeCap: "10.10", Total: 4, Free: 2, Held: 2})
 	}
 	max.Region.Zone = strings.Repeat("z", MaxModelLen)
+	max.OpenUntilMs = max.IssuedAtMs + MaxOpenPeriod.Milliseconds()
 	if raw, err := SealDigest(max, key); err != nil || len(raw) > MaxDigestSize {
 		t.Errorf("largest digest: %d bytes, %v", len(raw), err)
 	}
@@ -164,6 +209,14 @@ func TestDigestValidate(t *testing.T) {
 		}},
 		{"cc", "models[0].cc", func(d *Digest) { d.Models[0].ComputeCap = "nine" }},
 		{"cores", "host.cpu_cores", func(d *Digest) { d.Host.CPUCores = 0 }},
+		{"open period ended", "open_until_ms", func(d *Digest) { d.OpenUntilMs = d.IssuedAtMs }},
+		{"open period too long", "open_until_ms", func(d *Digest) { d.OpenUntilMs = d.IssuedAtMs + MaxOpenPeriod.Milliseconds() + 1 }},
+		{"closed and open", "closed", func(d *Digest) { d.Closed = true; d.Models[0].Free = 0 }},
+		{"closed yet free", "models[0]", func(d *Digest) { d.Closed, d.OpenUntilMs = true, 0 }},
+		{"closed yet cores free", "cpu", func(d *Digest) {
+			d.Closed, d.OpenUntilMs, d.Models[0].Free = true, 0, 0
+			d.CPU = &CPUOffer{Cores: 8, RAMMiB: 1024, FreeCores: 8, FloorMicro: 1}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := fixtureDigest(t, 2)
@@ -218,7 +271,9 @@ func TestDigestCapacity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	back.Floor = d.Floor // the expanded record has no calendar: its floor already is the window's
+	// The expanded record has no calendar: its floor already is the
+	// window's, and it names no end to the open period.
+	back.Floor, back.OpenUntilMs = d.Floor, d.OpenUntilMs
 	if !reflect.DeepEqual(back, d) {
 		t.Errorf("digest of the expansion %+v, want %+v", back, d)
 	}
@@ -242,6 +297,13 @@ func FuzzOpenDigest(f *testing.F) {
 	if invalid, err := attest.Seal(bad, key); err == nil {
 		f.Add(invalid)
 	}
+	closed := fixtureDigest(f, 2)
+	closed.OpenUntilMs, closed.Closed, closed.Models[0].Free = 0, true, 0
+	if raw, err := SealDigest(closed, key); err == nil {
+		f.Add(raw)
+	} else {
+		f.Fatal(err)
+	}
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		got, signer, err := OpenDigest(raw)
@@ -258,6 +320,9 @@ func FuzzOpenDigest(f *testing.F) {
 			t.Fatalf("accepted an invalid digest: %v", err)
 		}
 		_ = got.Shards()
+		if got.Closed && (got.TakesNow(&RFQ{}, time.UnixMilli(got.IssuedAtMs)) || !got.ClosedAt(time.UnixMilli(got.IssuedAtMs))) {
+			t.Fatal("a closed digest takes work")
+		}
 		if err := got.Capacity().Validate(); err != nil && len(got.Models) > 0 {
 			t.Fatalf("valid digest expands to an invalid record: %v", err)
 		}

@@ -62,6 +62,7 @@ func (d *Digest) Validate() error {
 	}
 	d.validateModels(&p)
 	validateCPUOffer(&p, d.CPU, d.Host)
+	d.validateCalendar(&p)
 	return messageErr(&p, DigestKind.Name)
 }
 
@@ -96,5 +97,28 @@ func (d *Digest) validateModels(p *problems) {
 	}
 	if total > MaxGPUs {
 		p.Addf("models", "%d GPUs in all, at most %d", total, MaxGPUs)
+	}
+}
+
+// validateCalendar checks the calendar fields: an open period ends after
+// the digest is issued and within MaxOpenPeriod, and a closed host offers
+// nothing.
+func (d *Digest) validateCalendar(p *problems) {
+	if u := d.OpenUntilMs; u != 0 && (u <= d.IssuedAtMs || u-d.IssuedAtMs > MaxOpenPeriod.Milliseconds()) {
+		p.Addf("open_until_ms", "%d not within (issued_at_ms, issued_at_ms + %d]", u, MaxOpenPeriod.Milliseconds())
+	}
+	if !d.Closed {
+		return
+	}
+	if d.OpenUntilMs != 0 {
+		p.Addf("closed", "a closed calendar has no open period to end")
+	}
+	for i, m := range d.Models {
+		if m.Free != 0 || m.Held != 0 {
+			p.Addf(fmt.Sprintf("models[%d]", i), "free %d, held %d while the calendar is closed", m.Free, m.Held)
+		}
+	}
+	if d.CPU != nil && (d.CPU.FreeCores != 0 || d.CPU.FreeRAMMiB != 0) {
+		p.Addf("cpu", "cores free while the calendar is closed")
 	}
 }

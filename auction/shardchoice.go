@@ -3,6 +3,7 @@ package auction
 import (
 	"cmp"
 	"slices"
+	"time"
 )
 
 // ShardOffer is one provider's digest as a renter's shard choice sees it:
@@ -22,7 +23,10 @@ const (
 )
 
 // ChooseShards returns the shards a renter publishes r on (RFQShards), with
-// the GPU shards of the offers that fit r (DigestFits) as the known shards:
+// the GPU shards of the offers that fit r (DigestFits) and whose calendar
+// lets them take it at now (Digest.TakesNow; a shard of hosts about to
+// close would draw no bid, and take its part of want_bids) as the known
+// shards:
 //
 //   - shards with a proven provider first, by their cheapest proven offer;
 //   - then at most MaxUnprovenShards shards only unproven providers back,
@@ -34,7 +38,7 @@ const (
 // So fresh keys claiming cheap GPUs of made-up families cannot pull an RFQ
 // off the shards where providers were seen to bid, nor split it over
 // topics nobody listens to.
-func ChooseShards(r *RFQ, offers []ShardOffer, heard func(Shard) bool) []Shard {
+func ChooseShards(r *RFQ, offers []ShardOffer, heard func(Shard) bool, now time.Time) []Shard {
 	type rank struct {
 		proven   bool
 		known    bool
@@ -44,7 +48,7 @@ func ChooseShards(r *RFQ, offers []ShardOffer, heard func(Shard) bool) []Shard {
 	ranks := map[Shard]*rank{}
 	for _, o := range offers {
 		price, _, ok := DigestFits(r, o.Digest)
-		if !ok {
+		if !ok || !o.Digest.TakesNow(r, now) {
 			continue
 		}
 		for _, s := range o.Digest.Shards() {

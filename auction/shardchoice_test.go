@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 )
 
 // shardDigest is a provider of one model on its family's shard.
@@ -44,15 +45,28 @@ func TestChooseShards(t *testing.T) {
 		{"too dear fits nowhere", []ShardOffer{{shardDigest("d", "a10-24gb", 9_000_000), true}}, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := ChooseShards(r, tc.offers, tc.heard); !slices.Equal(got, tc.want) {
+			if got := ChooseShards(r, tc.offers, tc.heard, fixedNow); !slices.Equal(got, tc.want) {
 				t.Fatalf("ChooseShards = %v, want %v", got, tc.want)
 			}
 		})
 	}
 	// A job naming a model goes to its family, and to known extensions only.
 	r.Resources.Models = []string{"a10"}
-	if got := ChooseShards(r, slices.Concat(sybils, honest), nil); !slices.Equal(got, []Shard{"gpu/a10"}) {
+	if got := ChooseShards(r, slices.Concat(sybils, honest), nil, fixedNow); !slices.Equal(got, []Shard{"gpu/a10"}) {
 		t.Fatalf("a10 job: %v", got)
+	}
+	// A shard whose only fitting host closes before the job would end is
+	// no shard for it.
+	r.Resources.Models = nil
+	r.Tier, r.ExpectedDurationSec = TierSilver, 7200
+	closing := shardDigest("c", "h100-80gb", 1_000_000)
+	closing.IssuedAtMs, closing.OpenUntilMs = fixedNow.UnixMilli(), fixedNow.Add(time.Hour).UnixMilli()
+	offers := append(slices.Clone(honest), ShardOffer{closing, true})
+	if got := ChooseShards(r, offers, nil, fixedNow); slices.Contains(got, "gpu/h100") {
+		t.Fatalf("a 2-hour job: %v, want no h100 shard (its host closes in an hour)", got)
+	}
+	if got := ChooseShards(r, offers, nil, fixedNow.Add(-2*time.Hour)); !slices.Contains(got, "gpu/h100") {
+		t.Fatalf("3 hours before the close: %v, want the h100 shard", got)
 	}
 }
 

@@ -137,8 +137,9 @@ type MarketConfig struct {
 	// network, not a service) re-run on a second provider whose output
 	// must match; 0: none.
 	CanaryRate float64 `toml:"canary_rate"`
-	// WantBids is how many bids an RFQ asks for (bounded bidding: the
-	// cheapest providers always bid, the others by lot, so an auction
+	// WantBids is how many bids an RFQ for a one-GPU job asks for, two
+	// more for each further GPU (auction.WantBidsFor; bounded bidding:
+	// the cheapest providers always bid, the others by lot, so an auction
 	// costs the same whatever the network's size).
 	WantBids int `toml:"want_bids"`
 	// MaxWait is how long this renter keeps auctioning a job for which

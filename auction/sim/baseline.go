@@ -30,6 +30,11 @@ var policies = map[string]func() policy{
 		np.MaxWait = 0
 		return newNodeMarket(np)
 	},
+	PolicyNodeCalendarBlind: func() policy {
+		m := newNodeMarket(DefaultNodePolicy())
+		m.calendarBlind = true
+		return m
+	},
 	PolicyPriceOnly:   func() policy { return newMarket(marketPriceOnly) },
 	PolicyBounded:     func() policy { m := newMarket(marketIdlegrid); m.bounded = true; return m },
 	PolicyLegacy:      func() policy { return newMarket(marketLegacy) },

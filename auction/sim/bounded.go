@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -75,14 +76,15 @@ func simPeerID(seed uint64, i int) (string, error) {
 }
 
 // digest is provider i's current digest, re-issued when its free GPUs
-// changed or the refresh timer ran out.
+// changed, its calendar opened or closed (the node's digest goes out
+// again within a minute), or the refresh timer ran out.
 func (v *bidView) digest(w *World, i int) (*auction.Digest, error) {
 	e := &v.entries[i]
 	p := w.provs[i]
-	if e.d != nil && e.free == p.free && w.now-e.at < digestRefresh {
+	now := w.nowTime()
+	if e.d != nil && e.free == p.free && w.now-e.at < digestRefresh && !calendarChanged(w, e.d, p, now) {
 		return e.d, nil
 	}
-	now := w.nowTime()
 	c := *p.cap
 	c.Peer = v.peerOf[i]
 	c.Reachability = auction.ReachPublic
@@ -97,17 +99,34 @@ func (v *bidView) digest(w *World, i int) (*auction.Digest, error) {
 	return d, nil
 }
 
-// bidders returns which of cands bid on rfq, which asks for wantBids
-// bids over all its shards, and how many providers the
+// calendarChanged reports whether p's calendar opened or closed since d.
+func calendarChanged(w *World, d *auction.Digest, p *provider, now time.Time) bool {
+	if !w.calendars {
+		return false
+	}
+	_, open := p.cap.WindowAt(now)
+	return d.ClosedAt(now) == open
+}
+
+// bidders returns which of cands bid on rfq, whose renter's
+// market.want_bids is wantBids (auction.RFQWantBids: more for more GPUs,
+// split over the RFQ's shards), and how many providers the
 // digests showed as feasible (the bids "everyone bids" would draw). With
 // verify, every provider also decides alone with auction.ShouldBid, and
-// any disagreement with auction.SelectBidders is an error.
-func (v *bidView) bidders(w *World, rfq *auction.RFQ, rfqID string, cands []*provider, wantBids int, verify bool) ([]*provider, int, error) {
+// any disagreement with auction.SelectBidders is an error. calendarBlind
+// is the rule before issue 27: blind to when calendars close (a digest
+// closed when issued still shows no free GPU), and want_bids the same for
+// every job.
+func (v *bidView) bidders(w *World, rfq *auction.RFQ, rfqID string, cands []*provider, wantBids int, verify, calendarBlind bool) ([]*provider, int, error) {
 	r := *rfq
 	if r.Runtime == "" {
 		r.Runtime = auction.RuntimeDocker // what Quote assumes for an empty one
 	}
 	rfq = &r
+	now := w.nowTime()
+	if calendarBlind {
+		now = time.Time{}
+	}
 	view := map[auction.Shard][]*auction.Digest{}
 	best := map[auction.Shard]uint64{}
 	for s, idx := range v.shards {
@@ -117,7 +136,7 @@ func (v *bidView) bidders(w *World, rfq *auction.RFQ, rfqID string, cands []*pro
 				return nil, 0, err
 			}
 			view[s] = append(view[s], d)
-			if price, _, ok := auction.DigestFitsOn(rfq, d, s); ok {
+			if price, _, ok := auction.DigestFitsOn(rfq, d, s); ok && d.TakesNow(rfq, now) {
 				if b, seen := best[s]; !seen || price < b {
 					best[s] = price
 				}
@@ -133,11 +152,14 @@ func (v *bidView) bidders(w *World, rfq *auction.RFQ, rfqID string, cands []*pro
 	if len(shards) == 0 {
 		return nil, 0, nil
 	}
-	r.WantBids = uint32((wantBids + len(shards) - 1) / len(shards))
+	r.WantBids = auction.RFQWantBids(wantBids, r.Resources.GPUs, 1, len(shards))
+	if calendarBlind {
+		r.WantBids = auction.RFQWantBids(wantBids, 1, 1, len(shards))
+	}
 	picked := map[int]bool{}
 	feasible := 0
 	for _, s := range shards {
-		in := auction.BidSelectInput{RFQ: &r, RFQID: rfqID, Shard: s, Digests: view[s]}
+		in := auction.BidSelectInput{RFQ: &r, RFQID: rfqID, Shard: s, Digests: view[s], Now: now}
 		sel := auction.SelectBidders(in)
 		feasible += sel.Feasible
 		for _, id := range append(slices.Clone(sel.Always), sel.Sampled...) {

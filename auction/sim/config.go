@@ -50,8 +50,15 @@ type Config struct {
 	CanaryRate     float64
 	ExclusionDelay time.Duration
 	// Calendars gives every provider a weekday calendar (8-20 UTC at
-	// 1.2x, Mon-Fri), so peak pricing and gap discounts take part.
+	// 1.2x, Mon-Fri), so peak pricing and gap discounts take part. Its
+	// windows abut: it never closes.
 	Calendars bool
+	// ClosingCalendars is the share of providers (drawn per seed) that
+	// rent their GPUs in idle time only: open IdleOpenHours a day from a
+	// seeded hour, closed the rest (they take the place of the weekday
+	// calendar). Their hosts refuse work that would outlast the open
+	// period, and bounded bidding must tell them from the others.
+	ClosingCalendars float64
 	// Pricing is the RFQ's pricing rule ("": first price).
 	Pricing auction.PricingRule
 	// Reputation is the renter's fold (zero: reputation.DefaultConfig
@@ -125,6 +132,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("sim: no nodes")
 	case c.FloorSpread < 0 || c.FloorSpread >= 1:
 		return fmt.Errorf("sim: floor spread %v: must be within 0..1", c.FloorSpread)
+	case c.ClosingCalendars < 0 || c.ClosingCalendars > 1:
+		return fmt.Errorf("sim: closing-calendar share %v: must be within 0..1", c.ClosingCalendars)
 	case c.FlakyShare < 0 || c.FlakyShare > 1 || c.FlakyFailProb < 0 || c.FlakyFailProb > 1:
 		return fmt.Errorf("sim: flaky share %v, fail probability %v: must be within 0..1", c.FlakyShare, c.FlakyFailProb)
 	case c.CheaterShare < 0 || c.CheaterShare > 1 || c.CheatRate < 0 || c.CheatRate > 1 || c.CanaryRate < 0 || c.CanaryRate > 1:

@@ -24,9 +24,12 @@ type policy interface {
 }
 
 // event kinds; at equal times, ends come first so freed GPUs are seen.
+// evOpen is the top of each hour while idle-time calendars
+// (Config.ClosingCalendars) open then: waiting jobs get another try.
 const (
 	evEnd = iota
 	evArrive
+	evOpen
 )
 
 type event struct {
@@ -85,6 +88,9 @@ func runReplay(cfg *Config, seed uint64, pol policy) (*replay, error) {
 	for _, j := range r.jobs {
 		r.push(event{at: j.arrival, kind: evArrive, job: j})
 	}
+	if cfg.ClosingCalendars > 0 {
+		r.push(event{at: 3600, kind: evOpen})
+	}
 	for r.ev.Len() > 0 {
 		e := heap.Pop(&r.ev).(event)
 		r.w.now = e.at
@@ -93,6 +99,10 @@ func runReplay(cfg *Config, seed uint64, pol policy) (*replay, error) {
 			r.enqueue(e.job)
 		case evEnd:
 			r.end(e.run)
+		case evOpen:
+			if r.ev.Len() > 0 || len(r.queue) > 0 {
+				r.push(event{at: e.at + 3600, kind: evOpen})
+			}
 		}
 		// Drain every event at this instant before matching, so that a
 		// burst of arrivals queues in trace order.

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/idlegrid/idlegrid/auction"
@@ -36,6 +37,8 @@ type market struct {
 	// is the node's defaults for the idlegrid-node row (node.go).
 	wantBids int
 	node     *NodePolicy
+	// calendarBlind: bounded bidding as before issue 27 (bounded.go).
+	calendarBlind bool
 }
 
 func newMarket(k marketKind) *market {
@@ -51,10 +54,43 @@ func newMarket(k marketKind) *market {
 	return m
 }
 
-// bidStats counts a market's RFQs and bids: Feasible is what the
+// bidStats counts a market's RFQs and bids: feasible is what the
 // providers' digests showed could serve each RFQ (for bounded bidding)
-// or the candidates asked (everyone bids).
-type bidStats struct{ rfqs, bids, feasible int }
+// or the candidates asked (everyone bids). Of the RFQs some host could
+// take (asked), starved drew no bid, and turnoutSum adds up each one's
+// bids over the bids it could have drawn, min(want_bids, such hosts),
+// at most 1.
+type bidStats struct {
+	rfqs, bids, feasible int
+	asked, starved       int
+	turnoutSum           float64
+}
+
+// turnout counts an RFQ that drew bids bids when takers hosts could take
+// its job and its renter wanted want.
+func (st *bidStats) turnout(bids, takers, want int) {
+	if takers == 0 {
+		return
+	}
+	st.asked++
+	if bids == 0 {
+		st.starved++
+	}
+	st.turnoutSum += min(1, float64(bids)/float64(min(takers, want)))
+}
+
+// wantFor is how many bids the renter wants for j: every host for
+// everyone-bids, else want_bids by the job's GPUs (auction.WantBidsFor;
+// the calendar-blind rule, the same for every job).
+func (m *market) wantFor(j *jobState) int {
+	switch {
+	case !m.bounded:
+		return math.MaxInt
+	case m.calendarBlind:
+		return auction.WantBidsFor(m.wantBids, 1)
+	}
+	return auction.WantBidsFor(m.wantBids, uint32(j.GPUs))
+}
 
 func (m *market) bidStats() bidStats { return m.stats }
 
@@ -93,16 +129,9 @@ func (m *market) place(w *World, j *jobState) ([]Take, error) {
 	} else if m.kind == marketIdlegrid {
 		prior = w.rep.Overall(now)
 	}
-	// The market signal is the busy share of every GPU that could serve
-	// this RFQ: a flexible job's scarcity is the whole pool's.
-	busy, total := 0, 0
-	for _, model := range j.allowed {
-		busy += w.busyByModel[model]
-		total += w.totalByModel[model]
-	}
-	util := float64(busy) / float64(max(total, 1))
+	util := w.utilization(j.allowed)
 	cands := w.candidates(j)
-	feasible := len(cands)
+	feasible, takers := len(cands), len(cands)
 	if m.bounded {
 		if m.view == nil {
 			v, err := newBidView(w)
@@ -112,7 +141,7 @@ func (m *market) place(w *World, j *jobState) ([]Take, error) {
 			m.view = v
 		}
 		var err error
-		if cands, feasible, err = m.view.bidders(w, rfq, rfqID, cands, m.wantBids, w.cfg.VerifyBidders); err != nil {
+		if cands, feasible, err = m.view.bidders(w, rfq, rfqID, cands, m.wantBids, w.cfg.VerifyBidders, m.calendarBlind); err != nil {
 			return nil, err
 		}
 	}
@@ -135,6 +164,7 @@ func (m *market) place(w *World, j *jobState) ([]Take, error) {
 			m.rep[p.cap.Peer] = w.rep.ScoreWithPrior(p.cap.Peer, now, prior)
 		}
 	}
+	m.stats.turnout(len(m.bids), takers, m.wantFor(j))
 	if len(m.bids) == 0 {
 		return nil, nil
 	}
@@ -180,4 +210,29 @@ func (w *World) indexStats(tier auction.Tier) []auction.PriceStat {
 		stats = append(stats, auction.PriceStat{Model: model, Tier: tier, Awards: 1, GPUs: 1, MedianMicro: uint64(v)})
 	}
 	return stats
+}
+
+// utilization is the market signal: the busy share of every GPU for rent
+// now that could serve a job accepting models (a flexible job's scarcity
+// is the whole pool's). A host outside its calendar counts for nothing,
+// as auction.Digest.Load counts it for the node's signal: its GPUs are
+// neither busy nor idle.
+func (w *World) utilization(models []string) float64 {
+	busy, total := 0, 0
+	now := w.nowTime()
+	for _, model := range models {
+		if !w.calendars {
+			busy += w.busyByModel[model]
+			total += w.totalByModel[model]
+			continue
+		}
+		for _, i := range w.byModel[model] {
+			p := w.provs[i]
+			if _, open := p.cap.WindowAt(now); open {
+				busy += len(p.cap.GPUs) - p.free
+				total += len(p.cap.GPUs)
+			}
+		}
+	}
+	return float64(busy) / float64(max(total, 1))
 }

@@ -49,8 +49,16 @@ type Metrics struct {
 	Bids           int     `json:"bids,omitempty"`
 	BidsPerRFQ     float64 `json:"bids_per_rfq,omitempty"`
 	FeasiblePerRFQ float64 `json:"feasible_per_rfq,omitempty"`
-	Leases         int     `json:"leases"`
-	Failures       int     `json:"failed_runs"`
+	// Of the RFQs some host could take then (free GPUs the job accepts,
+	// a calendar that lets it), Turnout is the mean of each one's bids
+	// over the bids it could have drawn, min(want_bids, such hosts), at
+	// most 1, and StarvedShare the share that drew no bid: bounded
+	// bidding asked hosts that refused. Everyone-bids rows fall short of
+	// 1 only where hosts refused for their own reasons (price).
+	Turnout      float64 `json:"turnout,omitempty"`
+	StarvedShare float64 `json:"starved_share,omitempty"`
+	Leases       int     `json:"leases"`
+	Failures     int     `json:"failed_runs"`
 	// Cheating (cheat.go): the cheaters and how many a canary caught;
 	// of the completed jobs, the share whose run had a cheater, the share
 	// that returned a wrong result and the share of wrong results the
@@ -104,6 +112,10 @@ func (r *replay) measure(name string) Metrics {
 		if st.rfqs > 0 {
 			m.BidsPerRFQ = float64(st.bids) / float64(st.rfqs)
 			m.FeasiblePerRFQ = float64(st.feasible) / float64(st.rfqs)
+		}
+		if st.asked > 0 {
+			m.Turnout = st.turnoutSum / float64(st.asked)
+			m.StarvedShare = float64(st.starved) / float64(st.asked)
 		}
 	}
 	m.CostUSD = paid

@@ -21,6 +21,11 @@ const (
 	PolicyNodeNoWait = "idlegrid-node-nowait"
 )
 
+// PolicyNodeCalendarBlind is the node's defaults with bounded bidding as
+// it was before it knew calendars (issue 27): providers about to close
+// fill the always-bid prefix, and want_bids is the same for every job.
+const PolicyNodeCalendarBlind = "idlegrid-node-calblind"
+
 // NodePolicy is the market a default node runs: the renter's matching
 // inputs, the providers' pricing and what the renter does with a job
 // whose auction finds no plan.

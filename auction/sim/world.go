@@ -98,6 +98,8 @@ type World struct {
 	// index is each model's price index: an exponential moving average
 	// of cleared prices (0 until the first award).
 	index map[string]float64
+	// calendars: some provider has a calendar.
+	calendars bool
 }
 
 func newWorld(cfg *Config, seed uint64) *World {
@@ -124,6 +126,7 @@ func newWorld(cfg *Config, seed uint64) *World {
 	}
 	flakyRng := rand.New(rand.NewPCG(seed, 0xf1a))
 	cheatRng := rand.New(rand.NewPCG(seed, 0xc4ea7))
+	calRng := rand.New(rand.NewPCG(seed, 0xca1))
 	for i, nd := range nodes {
 		ref := float64(cfg.Prices.Price(nd.Model))
 		silver := ref * (1 + cfg.FloorSpread*(2*rng.Float64()-1))
@@ -145,11 +148,18 @@ func newWorld(cfg *Config, seed uint64) *World {
 			c.GPUs = append(c.GPUs, auction.GPU{Index: uint32(g), UUID: uuid, Model: nd.Model, VRAMMiB: 16 << 10, ComputeCap: "8.0", Free: true})
 			p.uuid[uuid] = g
 		}
-		if cfg.Calendars {
+		closing, opens := calRng.Float64() < cfg.ClosingCalendars, calRng.IntN(24)
+		switch {
+		case closing:
+			c.Calendar = idleCalendar(opens)
+		case cfg.Calendars:
 			c.Calendar = weekdayCalendar()
+		}
+		if len(c.Calendar) > 0 {
 			p.minPriceFactor = 1 - min(max(cfg.Bid.GapDiscount, 0), 1)
 		}
 		p.cap = c
+		w.calendars = w.calendars || len(c.Calendar) > 0
 		w.provs = append(w.provs, p)
 		w.byModel[nd.Model] = append(w.byModel[nd.Model], i)
 		w.freeByModel[nd.Model] += nd.GPUs
@@ -180,6 +190,24 @@ func weekdayCalendar() []auction.Window {
 	return cal
 }
 
+// IdleOpenHours is how long an idle-time host's calendar
+// (Config.ClosingCalendars) is open each day.
+const IdleOpenHours = 8
+
+// idleCalendar is open IdleOpenHours every day from opens:00 UTC, at 1.0x;
+// a period that crosses midnight is two abutting windows.
+func idleCalendar(opens int) []auction.Window {
+	var cal []auction.Window
+	start, end := uint16(opens*60), uint16((opens+IdleOpenHours)*60)
+	for d := time.Sunday; d <= time.Saturday; d++ {
+		if end > 1440 {
+			cal = append(cal, auction.Window{Day: d, StartMin: 0, EndMin: end - 1440, FactorPermille: 1000})
+		}
+		cal = append(cal, auction.Window{Day: d, StartMin: start, EndMin: min(end, 1440), FactorPermille: 1000})
+	}
+	return cal
+}
+
 // newJobs scales and annotates the trace's jobs for this world.
 func (w *World) newJobs() []*jobState {
 	out := make([]*jobState, 0, len(w.cfg.Jobs))
@@ -203,9 +231,16 @@ func (w *World) newJobs() []*jobState {
 	return out
 }
 
-// freeFor counts the free GPUs j may use.
+// freeFor counts the free GPUs j may use: with calendars, only on hosts
+// that can take it now (candidates), as a renter's market view shows them.
 func (w *World) freeFor(j *jobState) int {
 	n := 0
+	if w.calendars {
+		for _, p := range w.candidates(j) {
+			n += p.free
+		}
+		return n
+	}
 	for _, m := range j.allowed {
 		n += w.freeByModel[m]
 	}
@@ -213,13 +248,19 @@ func (w *World) freeFor(j *jobState) int {
 }
 
 // candidates lists providers with free GPUs j may use, by index: not
-// excluded by a wrong-result proof, nor one j avoids.
+// excluded by a wrong-result proof, nor one j avoids, and whose calendar
+// lets them take j now as their Quote would judge it (open, and open
+// until the job ends; for bronze, for the notice), so the baselines, too,
+// place only where a host takes work.
 func (w *World) candidates(j *jobState) []*provider {
 	var out []*provider
+	now := w.nowTime()
+	rfq := &auction.RFQ{Tier: j.Tier, ExpectedDurationSec: uint64(j.DurationSec)}
 	for _, m := range j.allowed {
 		for _, i := range w.byModel[m] {
 			p := w.provs[i]
-			if p.free > 0 && !p.excluded(w.now) && !slices.Contains(j.avoid, i) {
+			if p.free > 0 && !p.excluded(w.now) && !slices.Contains(j.avoid, i) &&
+				(!w.calendars || p.cap.CalendarAdmits(rfq, now, w.cfg.Bid.NoticeSec)) {
 				out = append(out, w.provs[i])
 			}
 		}

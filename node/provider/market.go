@@ -56,7 +56,9 @@ func (m *marketView) shards() []auction.Shard {
 // whom to expect. A provider decides on its own live state (its gossiped
 // digest may be a second old), and one the digests cannot show fit (it
 // would preempt bronze work, or it does not know its shard yet) bids:
-// an extra bid costs little, a missing one can leave a job unfilled.
+// an extra bid costs little, a missing one can leave a job unfilled. One
+// whose calendar will not let it take the job now is not selected: its
+// Quote would refuse anyway.
 func (m *marketView) selected(rfq *auction.RFQ, rfqID, topic string) bool {
 	st, err := auction.ParseShardTopic(topic)
 	if err != nil || st.Kind != auction.ShardTopicRFQ || m.shardView == nil {
@@ -75,9 +77,9 @@ func (m *marketView) selected(rfq *auction.RFQ, rfqID, topic string) bool {
 			view = append(view, d)
 		}
 	}
-	ok, sel := auction.ShouldBid(auction.BidSelectInput{RFQ: rfq, RFQID: rfqID, Shard: st.Shard, Digests: view}, m.self)
+	ok, sel := auction.ShouldBid(auction.BidSelectInput{RFQ: rfq, RFQID: rfqID, Shard: st.Shard, Digests: view, Now: m.now()}, m.self)
 	if !ok {
-		m.log.Debug("not selected to bid", "rfq", lease.Short(rfqID), "feasible", sel.Feasible, "p", sel.Probability)
+		m.log.Debug("not selected to bid", "rfq", lease.Short(rfqID), "feasible", sel.Feasible, "closing", sel.Closing, "p", sel.Probability)
 	}
 	return ok
 }
@@ -99,7 +101,8 @@ const (
 )
 
 // signal is what the bidder's scarcity pricing follows: the busy share of
-// the GPUs in the RFQ's shards, as the digests show it, capped at the
+// the GPUs in the RFQ's shards, as the digests show it (hosts outside
+// their calendar count for nothing, auction.Digest.Load), capped at the
 // price index (the median cleared price for the family and tier). It is
 // never nil: with no view yet the market counts as slack, so a provider
 // never marks up on its own host's load alone.
@@ -108,7 +111,8 @@ func (m *marketView) signal(rfq *auction.RFQ) *auction.MarketSignal {
 	if m.shardView == nil {
 		return sig
 	}
-	var total, busy float64
+	now := m.now()
+	var total, busy int
 	families := map[string]bool{}
 	for _, s := range m.shards() {
 		if !auction.RFQOnShard(rfq, s) {
@@ -116,19 +120,14 @@ func (m *marketView) signal(rfq *auction.RFQ) *auction.MarketSignal {
 		}
 		families[s.Family()] = true
 		for _, d := range m.shardView(s) {
-			for _, dm := range d.Models {
-				if auction.GPUFamily(dm.Model) != s.Family() {
-					continue
-				}
-				total += float64(dm.Total)
-				busy += float64(dm.Total - dm.Free - dm.Held)
-			}
+			b, n := d.Load(s.Family(), now)
+			busy, total = busy+b, total+n
 		}
 	}
 	if total > 0 {
-		sig.Utilization = busy / total
+		sig.Utilization = float64(busy) / float64(total)
 	}
-	sig.IndexMicro = m.index.median(m.now(), families, rfq.Tier)
+	sig.IndexMicro = m.index.median(now, families, rfq.Tier)
 	return sig
 }
 

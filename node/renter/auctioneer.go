@@ -108,9 +108,10 @@ func (au *auctioneer) runOnce(ctx context.Context, jobID string, spec *auction.J
 		}
 	}
 	shards := au.shardsFor(ctx, rfq)
-	// Each replica of a batch job needs its own bid from an independent
-	// host (and a lost one's re-auction gets bids from the others' too).
-	rfq.WantBids = wantPerShard(au.wantBids*want.total, len(shards))
+	// A job of many GPUs wants more bids than one of a single GPU, and
+	// each replica of a batch job needs its own from an independent host
+	// (a lost one's re-auction gets bids from the others' too).
+	rfq.WantBids = auction.RFQWantBids(au.wantBids, rfq.Resources.GPUs, want.total, len(shards))
 	if everyone || (au.silence != nil && au.silence.everyone(shards, au.now())) {
 		everyone = true
 		rfq.WantBids = auction.EveryoneBids

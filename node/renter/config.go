@@ -37,8 +37,9 @@ type Config struct {
 	// re-auctioned when Reauction is on); 0: only past the lease's end
 	// (market.provider_timeout).
 	ProviderTimeout time.Duration
-	// WantBids is how many bids an RFQ asks for, over all its shards
-	// (market.want_bids; 0: auction.DefaultWantBids).
+	// WantBids is how many bids an RFQ for a one-GPU job asks for, over
+	// all its shards (market.want_bids; 0: auction.DefaultWantBids); a job
+	// of more GPUs asks more (auction.WantBidsFor).
 	WantBids int
 	// MaxWait is how long a job with no plan is auctioned again, from its
 	// submission (market.max_wait; auctioneer_wait.go); 0: unfilled at

@@ -38,14 +38,6 @@ func (au *auctioneer) shardsFor(ctx context.Context, rfq *auction.RFQ) []auction
 	}
 }
 
-// wantPerShard splits the bids the renter wants over the shards it asks.
-func wantPerShard(want, shards int) uint32 {
-	if shards < 1 {
-		shards = 1
-	}
-	return uint32(max(1, min((want+shards-1)/shards, auction.MaxWantBids)))
-}
-
 // publish sends a sealed RFQ to each shard's topic at once, waiting
 // (bounded) for a subscriber of each so a fresh renter does not publish
 // into the void; a shard that had no subscriber last time gets a short

@@ -246,7 +246,7 @@ func (t *Trust) ShardsFor(r *auction.RFQ) []auction.Shard {
 		}
 	}
 	heard := func(s auction.Shard) bool { return len(t.p2p.ListTopicPeers(s.RFQTopic())) > 0 }
-	return auction.ChooseShards(r, offers, heard)
+	return auction.ChooseShards(r, offers, heard, now)
 }
 
 // ExpectedBidders are the providers that, by the shared selection rule,
@@ -263,7 +263,7 @@ func (t *Trust) ExpectedBidders(r *auction.RFQ, rfqID string, shards []auction.S
 		if !t.settled(s) {
 			return nil // not known yet: the window runs its full length
 		}
-		in := auction.BidSelectInput{RFQ: r, RFQID: rfqID, Shard: s}
+		in := auction.BidSelectInput{RFQ: r, RFQID: rfqID, Shard: s, Now: now}
 		for _, d := range t.digests.Digests(s, now) {
 			ev := t.evidence(d.Peer, false)
 			switch {

@@ -374,6 +374,50 @@ func TestExpectedBiddersAndSilence(t *testing.T) {
 	}
 }
 
+// TestExpectedBiddersLeaveOutClosingHosts: a provider whose digest says
+// its calendar closes before the renter's notice would run out would
+// refuse the quote, so the renter does not expect it; it does for a job
+// whose notice fits.
+func TestExpectedBiddersLeaveOutClosingHosts(t *testing.T) {
+	peers := roomtest.Peers(t, 1)
+	tr := newTrust(t, peers[0])
+	recs := fakeRecords(tr)
+	clock := peers[0].Clock
+	now := clock.Now()
+	// Provider 0 is open from midnight until 30 minutes from now (until
+	// midnight, just before it).
+	midnight := now.UTC().Truncate(24 * time.Hour)
+	closes := now.UTC().Add(30 * time.Minute).Truncate(time.Minute)
+	if next := midnight.Add(24 * time.Hour); closes.After(next) {
+		closes = next
+	}
+	var ids []string
+	for i := range 3 {
+		sk, id := provider(t, recs, now)
+		c := testCapacity(sk, now)
+		if i == 0 {
+			end := uint16(closes.Sub(midnight) / time.Minute)
+			c.Calendar = []auction.Window{{Day: now.UTC().Weekday(), StartMin: 0, EndMin: end, FactorPermille: 1000}}
+		}
+		offer(t, tr, id, sealDigestOf(t, sk, c, now, 1))
+		ids = append(ids, id.String())
+	}
+	drainChecks(t, tr)
+	clock.Advance(settleFor)
+	r := &auction.RFQ{
+		Resources: auction.Resources{GPUs: 1}, Runtime: "wasm", Tier: auction.TierBronze, MaxPriceMicro: 5_000_000,
+		ExpectedDurationSec: 60, MaxDurationSec: 60, WantBids: 16, BidWindowMs: 1000, MinNoticeSec: 3600,
+	}
+	shards := []auction.Shard{auction.GPUShard("a10")}
+	if got := tr.ExpectedBidders(r, "rfq-long-notice", shards); got[ids[0]] || !got[ids[1]] || !got[ids[2]] {
+		t.Fatalf("an hour's notice: expected %v; want the two open hosts, not %s", got, ids[0])
+	}
+	r.MinNoticeSec = 60
+	if got := tr.ExpectedBidders(r, "rfq-short-notice", shards); !got[ids[0]] && closes.Sub(clock.Now()) > 2*time.Minute {
+		t.Fatalf("a minute's notice: expected %v; want %s too", got, ids[0])
+	}
+}
+
 // TestShardsForIgnoresUnbackedFamilies: digests held unchecked, however
 // cheap, route no RFQ; backed ones do.
 func TestShardsForIgnoresUnbackedFamilies(t *testing.T) {

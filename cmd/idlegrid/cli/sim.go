@@ -43,7 +43,7 @@ type simFlags struct {
 	traces, jobs, format, nodes, prices string
 	offset, limit, providers            int
 	poolScale, timeScale                float64
-	flaky, flakyFail, spread            float64
+	flaky, flakyFail, spread, closing   float64
 	cheaters, cheatRate, canaryRate     float64
 	maxWait, exclusionDelay             time.Duration
 	calendars, asJSON, perSeed          bool
@@ -93,6 +93,7 @@ func newSimCmd(g *globals) *cobra.Command {
 	f.maxWait = 24 * time.Hour
 	fl.Var((*durationValue)(&f.maxWait), "max-wait", "how long a job waits before it counts as unplaced, e.g. 24h or 2d")
 	fl.BoolVar(&f.calendars, "calendars", false, "give providers weekday peak calendars")
+	fl.Float64Var(&f.closing, "closing-calendars", 0, fmt.Sprintf("share of providers open only %d hours a day, from a random hour (idle-time hosts)", sim.IdleOpenHours))
 	fl.StringVar(&f.pricing, "pricing", "first", "RFQ pricing: first or second")
 	fl.StringVar(&f.seeds, "seeds", "1,2,3,4,5", "comma-separated seeds")
 	fl.StringVar(&f.policies, "policies", "", "comma-separated policies (default all: "+strings.Join(sim.AllPolicies(), ",")+")")
@@ -153,7 +154,8 @@ func runSim(out io.Writer, f simFlags) error {
 		Jobs: sim.Window(jobs, f.offset, f.limit), Nodes: nodes, Prices: prices,
 		Providers: f.providers, PoolScale: f.poolScale, TimeScale: f.timeScale,
 		FloorSpread: f.spread, FlakyShare: f.flaky, FlakyFailProb: f.flakyFail, MaxWait: f.maxWait, Calendars: f.calendars,
-		CheaterShare: f.cheaters, CheatRate: f.cheatRate, CanaryRate: f.canaryRate, ExclusionDelay: f.exclusionDelay,
+		ClosingCalendars: f.closing,
+		CheaterShare:     f.cheaters, CheatRate: f.cheatRate, CanaryRate: f.canaryRate, ExclusionDelay: f.exclusionDelay,
 	}
 	var err error
 	if cfg.Pricing, err = sim.ParsePricing(f.pricing); err != nil {

@@ -1,0 +1,115 @@
+package provider
+
+import (
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/idlegrid/idlegrid/auction"
+)
+
+// marketNow is a Monday noon: calendars below close relative to it.
+var marketNow = time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+
+// marketHost is a one-A10 host with silver floor floorMicro whose calendar
+// closes closeIn after marketNow (0: no calendar).
+func marketHost(t *testing.T, floorMicro uint64, closeIn time.Duration) *auction.Capacity {
+	t.Helper()
+	sk, _, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := peer.IDFromPrivateKey(sk)
+	c := &auction.Capacity{
+		V: auction.CapacityVersion, Peer: id.String(), Seq: 1,
+		IssuedAtMs: marketNow.UnixMilli(), ExpiresAtMs: marketNow.Add(time.Hour).UnixMilli(),
+		Host: auction.Host{CPUCores: 8, RAMMiB: 32 << 10, DiskGiB: 100}, Region: auction.Region{Country: "de"},
+		Reachability: auction.ReachPublic, Runtimes: []string{auction.RuntimeDocker},
+		Floor: auction.FloorPrice{Silver: floorMicro}, Policy: auction.Policy{Tiers: []auction.Tier{auction.TierSilver}},
+		GPUs: []auction.GPU{{UUID: "GPU-" + id.String(), Model: "a10-24gb", VRAMMiB: 24 << 10, ComputeCap: "8.6", Free: true}},
+	}
+	if closeIn > 0 {
+		end := marketNow.Add(closeIn)
+		c.Calendar = []auction.Window{{Day: time.Monday, StartMin: 0, EndMin: uint16(end.Hour()*60 + end.Minute()), FactorPermille: 1000}}
+	}
+	return c
+}
+
+func marketDigest(t *testing.T, c *auction.Capacity, at time.Time) *auction.Digest {
+	t.Helper()
+	d, err := auction.NewDigest(auction.DigestInput{Capacity: c, Seq: 1, Now: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// marketViewOf is self's market view over a shard holding others.
+func marketViewOf(self *auction.Capacity, others []*auction.Digest) *marketView {
+	return newMarketView(marketDeps{
+		self: self.Peer, log: slog.New(slog.DiscardHandler), now: func() time.Time { return marketNow }, ttl: time.Minute,
+		capacity:  func(uint64) (*auction.Capacity, error) { return self, nil },
+		firmHeld:  func() map[string]bool { return nil },
+		shardView: func(auction.Shard) []*auction.Digest { return others },
+	})
+}
+
+// TestSelectedPassesOverClosingHosts: twenty cheaper hosts close in half
+// an hour, too soon for a two-hour job; an open host dearer than all of
+// them is in the cheapest prefix of those that can take the job, so it
+// bids on every RFQ.
+func TestSelectedPassesOverClosingHosts(t *testing.T) {
+	var others []*auction.Digest
+	for i := range 20 {
+		others = append(others, marketDigest(t, marketHost(t, 1_000_000+uint64(i)*1000, 30*time.Minute), marketNow))
+	}
+	m := marketViewOf(marketHost(t, 3_000_000, 0), others)
+	rfq := &auction.RFQ{
+		Resources: auction.Resources{GPUs: 1, Models: []string{"a10"}}, Runtime: auction.RuntimeDocker,
+		Tier: auction.TierSilver, MaxPriceMicro: 5_000_000, ExpectedDurationSec: 7200, MaxDurationSec: 7200, WantBids: 2,
+	}
+	topic := auction.GPUShard("a10").RFQTopic()
+	for i := range 20 {
+		if !m.selected(rfq, fmt.Sprint("rfq-", i), topic) {
+			t.Fatalf("rfq-%d: the only host that can take the job was not selected", i)
+		}
+	}
+	// A closing host is not selected for a job it would refuse.
+	closing := marketViewOf(marketHost(t, 500_000, 30*time.Minute), others)
+	if closing.selected(rfq, "rfq-0", topic) {
+		t.Error("a host closing in 30 minutes selected itself for a 2-hour job")
+	}
+}
+
+// TestSignalLeavesClosedHostsOut: the scarcity signal is the busy share of
+// the GPUs for rent. Of five hosts three are outside their calendar (two
+// said so, one's open period ended since its digest), one is leased and
+// one free: half the GPUs for rent are busy (before, closed hosts counted
+// as busy: 3 of 5).
+func TestSignalLeavesClosedHostsOut(t *testing.T) {
+	leased := marketHost(t, 1_000_000, 0)
+	leased.GPUs[0].Free, leased.GPUs[0].LeaseID = false, "lease"
+	closedHost := func() *auction.Capacity {
+		c := marketHost(t, 1_000_000, time.Hour)
+		c.Calendar[0].StartMin, c.Calendar[0].EndMin = 13*60, 14*60 // Monday 13:00-14:00: closed at noon
+		return c
+	}
+	ended := marketHost(t, 1_000_000, 30*time.Minute)
+	others := []*auction.Digest{
+		marketDigest(t, leased, marketNow),
+		marketDigest(t, marketHost(t, 1_000_000, 0), marketNow),
+		marketDigest(t, closedHost(), marketNow),
+		marketDigest(t, closedHost(), marketNow),
+		marketDigest(t, ended, marketNow.Add(-time.Hour)), // issued open, closed since 12:30
+	}
+	m := marketViewOf(marketHost(t, 1_000_000, 0), others)
+	m.now = func() time.Time { return marketNow.Add(45 * time.Minute) }
+	rfq := &auction.RFQ{Resources: auction.Resources{GPUs: 1, Models: []string{"a10"}}, Tier: auction.TierSilver}
+	if u := m.signal(rfq).Utilization; u != 0.5 {
+		t.Errorf("utilization %.2f, want 0.50 (1 busy of the 2 GPUs for rent)", u)
+	}
+}
