@@ -82,6 +82,9 @@ type JobSpec struct {
 	Pricing        string   `yaml:"pricing,omitempty"`  // first or second
 	Egress         bool     `yaml:"egress,omitempty"`
 	MinNotice      string   `yaml:"min_notice,omitempty"` // bronze only
+	// MaxWait is how long the renter auctions again while no auction
+	// finds a plan (jobspec_wait.go); renter-side, like Replicas.
+	MaxWait string `yaml:"max_wait,omitempty"`
 	// Replicas is how many distinct providers run the job (jobspec_replicas.go).
 	Replicas int `yaml:"replicas,omitempty"`
 	// Verifier is the CID of a WASM module that judges replicas' differing
@@ -117,7 +120,7 @@ type JobSpec struct {
 var jobSpecFields = []string{
 	"name", "runtime", "image", "module", "command", "env", "model", "model_size", "gpus", "gpu", "vram", "cc", "cpu",
 	"ram", "disk", "tier", "max_price", "min_reliability", "region", "near", "max_rtt", "duration",
-	"max_duration", "start_by", "bid_window", "datasets", "pricing", "egress", "min_notice",
+	"max_duration", "start_by", "max_wait", "bid_window", "datasets", "pricing", "egress", "min_notice",
 	"replicas", "verifier", "replica_regions", "min_replicas", "max_replicas", "scale_in_flight", "scale_window", "max_usd_per_mtok", "kind", "ports", "health", "health_interval", "health_threshold", "forward_peers", "reauction_unhealthy",
 }
 
@@ -235,6 +238,8 @@ func (s *JobSpec) set(field, v string) error {
 			s.Env = map[string]string{}
 		}
 		s.Env[k] = val
+	case "max_wait":
+		s.MaxWait = v
 	case "replicas":
 		return s.setReplicas(v)
 	case "verifier":

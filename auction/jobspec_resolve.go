@@ -57,6 +57,7 @@ func (s *JobSpec) resolve(sp *specProblems) *jobSpecCanon {
 	s.resolveTimes(sp, c)
 	s.resolveService(sp, c)
 	s.resolveReplicas(sp)
+	s.resolveMaxWait(sp)
 	s.resolveReplicaRegions(sp)
 	s.resolveVerifier(sp)
 	s.resolveScale(sp)

@@ -161,8 +161,19 @@ func TestNewcomer(t *testing.T) {
 			{[]string{"--gpu", "h100", "--max-price", "0.01"}, "the cheapest asks $2.4900 per GPU-hour for silver and your cap is $0.0100"},
 			{[]string{"--gpu", "h100", "--max-price", "3", "--region", "us"}, "none in region us (they are in de)"},
 		} {
-			if out := submit(t, tc.args...); !strings.Contains(out, tc.want) {
-				t.Errorf("job submit %v: want %q:\n%s", tc.args, tc.want, out)
+			// --max-wait 0s: unfilled at the first auction, as the reader
+			// who wants an answer now would ask.
+			args := append(tc.args, "--max-wait", "0s")
+			if out := submit(t, args...); !strings.Contains(out, tc.want) {
+				t.Errorf("job submit %v: want %q:\n%s", args, tc.want, out)
+			}
+		}
+		// Without it the job waits for a plan, saying why, until its
+		// max_wait, then says how long it waited.
+		out := submit(t, "--gpu", "t4", "--max-price", "3", "--max-wait", "10s")
+		for _, want := range []string{"no plan yet (no provider offers t4", "auctioning again in", "(its max_wait 10s)"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("job submit --max-wait 10s: want %q:\n%s", want, out)
 			}
 		}
 	})

@@ -15,8 +15,8 @@ import (
 // Waiting for a plan. A job whose auction found no plan (no bid, or none
 // the renter could take) is not unfilled at once: GPUs busy now free up,
 // and providers join. The renter auctions it again until its wait ends:
-// market.max_wait after its submission, or its start_by when the spec
-// sets one. A job that waited in vain ends unfilled with the last
+// market.max_wait after its submission, or the spec's start_by or
+// max_wait when it sets one. A job that waited in vain ends unfilled with the last
 // auction's reason and how long it waited. Work auctioned again after a
 // preemption or a lost provider waits market.max_wait from then, at least
 // ReauctionMinWait; a replicated service's slot keeps trying as long as
@@ -75,8 +75,8 @@ func newPacedWait(now time.Time, why string) *waitState {
 // waitFor is how long the job may wait for a plan. Its first auction
 // (round 0) waits from the job's submission until its start_by (an RFC
 // 3339 time, or a duration from submission) when the spec sets one, else
-// for market.max_wait; a re-auction waits from now for market.max_wait,
-// at least ReauctionMinWait.
+// for its max_wait, else for market.max_wait; a re-auction waits from now
+// for market.max_wait, at least ReauctionMinWait.
 func (au *auctioneer) waitFor(jobID string, spec *auction.JobSpec, round int) *waitState {
 	w := &waitState{since: au.now()}
 	switch {
@@ -88,12 +88,16 @@ func (au *auctioneer) waitFor(jobID string, spec *auction.JobSpec, round int) *w
 	if j, err := au.jobs.db.GetJob(jobID); err == nil && j.CreatedAtMs != 0 {
 		w.since = time.UnixMilli(j.CreatedAtMs)
 	}
-	switch at, d, ok := startBy(spec); {
-	case ok && !at.IsZero():
+	at, d, hasStartBy := startBy(spec)
+	maxWait, hasMaxWait := spec.MaxWaitFor()
+	switch {
+	case hasStartBy && !at.IsZero():
 		w.deadline, w.why, w.startBy = at, "its start_by "+at.UTC().Format(time.RFC3339), true
-	case ok:
+	case hasStartBy:
 		w.deadline, w.why, w.startBy = w.since.Add(d), "its start_by "+d.String(), true
-	case au.maxWait > 0:
+	case hasMaxWait && maxWait > 0:
+		w.deadline, w.why = w.since.Add(maxWait), "its max_wait "+maxWait.String()
+	case !hasMaxWait && au.maxWait > 0:
 		w.deadline, w.why = w.since.Add(au.maxWait), "market.max_wait "+au.maxWait.String()
 	}
 	return w

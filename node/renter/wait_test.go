@@ -180,3 +180,29 @@ func TestReauctionWaits(t *testing.T) {
 		t.Fatal("a paced wait ended, or slept: its caller spaces the tries")
 	}
 }
+
+// TestSpecMaxWaitWins: a spec's max_wait replaces market.max_wait, 0s
+// ending the job at its first auction; start_by wins over both.
+func TestSpecMaxWaitWins(t *testing.T) {
+	r, _, _ := newRenterWith(t, 0, func(c *Config) { c.MaxWait = time.Hour })
+	now := r.now()
+	for _, c := range []struct {
+		extra string
+		want  time.Duration // 0: no wait
+	}{
+		{"", time.Hour}, {"max_wait: 2h\n", 2 * time.Hour}, {"max_wait: 0s\n", 0},
+		{"max_wait: 2h\nstart_by: 30m\n", 30 * time.Minute},
+	} {
+		spec, err := auction.ParseJobSpec(fmt.Appendf(nil, "module: %s\ngpus: 1\nmax_price: 1\nduration: 1h\n%s", testModule, c.extra))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := r.auctioneer.waitFor("no-such-job", spec, 0)
+		if got := w.deadline.Sub(now); !w.deadline.IsZero() && got != c.want || w.deadline.IsZero() && c.want != 0 {
+			t.Errorf("%q: waits %s (deadline %v), want %s", c.extra, got, w.deadline, c.want)
+		}
+	}
+	if _, err := auction.ParseJobSpec(fmt.Appendf(nil, "module: %s\ngpus: 1\nmax_price: 1\nduration: 1h\nmax_wait: -1s\n", testModule)); err == nil || !strings.Contains(err.Error(), "max_wait") {
+		t.Errorf("a negative max_wait: %v, want an error naming max_wait", err)
+	}
+}

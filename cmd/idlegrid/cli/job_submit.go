@@ -47,6 +47,7 @@ var specFlags = []specFlag{
 	{"duration", "duration", "string", "expected run time, e.g. 2h or 30s, at most 8784h (required)"},
 	{"max-duration", "max_duration", "string", "hard time limit, at least --duration (default 2 x --duration)"},
 	{"start-by", "start_by", "string", "latest start: RFC 3339 time or a duration from now, e.g. 30m (default no deadline)"},
+	{"max-wait", "max_wait", "string", "how long your node keeps auctioning while no auction finds a plan, from submission, e.g. 2h; 0s: unfilled at once (default the node's market.max_wait, 24h)"},
 	{"bid-window", "bid_window", "string", "how long the auction collects bids, 50ms to 1m (default 500ms)"},
 	{"dataset", "datasets", "list", "dataset CIDs the job reads (default none)"},
 	{"model", "model", "string", "the model it serves: the weights' CID or NAME@sha256:<64 hex>; providers holding it are preferred (default none)"},
