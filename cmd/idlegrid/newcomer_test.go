@@ -171,7 +171,7 @@ func TestNewcomer(t *testing.T) {
 		// Without it the job waits for a plan, saying why, until its
 		// max_wait, then says how long it waited.
 		out := submit(t, "--gpu", "t4", "--max-price", "3", "--max-wait", "10s")
-		for _, want := range []string{"no plan yet (no provider offers t4", "auctioning again in", "(its max_wait 10s)"} {
+		for _, want := range []string{"no plan yet (", "no provider offers t4", "auctioning again in", "auctions over", "(its max_wait 10s)"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("job submit --max-wait 10s: want %q:\n%s", want, out)
 			}
