@@ -33,7 +33,7 @@ func TestProviderOnFullDiskKeepsRunning(t *testing.T) {
 		t.Skipf("needs to mount a small tmpfs (run as root): %v: %s", err, strings.TrimSpace(string(out)))
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", fs).Run() })
-	d := startTrustNetOn(t, false, fs, "--set", "store.low_space_mib=32", "--set", "market.max_wait=0s")
+	d := startTrustNetOn(t, false, fs, "--set", "store.low_space_mib=32")
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 
@@ -66,7 +66,8 @@ func TestProviderOnFullDiskKeepsRunning(t *testing.T) {
 	if out, err := run(t, d.bin, "status", "--home", d.provider.home); err != nil || !strings.Contains(out, "nearly full") {
 		t.Errorf("idlegrid status: %v\n%s", err, out)
 	}
-	id := d.submit(t, "disk-full", 64)
+	// max_wait 0s: unfilled at the first auction, not waiting for space.
+	id := d.submitSpec(t, "disk-full", 64, "2s", "max_wait: 0s\n")
 	if j := d.waitJob(t, ctx, id); j.State != "unfilled" {
 		t.Fatalf("job %s (%s) while the provider's disk is full, want unfilled", j.State, j.Reason)
 	}

@@ -163,6 +163,12 @@ func (d *trustNet) submit(t *testing.T, name string, n int) string {
 // submitWindow is submit with the auction's bid window.
 func (d *trustNet) submitWindow(t *testing.T, name string, n int, window string) string {
 	t.Helper()
+	return d.submitSpec(t, name, n, window, "")
+}
+
+// submitSpec is submitWindow with more spec lines (extra, YAML).
+func (d *trustNet) submitSpec(t *testing.T, name string, n int, window, extra string) string {
+	t.Helper()
 	spec := fmt.Sprintf(`name: %s
 module: %s
 command: ["%d"]
@@ -172,7 +178,7 @@ tier: silver
 max_price: 5
 duration: 5m
 bid_window: %s
-`, name, demo.CID, n, window)
+`, name, demo.CID, n, window) + extra
 	file := filepath.Join(t.TempDir(), "job.yaml")
 	if err := os.WriteFile(file, []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
