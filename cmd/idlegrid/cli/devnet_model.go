@@ -113,29 +113,13 @@ func runDevnetModel(ctx context.Context, w io.Writer, renterHome, renterURL, ima
 // waitReplicasUp polls a service job until n of its leases run healthy
 // (true), or ctx ends (false).
 func waitReplicasUp(ctx context.Context, c *client.Client, id string, n int) bool {
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-tick.C:
-		}
-		j, err := c.Job(ctx, id)
-		if err != nil {
-			continue
-		}
-		if j.Terminal() {
-			return false
-		}
+	return pollJob(ctx, c, id, func(j api.Job) bool {
 		up := 0
 		for _, l := range j.Leases {
 			if l.State == string(lease.Running) && l.Health == string(lease.HealthHealthy) {
 				up++
 			}
 		}
-		if up >= n {
-			return true
-		}
-	}
+		return up >= n
+	})
 }

@@ -251,6 +251,20 @@ func submitBody(fs *pflag.FlagSet, file string, env, args []string) (body, raw [
 // spec has a health check, reports healthy (true), or the job ends or ctx
 // does (false).
 func waitServiceUp(ctx context.Context, c *client.Client, id string, health bool) bool {
+	return pollJob(ctx, c, id, func(j api.Job) bool {
+		n := len(j.Leases)
+		if n == 0 {
+			return false
+		}
+		l := j.Leases[n-1]
+		return l.State == string(lease.Running) && (!health || l.Health == string(lease.HealthHealthy))
+	})
+}
+
+// pollJob reads job id every 500 ms until ready says it is (true), or the
+// job ends or ctx does (false). A read that fails is tried again at the
+// next tick: the daemon may be restarting.
+func pollJob(ctx context.Context, c *client.Client, id string, ready func(api.Job) bool) bool {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -260,14 +274,12 @@ func waitServiceUp(ctx context.Context, c *client.Client, id string, health bool
 		case <-tick.C:
 		}
 		j, err := c.Job(ctx, id)
-		if err != nil || j.Terminal() {
-			continue
-		}
-		if n := len(j.Leases); n > 0 {
-			l := j.Leases[n-1]
-			if l.State == string(lease.Running) && (!health || l.Health == string(lease.HealthHealthy)) {
-				return true
-			}
+		switch {
+		case err != nil:
+		case j.Terminal():
+			return false
+		case ready(j):
+			return true
 		}
 	}
 }
