@@ -95,7 +95,7 @@ install: ## install idlegrid into $(go env GOBIN), else $(go env GOPATH)/bin: pu
 # test binary does not instrument) run without it: docs/testing.md lists
 # them and why. One package at a time.
 RACE_PKGS = $$($(GO) list $(PKGS) | grep -v -e '/node/nodetest$$' -e '/cmd/idlegrid$$')
-RACE_CLUSTER = TestCheapestFeasibleBidWins|TestDeclinedAwardPassesToNextBest|TestLosingBidsReleaseTheirGPUs|TestMicroPoolAcrossProviders|TestWASMJobEndToEnd|TestCancelRunningJob|TestCPUOnlyLeaseIsPaidByTime|TestHonestTelemetryIsPaid|TestRenterStopsPayingProviderStopsWork|TestCheatingTelemetryIsCaught|TestForkedChainBlockedByEveryNode|TestWrongResultProvenAndExcluded|TestFalseWrongResultProofCostsItsSender|TestReplicasCatchACheater|TestReplicasDisagreeOnDocker|TestReplicaCPUCheaterNotPaidItsLastStretch
+RACE_CLUSTER = TestCheapestFeasibleBidWins|TestDeclinedAwardPassesToNextBest|TestLosingBidsReleaseTheirGPUs|TestMicroPoolAcrossProviders|TestWASMJobEndToEnd|TestCancelRunningJob|TestCPUOnlyLeaseIsPaidByTime|TestHonestTelemetryIsPaid|TestRenterStopsPayingProviderStopsWork|TestCheatingTelemetryIsCaught|TestForkedChainBlockedByEveryNode|TestWrongResultProvenAndExcluded|TestFalseWrongResultProofCostsItsSender|TestReplicasCatchACheater|TestReplicasDisagreeOnDocker|TestReplicaCPUCheaterNotPaidItsLastStretch|TestPreemptedReplicaIsReplacedAlone
 test: ## run every test (what CI runs): race detector on, except for the large clusters and the real binaries
 	$(GO) test -race -count=1 -p 1 -timeout 30m $(RACE_PKGS)
 	$(GO) test -race -count=1 -timeout 30m -run '^($(RACE_CLUSTER))$$' ./node/nodetest
