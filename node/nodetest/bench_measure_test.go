@@ -101,24 +101,33 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// counterSum adds up a counter family over every member's registry.
-func counterSum(c *Cluster, name string) float64 {
-	sum := 0.0
+// counterSums sums each named counter over every member's registry,
+// gathering each registry once: a gather walks every collector of a
+// node, and on a saturated 100-node process one gather per counter and
+// member stalled the benchmark for minutes.
+func counterSums(c *Cluster, names ...string) []float64 {
+	sums := make([]float64, len(names))
 	for _, m := range c.Members {
 		mfs, err := m.Registry.Gather()
 		if err != nil {
 			continue
 		}
 		for _, mf := range mfs {
-			if mf.GetName() != name {
+			i := slices.Index(names, mf.GetName())
+			if i < 0 {
 				continue
 			}
-			for _, m := range mf.GetMetric() {
-				sum += m.GetCounter().GetValue()
+			for _, met := range mf.GetMetric() {
+				sums[i] += met.GetCounter().GetValue()
 			}
 		}
 	}
-	return sum
+	return sums
+}
+
+// counterSum sums one counter over every member's registry.
+func counterSum(c *Cluster, name string) float64 {
+	return counterSums(c, name)[0]
 }
 
 // connsClosed sums the members' closed connections by reason, and yamux's
