@@ -239,6 +239,20 @@ func (c *Capacity) Expired(now time.Time) bool {
 	return now.UnixMilli() >= c.ExpiresAtMs
 }
 
+// CheckTime reports whether the record is current at now: not expired
+// (ErrExpired) and issued no later than MaxClockSkew after now
+// (ErrNotYetValid). The DHT's validator and a node taking a record a peer
+// served it directly apply the same rule.
+func (c *Capacity) CheckTime(now time.Time) error {
+	if c.Expired(now) {
+		return fmt.Errorf("%w: at %d ms, now %d ms", ErrExpired, c.ExpiresAtMs, now.UnixMilli())
+	}
+	if c.IssuedAtMs > now.Add(MaxClockSkew).UnixMilli() {
+		return fmt.Errorf("%w: issued at %d ms, now %d ms", ErrNotYetValid, c.IssuedAtMs, now.UnixMilli())
+	}
+	return nil
+}
+
 // WindowAt reports whether the calendar is open at t and the price factor
 // (permille) that applies. An empty calendar is always open at 1.0x.
 func (c *Capacity) WindowAt(t time.Time) (factorPermille uint32, open bool) {

@@ -85,12 +85,8 @@ func (v CapacityValidator) open(key string, value []byte) (*Capacity, error) {
 	if signer != owner {
 		return nil, fmt.Errorf("%w: key belongs to %s, signed by %s", ErrNotOwner, owner, signer)
 	}
-	now := v.Now()
-	if c.Expired(now) {
-		return nil, fmt.Errorf("%w: at %d ms, now %d ms", ErrExpired, c.ExpiresAtMs, now.UnixMilli())
-	}
-	if c.IssuedAtMs > now.Add(MaxClockSkew).UnixMilli() {
-		return nil, fmt.Errorf("%w: issued at %d ms, now %d ms", ErrNotYetValid, c.IssuedAtMs, now.UnixMilli())
+	if err := c.CheckTime(v.Now()); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

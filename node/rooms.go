@@ -27,7 +27,7 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 	var err error
 	tdeps := trust.Deps{
 		Logger: n.log.With("component", "trust"), Clock: time.Now, Key: n.key, P2P: n.p2p, Store: n.db,
-		Replay: replayer(n.workDir, deps.ReplayExecutor),
+		Replay: replayer(n.workDir, deps.ReplayExecutor), Registerer: n.reg,
 	}
 	if n.cfg.Role == RoleRenter {
 		tdeps.OnShard = n.followDigests
@@ -60,6 +60,7 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 		tdeps.OnAbandon = n.provider.AbandonNoted
 		tdeps.SyncShards = n.provider.Shards
 		tdeps.LeaseEntries = n.provider.LeaseEntries
+		tdeps.OwnRecord = n.provider.SealedCapacity
 	}
 	m := n.cfg.Market
 	if n.trust, err = trust.New(trust.Config{
@@ -105,6 +106,7 @@ func (n *Node) route() {
 		n.p2p.HandleFrames(lease.JobProto, "idlegrid.job", lease.JobLimits, n.handleJob)
 	}
 	n.p2p.HandleRequests(trust.DigestsProto, "idlegrid.digests", trust.DigestsLimits, n.trust.ServeDigests)
+	n.p2p.HandleRequests(trust.RecordsProto, "idlegrid.records", trust.RecordsLimits, n.trust.ServeRecords)
 	n.p2p.SetValidatorFactory(n.shardValidator)
 }
 

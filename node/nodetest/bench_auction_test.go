@@ -195,7 +195,8 @@ func benchAuction(b *testing.B, n int) {
 	pr.waitMesh(b, formCtx)
 	formed := time.Since(t0)
 	stopProfile()
-	progress("nodes=%d: formed after %s", n, formed.Round(time.Millisecond))
+	progress("nodes=%d: formed after %s; record checks by where the record came from: %v; asks of peers by outcome: %v", n, formed.Round(time.Millisecond),
+		labelSums(c, "idlegrid_trust_record_checks_total", "via"), labelSums(c, "idlegrid_trust_record_asks_total", "outcome"))
 	// The renter expects bids from the backed providers its digest book holds.
 	view := waitView(ctx, c.Members[renterIdx], len(providers))
 	marketReady := time.Since(t0)
@@ -318,6 +319,8 @@ func benchAuction(b *testing.B, n int) {
 		marketReady.Round(time.Millisecond), freshView.Round(time.Millisecond))
 	b.Logf("gossip cost: %s", cost)
 	b.Logf("churn: %s", churn(c))
+	b.Logf("record checks by where the record came from: %v; asks of peers by outcome: %v",
+		labelSums(c, "idlegrid_trust_record_checks_total", "via"), labelSums(c, "idlegrid_trust_record_asks_total", "outcome"))
 	b.Logf("award ms per job: %v", msList(award))
 	if ratio != 1 {
 		b.Fatalf("probe delivery ratio %.4f, want 1", ratio)

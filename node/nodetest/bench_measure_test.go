@@ -125,6 +125,31 @@ func counterSums(c *Cluster, names ...string) []float64 {
 	return sums
 }
 
+// labelSums sums a counter over every member's registry by the value of
+// one of its labels.
+func labelSums(c *Cluster, name, label string) map[string]float64 {
+	sums := map[string]float64{}
+	for _, m := range c.Members {
+		mfs, err := m.Registry.Gather()
+		if err != nil {
+			continue
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+			for _, met := range mf.GetMetric() {
+				for _, lp := range met.GetLabel() {
+					if lp.GetName() == label {
+						sums[lp.GetValue()] += met.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+	}
+	return sums
+}
+
 // counterSum sums one counter over every member's registry.
 func counterSum(c *Cluster, name string) float64 {
 	return counterSums(c, name)[0]

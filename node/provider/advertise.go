@@ -61,6 +61,7 @@ type advertiser struct {
 	mu       sync.Mutex
 	leases   map[string]string // GPU UUID -> lease ID
 	current  *auction.Capacity
+	sealed   []byte // current, as signed and put
 	provided map[cid.Cid]time.Time
 }
 
@@ -176,6 +177,14 @@ func (a *advertiser) Current() *auction.Capacity {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.current
+}
+
+// Sealed returns the last published record as signed (nil before the
+// first).
+func (a *advertiser) Sealed() []byte {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sealed
 }
 
 // offered filters devices by provider.offer_gpus (UUIDs or indices).
@@ -318,7 +327,7 @@ func (a *advertiser) publish(ctx context.Context) error {
 		return fmt.Errorf("put capacity record: %w", err)
 	}
 	a.mu.Lock()
-	a.current = rec
+	a.current, a.sealed = rec, raw
 	a.mu.Unlock()
 	a.log.Info("capacity published", "seq", seq, "gpus", len(rec.GPUs), "free", rec.FreeGPUs())
 	if a.onChange != nil {

@@ -286,6 +286,10 @@ func (p *Provider) HandleTunnel(ctx context.Context, from peer.ID, header []byte
 // Capacity is the last published capacity record (nil before the first).
 func (p *Provider) Capacity() *auction.Capacity { return p.adv.Current() }
 
+// SealedCapacity is that record as signed and put in the DHT, which the
+// node serves to peers checking its digest (nil before the first).
+func (p *Provider) SealedCapacity() []byte { return p.adv.Sealed() }
+
 // Shards are the RFQ shards this provider serves (by its GPUs' families
 // and the CPU shard when it offers CPU-only work).
 func (p *Provider) Shards() []auction.Shard { return p.market.shards() }

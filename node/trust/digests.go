@@ -3,6 +3,7 @@ package trust
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -142,7 +143,8 @@ func (t *Trust) admit(d *auction.Digest, raw []byte, src peer.ID) admission {
 		ev := t.ev.of(d.Peer)
 		switch {
 		case ev.Backed(now):
-			if d.CapSeq > ev.capSeq && now.Sub(ev.checkedAt) >= recheckEvery {
+			if d.CapSeq > ev.capSeq && !servesAll(ev.serves, d.Shards()) && now.Sub(ev.checkedAt) >= recheckEvery {
+				t.ev.update(d.Peer, now, func(ev *peerEvidence) { ev.via = src })
 				t.queueCheck(d.Peer)
 			}
 			return admitBacked
@@ -176,6 +178,23 @@ func (t *Trust) admit(d *auction.Digest, raw []byte, src peer.ID) admission {
 	})
 	t.queueCheck(d.Peer)
 	return admitHeld
+}
+
+// servesAll reports whether every shard of claimed is in serves. A backed
+// provider's newer digest is checked against its newer record only when
+// it claims a shard the matched record does not serve: a provider's
+// record is put again at every change of its GPUs (a hold, a lease, a
+// release), and re-checking each of those at every node cost as many
+// checks a minute as there are providers times nodes (docs/benchmarks.md,
+// "Records served by peers"); the matched record is checked again before
+// it expires either way.
+func servesAll(serves, claimed []auction.Shard) bool {
+	for _, s := range claimed {
+		if !slices.Contains(serves, s) {
+			return false
+		}
+	}
+	return true
 }
 
 // learnt notes what a newly backed provider teaches: its shards' views
@@ -311,6 +330,7 @@ func (t *Trust) pruneDigests(ctx context.Context) {
 			return
 		case <-tick.C:
 			t.digests.Prune(t.now())
+			t.market.prune(t.now())
 			t.recheckRecords()
 		}
 	}

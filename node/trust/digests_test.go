@@ -15,7 +15,7 @@ import (
 	"github.com/idlegrid/idlegrid/p2p"
 )
 
-func newTrust(t *testing.T, p *roomtest.Peer) *Trust {
+func newTrust(t testing.TB, p *roomtest.Peer) *Trust {
 	t.Helper()
 	tr, err := New(Config{ReliabilityPrior: 0.8, Refresh: time.Second, SearchTimeout: 5 * time.Second, Heartbeat: time.Minute},
 		Deps{Clock: p.Clock.Now, Key: p.Key, P2P: p.P2P, Store: p.Store})

@@ -32,9 +32,11 @@ const unbackedFor = time.Minute
 // peerEvidence is one provider's entry.
 type peerEvidence struct {
 	auction.ProviderEvidence
-	// capSeq is the seq of the record that matched; everBacked stays set
-	// when the record lapses (for the price index).
+	// capSeq is the seq of the record that matched, serves the shards it
+	// serves; everBacked stays set when the record lapses (for the price
+	// index).
 	capSeq     uint64
+	serves     []auction.Shard
 	everBacked bool
 	// checking: a record check is queued or running; checkedAt is when
 	// the last one ended.
@@ -49,6 +51,9 @@ type peerEvidence struct {
 	held    bool
 	sources []string
 	blame   peer.ID
+	// via is the peer that passed on the provider's latest digest: a
+	// re-check asks it for the record first (records_serve.go).
+	via peer.ID
 	// vouchers are the latest renters whose summaries listed the provider
 	// among their bidders (at most maxVouchers); they count while the
 	// renter is renowned.

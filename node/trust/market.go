@@ -62,8 +62,11 @@ type market struct {
 	cache map[peer.ID]cachedRecord
 }
 
+// cachedRecord is a verified record and its sealed bytes, which this
+// node serves to peers checking the provider's digest (records_serve.go).
 type cachedRecord struct {
 	rec     *auction.Capacity
+	raw     []byte
 	fetched time.Time
 }
 
@@ -115,14 +118,56 @@ func (m *market) lookup(ctx context.Context, p peer.ID) (*auction.Capacity, erro
 	if signer != p || rec.Expired(now) {
 		return nil, fmt.Errorf("%w for %s: signed by %s or expired", ErrNotFound, p, signer)
 	}
+	return m.keep(p, rec, raw, now), nil
+}
+
+// maxCachedRecords bounds the cache: records are kept for providers whose
+// digests this node checked, and the digest book holds at most
+// auction.MaxBookDigests of those.
+const maxCachedRecords = auction.MaxBookDigests
+
+// keep caches a verified record of p unless a newer one is cached, and
+// returns the newer of the two. Over maxCachedRecords the expired ones go
+// first; a new provider's record is not cached while it is still full.
+func (m *market) keep(p peer.ID, rec *auction.Capacity, raw []byte, now time.Time) *auction.Capacity {
 	m.mu.Lock()
-	if old, ok := m.cache[p]; !ok || old.rec.Seq <= rec.Seq {
-		m.cache[p] = cachedRecord{rec: rec, fetched: now}
-	} else {
-		rec = old.rec
+	defer m.mu.Unlock()
+	old, ok := m.cache[p]
+	if ok && old.rec.Seq > rec.Seq {
+		return old.rec
 	}
-	m.mu.Unlock()
-	return rec, nil
+	if !ok && len(m.cache) >= maxCachedRecords {
+		m.pruneLocked(now)
+		if len(m.cache) >= maxCachedRecords {
+			return rec
+		}
+	}
+	m.cache[p] = cachedRecord{rec: rec, raw: raw, fetched: now}
+	return rec
+}
+
+// cached returns p's cached record and its bytes, and when it was
+// fetched; ok is false when none is cached or it expired.
+func (m *market) cached(p peer.ID, now time.Time) (c cachedRecord, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok = m.cache[p]
+	return c, ok && !c.rec.Expired(now)
+}
+
+// prune drops expired records.
+func (m *market) prune(now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pruneLocked(now)
+}
+
+func (m *market) pruneLocked(now time.Time) {
+	for p, c := range m.cache {
+		if c.rec.Expired(now) {
+			delete(m.cache, p)
+		}
+	}
 }
 
 // fetch returns the best record the DHT yields for key before ctx ends.

@@ -15,7 +15,7 @@ import (
 	"github.com/idlegrid/idlegrid/p2p"
 )
 
-func newKey(t *testing.T) (crypto.PrivKey, peer.ID) {
+func newKey(t testing.TB) (crypto.PrivKey, peer.ID) {
 	t.Helper()
 	sk, _, err := crypto.GenerateEd25519Key(nil)
 	if err != nil {

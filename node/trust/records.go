@@ -1,6 +1,7 @@
 package trust
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"sync"
@@ -31,8 +32,8 @@ const (
 	passedOnTries    = 2
 	// A backed provider's record is fetched again recheckBefore the
 	// matched one expires (records live 30 min and are put again every
-	// 10), and at most every recheckEvery when its digest names a newer
-	// record.
+	// 10), and at most every recheckEvery when a newer digest claims a
+	// shard the matched record does not serve (servesAll).
 	recheckBefore = 5 * time.Minute
 	recheckEvery  = time.Minute
 )
@@ -93,6 +94,11 @@ func (t *Trust) checkRecord(ctx context.Context, p string) {
 		t.checkDone(p, nil, nil, nil) // the digest expired or was evicted meanwhile
 		return
 	}
+	if rec, via := t.servedRecord(ctx, id, d); rec != nil {
+		t.recordChecks.WithLabelValues(via).Inc()
+		t.checkDone(p, d, rec, nil)
+		return
+	}
 	cctx, cancel := context.WithTimeout(ctx, recordCheckTimeout)
 	rec, err := t.fetchRecord(cctx, id)
 	cancel()
@@ -101,6 +107,7 @@ func (t *Trust) checkRecord(ctx context.Context, p string) {
 		return
 	}
 	if errors.Is(err, errNoRoutes) {
+		t.recordChecks.WithLabelValues("no_routes").Inc()
 		t.ev.update(p, t.now(), func(ev *peerEvidence) { ev.checking = false })
 		time.AfterFunc(recordRetryAfter, func() { t.queueCheck(p) })
 		return
@@ -108,10 +115,54 @@ func (t *Trust) checkRecord(ctx context.Context, p string) {
 	if err == nil {
 		err = auction.DigestMatchesRecord(d, rec, t.now())
 	}
+	if err == nil {
+		t.recordChecks.WithLabelValues("dht").Inc()
+	} else {
+		t.recordChecks.WithLabelValues("unbacked").Inc()
+	}
 	if err != nil && t.retryCheck(p) {
 		return
 	}
 	t.checkDone(p, d, rec, err)
+}
+
+// servedRecord is a record backing d found without a DHT lookup: one
+// this node took within recordCheckTimeout (a sync page's records are
+// taken just before its digests), else one asked of the peer that passed d
+// on and of the provider itself (records_serve.go). nil: look it up.
+func (t *Trust) servedRecord(ctx context.Context, id peer.ID, d *auction.Digest) (rec *auction.Capacity, via string) {
+	now := t.now()
+	if c, ok := t.market.cached(id, now); ok && now.Sub(c.fetched) < recordCheckTimeout &&
+		auction.DigestMatchesRecord(d, c.rec, now) == nil {
+		return c.rec, "taken"
+	}
+	srcs := []peer.ID{id}
+	ev := t.ev.of(d.Peer)
+	if from := cmp.Or(ev.blame, ev.via); from != "" && from != id {
+		srcs = []peer.ID{from, id}
+	}
+	for _, src := range srcs {
+		actx, cancel := context.WithTimeout(ctx, recordsAskTimeout)
+		got, err := t.askRecords(actx, src, []peer.ID{id})
+		cancel()
+		rec := got[id]
+		outcome := "backed"
+		switch {
+		case errors.Is(err, errNotAsked):
+			outcome = "not_asked"
+		case err != nil:
+			outcome = "failed"
+		case rec == nil:
+			outcome = "none"
+		case auction.DigestMatchesRecord(d, rec, t.now()) != nil:
+			outcome = "not_backing"
+		}
+		t.recordAsks.WithLabelValues(outcome).Inc()
+		if outcome == "backed" {
+			return rec, "peer"
+		}
+	}
+	return nil, ""
 }
 
 // retryCheck schedules one more check of a held provider whose record
@@ -155,6 +206,7 @@ func (t *Trust) checkDone(p string, d *auction.Digest, rec *auction.Capacity, er
 		ev.held, ev.sources, ev.blame = false, nil, ""
 		if d != nil && err == nil {
 			ev.RecordUntil, ev.capSeq, ev.everBacked = time.UnixMilli(rec.ExpiresAtMs), rec.Seq, true
+			ev.serves = auction.ProviderShards(rec)
 		}
 		backed = ev.Backed(now)
 		if !backed && d != nil {

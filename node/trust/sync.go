@@ -246,7 +246,7 @@ func (t *Trust) syncShard(ctx context.Context, p peer.ID, shard auction.Shard) (
 		if err := t.syncRequest(ctx, p, req, &page); err != nil {
 			return added, err
 		}
-		n, err := t.takePage(p, shard, &want, after, page)
+		n, err := t.takePage(ctx, p, shard, &want, after, page)
 		added += n
 		if err != nil || page.Next == "" {
 			return added, err
@@ -291,8 +291,10 @@ func (t *Trust) syncRequest(ctx context.Context, p peer.ID, req digestsRequest, 
 }
 
 // takePage checks a page against what was asked and offers its digests to
-// the book. It returns how many were new.
-func (t *Trust) takePage(p peer.ID, shard auction.Shard, want *auction.BucketSet, after string, page digestsPage) (int, error) {
+// the book, with the records of the providers new to it asked of the same
+// server first (records_serve.go), so that their checks need no DHT
+// lookup. It returns how many were new.
+func (t *Trust) takePage(ctx context.Context, p peer.ID, shard auction.Shard, want *auction.BucketSet, after string, page digestsPage) (int, error) {
 	bad := func(format string, args ...any) error {
 		t.p2p.Guard().Charge(p, AbuseDigestSyncPage, syncPagePoints)
 		return fmt.Errorf("digest sync from %s: "+format, append([]any{p}, args...)...)
@@ -301,24 +303,50 @@ func (t *Trust) takePage(p peer.ID, shard auction.Shard, want *auction.BucketSet
 		return 0, bad("a page of version %d with %d digests", page.V, len(page.Digests))
 	}
 	now := t.now()
-	added, last := 0, after
+	type taken struct {
+		d   *auction.Digest
+		raw []byte
+	}
+	var fresh []taken
+	var unchecked []peer.ID
+	last := after
 	for _, raw := range page.Digests {
 		d, signer, err := t.digests.Open(raw)
 		switch {
 		case err != nil || signer.String() != d.Peer:
-			return added, bad("a digest that does not open: %v", err)
+			return 0, bad("a digest that does not open: %v", err)
 		case shard != "" && !d.OnShard(shard):
-			return added, bad("a digest of %s off shard %s", d.Peer, shard)
+			return 0, bad("a digest of %s off shard %s", d.Peer, shard)
 		case !want.Has(auction.DigestBucket(d.Peer)):
-			return added, bad("a digest of %s outside the buckets asked for", d.Peer)
+			return 0, bad("a digest of %s outside the buckets asked for", d.Peer)
 		case last != "" && !auction.SyncBefore(last, d.Peer):
-			return added, bad("digests out of order at %s", d.Peer)
+			return 0, bad("digests out of order at %s", d.Peer)
 		}
 		last = d.Peer
 		if t.sync.known(raw, now) || d.CheckTime(now) != nil {
 			continue
 		}
-		switch t.admit(d, raw, p) {
+		fresh = append(fresh, taken{d, raw})
+		if ev := t.ev.of(d.Peer); signer != t.self && !ev.Backed(now) && !ev.checking && !now.Before(ev.unbackedUntil) {
+			unchecked = append(unchecked, signer)
+		}
+	}
+	if page.Next != "" && page.Next != last {
+		return 0, bad("a page whose cursor %q is not its last digest", page.Next)
+	}
+	// A source puts at most newPeersPerSource unchecked providers into
+	// the book at a time: asking for more records would be wasted.
+	unchecked = unchecked[:min(len(unchecked), newPeersPerSource)]
+	for len(unchecked) > 0 {
+		n := min(len(unchecked), recordsBatch)
+		actx, cancel := context.WithTimeout(ctx, recordsAskTimeout)
+		_, _ = t.askRecords(actx, p, unchecked[:n]) // what it got is cached; a failure leaves the checks to ask
+		cancel()
+		unchecked = unchecked[n:]
+	}
+	added := 0
+	for _, f := range fresh {
+		switch t.admit(f.d, f.raw, p) {
 		case admitBacked, admitHeld:
 			added++
 		case admitRefused: // the source only grows the book: stop paging it
@@ -326,10 +354,7 @@ func (t *Trust) takePage(p peer.ID, shard auction.Shard, want *auction.BucketSet
 		case admitUnbacked:
 			continue // not remembered: worth a check once its unbacked time is over
 		}
-		t.sync.remember(raw, now)
-	}
-	if page.Next != "" && page.Next != last {
-		return added, bad("a page whose cursor %q is not its last digest", page.Next)
+		t.sync.remember(f.raw, now)
 	}
 	return added, nil
 }

@@ -12,12 +12,14 @@ package trust
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/p2p"
@@ -69,6 +71,12 @@ type Deps struct {
 	// Replay re-runs the job of a wrong-result proof to judge it; nil:
 	// this node does not judge them (it neither forwards nor applies one).
 	Replay Replay
+	// OwnRecord returns this node's current sealed capacity record (nil
+	// while none is published), served to peers checking its digest; nil:
+	// this node publishes none.
+	OwnRecord func() []byte
+	// Registerer gets trust's metrics; nil: none.
+	Registerer prometheus.Registerer
 }
 
 // Trust is the running trust room.
@@ -94,6 +102,15 @@ type Trust struct {
 	market  *market
 	digests *auction.DigestBook
 	sync    *digestSync
+
+	// ownRecord and recordRates serve records to peers checking digests
+	// (records_serve.go).
+	ownRecord   func() []byte
+	recordRates *recordRates
+	// recordChecks counts record checks by where the record came from
+	// (records.go).
+	recordChecks *prometheus.CounterVec
+	recordAsks   *prometheus.CounterVec
 
 	// ev is the evidence behind each provider's digest (evidence.go);
 	// checks queues record checks (records.go); newPeers are the sources'
@@ -121,7 +138,7 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 	t := &Trust{
 		cfg: cfg, log: deps.Logger, now: deps.Clock, key: deps.Key, self: deps.P2P.ID(),
 		p2p: deps.P2P, db: deps.Store, onSummary: deps.OnSummary, onAbandon: deps.OnAbandon, leaseEntries: deps.LeaseEntries,
-		replay: deps.Replay, replays: newReplayBook(),
+		replay: deps.Replay, replays: newReplayBook(), ownRecord: deps.OwnRecord, recordRates: newRecordRates(),
 		onShard: deps.OnShard, syncShards: deps.SyncShards, shards: map[auction.Shard]bool{}, grewAt: map[auction.Shard]time.Time{},
 	}
 	if t.log == nil {
@@ -138,7 +155,37 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 	t.ev, t.checks, t.newPeers, t.expect = newEvidenceBook(), make(chan string, recordCheckQueue), newNewPeerBudget(), newExpectations()
 	t.renown = newRenown()
 	t.fetchRecord = t.market.lookup
+	t.recordChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "idlegrid_trust_record_checks_total",
+		Help: "Capacity record checks of providers' digests, by where the record came from: taken (with a sync page), peer (asked of the peer that passed the digest on, or of the provider), dht (a lookup), unbacked (no record backed the digest), no_routes (no DHT peers yet; tried again).",
+	}, []string{"via"})
+	t.recordAsks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "idlegrid_trust_record_asks_total",
+		Help: "Capacity records asked of a peer for a record check, by outcome: backed, not_backing (a record older than the digest names), none (the peer holds none), failed (the request failed or was refused), not_asked (not connected, not serving records, or charged lately).",
+	}, []string{"outcome"})
+	for _, c := range []**prometheus.CounterVec{&t.recordChecks, &t.recordAsks} {
+		if err := register(deps.Registerer, c); err != nil {
+			return nil, fmt.Errorf("trust.New: %w", err)
+		}
+	}
 	return t, nil
+}
+
+// register registers *c with reg (nil: none), or takes the collector
+// already registered in its place.
+func register(reg prometheus.Registerer, c **prometheus.CounterVec) error {
+	if reg == nil {
+		return nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	err := reg.Register(*c)
+	if errors.As(err, &are) {
+		if ex, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
+			*c = ex
+			return nil
+		}
+	}
+	return err
 }
 
 // Run keeps the market view until ctx ends: digest sync, record checks,
