@@ -57,8 +57,9 @@ func (s *JobSpec) ReplicaRules() ReplicaRules {
 }
 
 // resolveReplicaRegions checks `replica_regions`: distinct needs replicas
-// to place, on a batch job, and at least as many countries allowed by
-// `region` as replicas. It adds nothing to the canonical spec.
+// to place (a batch job's, or a service's, `max_replicas` included) and
+// at least as many countries allowed by `region` as replicas. It adds
+// nothing to the canonical spec.
 func (s *JobSpec) resolveReplicaRegions(sp *specProblems) {
 	switch strings.ToLower(s.ReplicaRegions) {
 	case "", ReplicaRegionsAny:
@@ -69,10 +70,7 @@ func (s *JobSpec) resolveReplicaRegions(sp *specProblems) {
 		return
 	}
 	n := s.ReplicaCount()
-	switch {
-	case strings.EqualFold(s.Kind, KindService):
-		sp.add("replica_regions", "places a batch job's replicas, whose outputs are compared; a service's replicas are placed on distinct providers only")
-	case n < 2:
+	if _, hi := s.ReplicaBounds(); n < 2 && hi < 2 {
 		sp.add("replica_regions", "distinct puts each replica in another country; set replicas: 2 or more")
 	}
 	var countries []string

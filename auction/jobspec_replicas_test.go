@@ -81,7 +81,15 @@ func TestReplicaRegionsAreCheckedAndLeaveTheCIDAlone(t *testing.T) {
 		{"replicas unset", func(s *JobSpec) { s.Replicas = 0 }, "set replicas: 2 or more"},
 		{"service", func(s *JobSpec) {
 			s.Module, s.Image, s.Kind, s.Ports = "", "reg/img@sha256:"+strings.Repeat("a", 64), KindService, []int{8080}
-		}, "a service's replicas are placed on distinct providers only"},
+		}, ""},
+		{"service that scales to two", func(s *JobSpec) {
+			s.Module, s.Image, s.Kind, s.Ports = "", "reg/img@sha256:"+strings.Repeat("a", 64), KindService, []int{8080}
+			s.Replicas, s.ReplicasMax = 1, 2
+		}, ""},
+		{"service of one replica", func(s *JobSpec) {
+			s.Module, s.Image, s.Kind, s.Ports = "", "reg/img@sha256:"+strings.Repeat("a", 64), KindService, []int{8080}
+			s.Replicas = 1
+		}, "set replicas: 2 or more"},
 		{"too few countries", func(s *JobSpec) { s.Replicas, s.Region = 3, []string{"de", "DE", "fr"} }, "replicas: 3, and region allows only de, fr"},
 	} {
 		s := base()

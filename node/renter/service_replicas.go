@@ -72,9 +72,45 @@ type replicaRun struct {
 	// ended gets a replica's lease whose end ends the job (nil: the job
 	// already ended, unfilled).
 	ended chan *store.Lease
-	// preempted carries each slot's preemption notices, by lease ID.
+	// preempted carries each slot's preemption notices, by lease ID;
+	// hosts is the host each slot's lease runs on (placement, below).
 	mu        sync.Mutex
 	preempted map[string]chan struct{}
+	hosts     map[int]auction.ReplicaHost
+}
+
+// setHost records the host slot's lease runs on; clearHost forgets it.
+func (r *replicaRun) setHost(slot int, l *store.Lease) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.hosts[slot] = replicaHostOf(l)
+}
+
+func (r *replicaRun) clearHost(slot int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.hosts, slot)
+}
+
+// award is what slot's auction awards: one replica, on a host independent
+// of every other slot's (another key and hardware fingerprint, and under
+// replica_regions: distinct another country; auction.ReplicaConflict) and
+// of lost, the host this slot just lost (nil: none). Two keys on one
+// machine serving two replicas would fail together, which is what
+// replicas are for.
+func (r *replicaRun) award(slot int, lost *store.Lease) replicaAward {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	want := replicaAward{replicas: []int{slot + 1}, total: max(r.spec.ReplicaCount(), slot+1, 2), rules: r.spec.ReplicaRules()}
+	for s, h := range r.hosts {
+		if s != slot {
+			want.besides = append(want.besides, h)
+		}
+	}
+	if lost != nil {
+		want.besides = append(want.besides, replicaHostOf(lost))
+	}
+	return want
 }
 
 // driveReplicas runs a replicated service until it ends: a keeper per
@@ -85,7 +121,7 @@ func (d *jobDriver) driveReplicas(ctx context.Context, jobID string, spec *aucti
 	defer cancel()
 	_, hi := spec.ReplicaBounds()
 	n := max(spec.ReplicaCount(), min(len(held), hi)) // a scaled service resumes at its count
-	run := &replicaRun{jobID: jobID, spec: spec, ended: make(chan *store.Lease), preempted: map[string]chan struct{}{}}
+	run := &replicaRun{jobID: jobID, spec: spec, ended: make(chan *store.Lease), preempted: map[string]chan struct{}{}, hosts: map[int]auction.ReplicaHost{}}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer d.slots.forget(jobID)
@@ -178,13 +214,15 @@ type replicaKeeper struct {
 // turns with the other slots), follows and pays it, and when it is lost
 // to its provider, its health or a preemption auctions the slot again.
 func (d *jobDriver) keepReplica(ctx context.Context, run *replicaRun, slot int, l *store.Lease, retired *atomic.Bool) {
-	var wait *waitState // a re-auction's or other slot's, across its tries
+	var wait *waitState   // a re-auction's or other slot's, across its tries
+	var lost *store.Lease // the lease this slot just lost, whose host its next one avoids
+	defer run.clearHost(slot)
 	for round := 0; ctx.Err() == nil; {
 		if l == nil {
 			if wait == nil && (slot > 0 || round > 0) {
 				wait = newPacedWait(d.now(), "as long as the service runs")
 			}
-			if l = d.auctionReplica(ctx, run, slot, round, wait); l == nil {
+			if l = d.auctionReplica(ctx, run, slot, round, lost, wait); l == nil {
 				if wait == nil {
 					run.end(ctx, nil) // the job's first auction found no plan
 					return
@@ -200,7 +238,9 @@ func (d *jobDriver) keepReplica(ctx context.Context, run *replicaRun, slot int, 
 			d.avoid.hold(run.jobID, l.Provider)
 		}
 		d.slots.set(run.jobID, l.ID, slot)
+		run.setHost(slot, l)
 		end := d.serveReplica(ctx, run, l)
+		run.clearHost(slot)
 		d.avoid.release(run.jobID, l.Provider)
 		if end == nil {
 			if retired.Load() {
@@ -219,7 +259,7 @@ func (d *jobDriver) keepReplica(ctx context.Context, run *replicaRun, slot int, 
 		}
 		d.jobs.event(run.jobID, "replica-lost", "replica %d (lease %s) %s: %s; re-auctioning it while the others serve",
 			slot, lease.Short(end.ID), end.State, end.Reason)
-		l, round = nil, round+1
+		l, lost, round = nil, end, round+1
 	}
 }
 
@@ -228,13 +268,13 @@ func (d *jobDriver) keepReplica(ctx context.Context, run *replicaRun, slot int, 
 // the job's first (it waits as any job's, and one that found no plan
 // ends the job); every other is one try of a paced wait that lasts as
 // long as the service runs.
-func (d *jobDriver) auctionReplica(ctx context.Context, run *replicaRun, slot, round int, paced *waitState) *store.Lease {
+func (d *jobDriver) auctionReplica(ctx context.Context, run *replicaRun, slot, round int, lost *store.Lease, paced *waitState) *store.Lease {
 	if paced != nil {
 		round = max(1, round)
 	}
 	run.auctions.Lock()
 	defer run.auctions.Unlock()
-	leases := d.auction(ctx, run.jobID, run.spec, round, wholeJob(run.spec), paced)
+	leases := d.auction(ctx, run.jobID, run.spec, round, run.award(slot, lost), paced)
 	if len(leases) == 0 {
 		return nil
 	}
