@@ -43,7 +43,7 @@ const (
 // digester gossips this provider's signed capacity digest on the digest
 // topic of each of its shards: when its capacity changes (after the
 // advertiser publishes) and on the republish timer, well within the
-// digest's lifetime.
+// digest's lifetime; never before the first record is published.
 type digester struct {
 	digesterDeps
 
@@ -135,6 +135,13 @@ func (d *digester) publish(ctx context.Context) { d.send(ctx, false) }
 // send builds, signs and gossips one digest, the withdrawal when
 // withdrawn; it reports whether the digest went out on a shard.
 func (d *digester) send(ctx context.Context, withdrawn bool) bool {
+	cur := d.published()
+	if cur == nil {
+		// No record is out yet to back a digest: every node would hold
+		// it and look for a record that is not there (and this node
+		// would have none to serve). The first publish wakes the loop.
+		return false
+	}
 	rec, err := d.capacity(1)
 	if err != nil {
 		d.log.Warn("build digest", "err", err)
@@ -145,9 +152,7 @@ func (d *digester) send(ctx context.Context, withdrawn bool) bool {
 	d.seq = max(d.seq+1, uint64(now.UnixMilli()))
 	seq := d.seq
 	d.mu.Unlock()
-	if cur := d.published(); cur != nil {
-		rec.Seq = cur.Seq
-	}
+	rec.Seq = cur.Seq
 	ttl := min(d.ttl, digestLives*d.refresh())
 	if withdrawn {
 		ttl = withdrawnTTL
