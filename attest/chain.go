@@ -29,10 +29,16 @@ const (
 	KindJob         EntryKind = "job"
 )
 
+// RunEntryVersion is the chain-entry version of a job event that records
+// what ran: the artifact and the run settings (JobEvent.Artifact, Run).
+// Every other entry, and a job event without them, is RecordsVersion, so
+// the heartbeats every node reads keep the version all releases read.
+const RunEntryVersion = 2
+
 // ChainEntryKind is the record kind of provider chain entries.
 var ChainEntryKind = Register(Kind{
 	Name: "chain-entry", Domain: "idlegrid-chain-entry", PayloadType: []byte("/idlegrid/chain-entry/1"),
-	Versions: []uint{RecordsVersion}, MaxSize: MaxEntrySize,
+	Versions: []uint{RecordsVersion, RunEntryVersion}, MaxSize: MaxEntrySize,
 })
 
 // Entry is one link of a provider's hash chain (DESIGN.md §8). Entry n has
@@ -241,6 +247,28 @@ type JobEvent struct {
 	// ExitCode and Output are set on finished (and failed, when known).
 	ExitCode int32  `cbor:"exit_code,omitempty"`
 	Output   string `cbor:"output,omitempty"` // output CID
+	// Artifact and Run (entry version RunEntryVersion) bind the result to
+	// what determined it beyond the job spec, which names the module or
+	// image only by reference: Artifact is the content address of what
+	// ran, the WASM module's CID or the container image's ID
+	// ("sha256:<hex>", the digest of its config, which pins every
+	// layer); Run the limits it ran under. A finished event of that
+	// version carries both.
+	Artifact string       `cbor:"artifact,omitempty"`
+	Run      *RunSettings `cbor:"run,omitempty"`
+}
+
+// RunSettings are the runtime settings of a job's run that can change its
+// result: the runtime and the resources and network it was given (the
+// time bound is left out: a run that finished within it gives the same
+// output under any longer one, and it differs between replicas).
+type RunSettings struct {
+	Runtime   string `cbor:"runtime" json:"runtime"`                             // "wasm", "docker"
+	CPUMilli  uint32 `cbor:"cpu_milli,omitempty" json:"cpu_milli,omitempty"`     // CPU limit, 1/1000 cores; 0: none
+	MemoryMiB uint32 `cbor:"memory_mib,omitempty" json:"memory_mib,omitempty"`   // memory limit; 0: the runtime's default
+	DiskMiB   uint32 `cbor:"disk_mib,omitempty" json:"disk_mib,omitempty"`       // scratch disk limit; 0: the runtime's default
+	Network   string `cbor:"network" json:"network"`                             // "none" or "egress"
+	GPUs      uint16 `cbor:"gpu_devices,omitempty" json:"gpu_devices,omitempty"` // GPU devices handed to the workload
 }
 
 // EntryKind implements Body.

@@ -154,6 +154,9 @@ func (c *Chain) Append(atMs int64, body Body) ([]byte, *Entry, error) {
 		}
 	}
 	e.setBody(body)
+	if j, ok := body.(*JobEvent); ok && (j.Artifact != "" || j.Run != nil) {
+		e.V = RunEntryVersion
+	}
 	if err := e.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("attest.Chain.Append: %w", err)
 	}

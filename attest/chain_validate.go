@@ -20,7 +20,18 @@ var ErrNotOwner = errors.New("signer is not the named author")
 // rather than refused as malformed.
 func (e *Entry) Validate() error {
 	var p Problems
-	checkVersion(&p, e.V)
+	switch e.V {
+	case RecordsVersion:
+		if j := e.Job; j != nil && (j.Artifact != "" || j.Run != nil) {
+			p.Addf("job", "artifact and run need entry version %d", RunEntryVersion)
+		}
+	case RunEntryVersion:
+		if e.Job == nil || e.Job.Artifact == "" || e.Job.Run == nil {
+			p.Addf("v", "version %d is for job events with an artifact and run settings", RunEntryVersion)
+		}
+	default:
+		p.Addf("v", "version %d, want %d or %d", e.V, RecordsVersion, RunEntryVersion)
+	}
 	CheckPeerID(&p, "provider", e.Provider)
 	switch {
 	case e.Seq == 0 && e.Prev != "":
@@ -142,6 +153,26 @@ func (j *JobEvent) validate(p *Problems) {
 	if j.Event == JobStarted && (j.ExitCode != 0 || j.Output != "") {
 		p.Addf("job", "exit_code and output are only for ended jobs")
 	}
+	if j.Artifact != "" && !IsArtifact(j.Artifact) {
+		p.Addf("job.artifact", "must be a content ID or sha256:<64 lower-case hex>")
+	}
+	if r := j.Run; r != nil {
+		checkText(p, "job.run.runtime", r.Runtime, true)
+		if r.Network != "none" && r.Network != "egress" {
+			p.Addf("job.run.network", "%q is not none or egress", r.Network)
+		}
+	}
+}
+
+// IsArtifact reports whether s addresses what a job ran: a content ID (a
+// WASM module) or a container image ID, "sha256:" and 64 lower-case hex.
+func IsArtifact(s string) bool {
+	if hex, ok := strings.CutPrefix(s, "sha256:"); ok {
+		return len(hex) == 64 && IsLowerHex(hex)
+	}
+	var p Problems
+	CheckContentID(&p, "", s)
+	return len(p.list) == 0
 }
 
 // OpenEntry verifies and decodes one chain entry (at most MaxEntrySize

@@ -19,6 +19,49 @@ type Completion struct {
 	// Output is the output CID the provider's status claims (the renter
 	// then downloads the output and checks it hashes to this CID).
 	Output string
+	// Ran is what the job spec asks to run; a finished event that records
+	// what ran (entry version RunEntryVersion) must agree with it.
+	Ran RunWanted
+}
+
+// RunWanted is what a job spec determines about a run, against which a
+// finished event's artifact and run settings are checked (CheckRun).
+type RunWanted struct {
+	// Artifact is the content address the spec pins: a WASM module's
+	// CID. Empty when the spec names no address the provider's can be
+	// compared with (an image pinned by its manifest digest, whose image
+	// ID only the registry could relate to it).
+	Artifact string
+	Runtime  string
+	// Egress: the spec allows the workload outbound network.
+	Egress bool
+	// The spec's resources; 0 is "not asked" and any limit is accepted.
+	CPUMilli, MemoryMiB, DiskMiB uint32
+}
+
+// CheckRun reports, in words, how a finished event's record of what ran
+// differs from what the job asks; nil when it agrees or records nothing
+// (a provider of a release before entry version RunEntryVersion).
+func (w RunWanted) CheckRun(j *JobEvent) error {
+	if j.Artifact == "" || j.Run == nil {
+		return nil
+	}
+	r := j.Run
+	switch {
+	case w.Artifact != "" && j.Artifact != w.Artifact:
+		return fmt.Errorf("the provider ran %s, the job's module is %s", j.Artifact, w.Artifact)
+	case w.Runtime != "" && r.Runtime != w.Runtime:
+		return fmt.Errorf("the provider ran it on runtime %s, the job asks %s", r.Runtime, w.Runtime)
+	case r.Network != "none" && !w.Egress:
+		return fmt.Errorf("the provider gave the job network %q, the job asks none", r.Network)
+	case w.CPUMilli != 0 && r.CPUMilli != w.CPUMilli:
+		return fmt.Errorf("the provider ran it with %d millicores, the job asks %d", r.CPUMilli, w.CPUMilli)
+	case w.MemoryMiB != 0 && r.MemoryMiB != w.MemoryMiB:
+		return fmt.Errorf("the provider ran it with a %d MiB memory limit, the job asks %d MiB", r.MemoryMiB, w.MemoryMiB)
+	case w.DiskMiB != 0 && r.DiskMiB != w.DiskMiB:
+		return fmt.Errorf("the provider ran it with %d MiB of disk, the job asks %d MiB", r.DiskMiB, w.DiskMiB)
+	}
+	return nil
 }
 
 // VerifyCompletion checks a lease's chain segment (the entries from the
@@ -30,6 +73,8 @@ type Completion struct {
 //   - a started event and then a finished event for the lease, both
 //     naming the lease's renter, job spec CID and GPUs;
 //   - the finished event's exit code 0 and output CID equal to want.Output;
+//   - what the finished event records of the run (artifact, settings)
+//     agreeing with want.Ran (RunWanted.CheckRun);
 //   - every [Verify] check over the segment up to the finished event,
 //     with coverage scoped to the run (from the started to the finished
 //     event): for GPU work, telemetry attributing every leased GPU to the
@@ -98,6 +143,9 @@ func VerifyCompletion(segment [][]byte, want Completion, opts VerifyOptions) (*J
 		return nil, fmt.Errorf("the chain's finished event names no output")
 	case fin.Output != want.Output:
 		return nil, fmt.Errorf("the chain's finished event names output %s, the provider offers %s", fin.Output, want.Output)
+	}
+	if err := want.Ran.CheckRun(fin); err != nil {
+		return nil, fmt.Errorf("the chain's finished event does not run the job as asked: %w", err)
 	}
 	opts.Provider = want.Provider
 	opts.Fingerprints = append(slices.Clip(opts.Fingerprints), segment[:ahead]...)

@@ -80,6 +80,15 @@ func replayer(workDir string, newExec ReplayExecutor) trust.Replay {
 		if executor.CIDOf(p.Module) != w.Module {
 			return 0, "", fmt.Errorf("%w: the proof's module is not the job's module %s", attest.ErrFalseProof, w.Module)
 		}
+		// A witness that records what it ran must have run the job as
+		// asked: its output is the one the re-run is judged against.
+		if len(p.Claims) == 2 {
+			if wit, err := attest.OpenEntry(p.Claims[1]); err == nil && wit.Job != nil {
+				if err := w.RunWanted().CheckRun(wit.Job); err != nil {
+					return 0, "", fmt.Errorf("%w: the witness's claim: %w", attest.ErrFalseProof, err)
+				}
+			}
+		}
 		run := executor.Spec{
 			JobID: job, LeaseID: "replay", Runtime: w.Runtime, ModuleCID: w.Module, Args: w.Command, Env: w.Env,
 			Limits: executor.Limits{

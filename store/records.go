@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/idlegrid/idlegrid/attest"
 )
 
 // ErrNotFound is returned for a key that is not stored.
@@ -72,7 +74,13 @@ type Lease struct {
 	WorkFinishedMs int64  `json:"work_finished_ms,omitempty"`
 	OutputCID      string `json:"output_cid,omitempty"`
 	OutputSize     int64  `json:"output_size,omitempty"`
-	LogBytes       int64  `json:"log_bytes,omitempty"`
+	// Artifact and Run are what the work ran: the module's CID or the
+	// image's ID, and the settings that can change its result. The
+	// provider signs them into its job events; the renter records what
+	// the signed finished event named.
+	Artifact string              `json:"artifact,omitempty"`
+	Run      *attest.RunSettings `json:"run,omitempty"`
+	LogBytes int64               `json:"log_bytes,omitempty"`
 
 	// Attestation and payment. ChainSeq is the provider chain entry that
 	// records the work's start (where the lease's attestations begin).

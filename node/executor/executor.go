@@ -154,3 +154,12 @@ type Output struct {
 	// sockets), relative to the output directory.
 	Skipped []string
 }
+
+// ArtifactNamer is implemented by executors that can name the content
+// address of what a prepared workload runs: the image ID a container was
+// created from ("sha256:<hex>"), a module's CID. The provider signs it
+// into the chain's job events (attest.JobEvent.Artifact), so a result is
+// bound to the exact bytes that ran, not to a name.
+type ArtifactNamer interface {
+	Artifact(ctx context.Context, h Handle) (string, error)
+}

@@ -97,7 +97,7 @@ func TestOtherVersionRecordsCostTheirSenderNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newer := func(m map[string]any) { m["v"] = uint64(2) }
+	newer := func(m map[string]any) { m["v"] = uint64(99) }
 	added := func(m map[string]any) { m["zz_added_later"] = true }
 	sent := 0
 	for topic, raw := range map[string][]byte{rfqTopic: rfqRaw, p2p.TopicAttest: entry} {

@@ -377,6 +377,9 @@ func (a *attestor) recordJobEvent(l *store.Lease, kind attest.JobEventKind) (seq
 	if l.ExitCode != nil {
 		ev.ExitCode = int32(*l.ExitCode)
 	}
+	if l.Artifact != "" && l.Run != nil {
+		ev.Artifact, ev.Run = l.Artifact, l.Run
+	}
 	if _, err := a.append(ev); err != nil {
 		a.log.Warn("job event entry", "lease", lease.Short(l.ID), "event", kind, "err", err)
 	}

@@ -107,13 +107,20 @@ func (r *leaseRunner) prepare(ctx context.Context, l *store.Lease) (executor.Exe
 			return nil, "", err
 		}
 	}
-	h, err := ex.Prepare(ctx, r.execSpec(l, w))
+	spec := r.execSpec(l, w)
+	h, err := ex.Prepare(ctx, spec)
 	if err != nil {
 		return nil, "", fmt.Errorf("prepare %s workload: %w", w.Runtime, err)
 	}
+	artifact := r.artifactOf(ctx, ex, h)
 	// Recorded before it starts, so a crash from here on leaves a handle
 	// the next start reattaches to (or removes).
-	if _, err := r.setState(l.ID, lease.Preparing, func(l *store.Lease) { l.Handle = string(h) }); err != nil {
+	if _, err := r.setState(l.ID, lease.Preparing, func(l *store.Lease) {
+		l.Handle = string(h)
+		if artifact != "" {
+			l.Artifact, l.Run = artifact, runSettings(spec)
+		}
+	}); err != nil {
 		_ = ex.Remove(context.WithoutCancel(ctx), h)
 		return nil, "", err
 	}
@@ -133,6 +140,35 @@ func (r *leaseRunner) startWorkload(ctx context.Context, id string, ex executor.
 	seq := r.jobEvent(l, attest.JobStarted)
 	_, err = r.book.Update(id, func(l *store.Lease) bool { l.ChainSeq = seq; return true })
 	return err
+}
+
+// artifactOf names what a prepared workload runs (executor.ArtifactNamer),
+// or "" when its executor cannot say: the chain's job events then record
+// no artifact (entry version 1).
+func (r *leaseRunner) artifactOf(ctx context.Context, ex executor.Executor, h executor.Handle) string {
+	n, ok := ex.(executor.ArtifactNamer)
+	if !ok {
+		return ""
+	}
+	a, err := n.Artifact(ctx, h)
+	if err != nil || !attest.IsArtifact(a) {
+		r.log.Warn("name the workload's artifact", "handle", h, "artifact", a, "err", err)
+		return ""
+	}
+	return a
+}
+
+// runSettings are the settings of s that can change a run's result, as
+// the chain's job events record them (attest.RunSettings).
+func runSettings(s executor.Spec) *attest.RunSettings {
+	network := s.Limits.Network
+	if network == "" {
+		network = executor.NetworkNone
+	}
+	return &attest.RunSettings{
+		Runtime: s.Runtime, CPUMilli: uint32(s.Limits.CPUCores * 1000), MemoryMiB: uint32(s.Limits.MemoryMiB),
+		DiskMiB: uint32(s.Limits.DiskMiB), Network: network, GPUs: uint16(len(s.Limits.GPUs)),
+	}
 }
 
 // execSpec turns a lease and its job into what the executor runs.

@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/jobproto"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/store"
@@ -81,9 +82,11 @@ func (v *completionVerifier) verify(ctx context.Context, l *store.Lease) *store.
 	} else {
 		// The signed finished event's exit code, worded as the provider
 		// words its own record, so both sides' leases read alike.
-		fl, _, _ = v.leases.Finish(l.ID, lease.Completed, fmt.Sprintf("exited %d", fin.ExitCode), nil)
-		v.jobs.event(jobID, "verified", "lease %s: the provider's signed chain records it finished with exit 0 and output %s; the downloaded output matches",
-			lease.Short(l.ID), lease.Short(fin.Output))
+		fl, _, _ = v.leases.Finish(l.ID, lease.Completed, fmt.Sprintf("exited %d", fin.ExitCode), func(s *store.Lease) {
+			s.Artifact, s.Run = fin.Artifact, fin.Run
+		})
+		v.jobs.event(jobID, "verified", "lease %s: the provider's signed chain records it finished with exit 0 and output %s%s; the downloaded output matches",
+			lease.Short(l.ID), lease.Short(fin.Output), ranText(fin))
 	}
 	v.invalidate()
 	return fl
@@ -97,6 +100,9 @@ func (v *completionVerifier) proveChain(ctx context.Context, l *store.Lease) (*a
 		return nil, fmt.Errorf("bad provider ID: %w", err)
 	}
 	want := attest.Completion{Provider: l.Provider, Lease: l.ID, Renter: l.Renter, Job: l.JobCID, GPUs: l.GPUs, Output: l.OutputCID}
+	if w, err := v.workloadOf(l.RenterJobID()); err == nil {
+		want.Ran = w.RunWanted()
+	}
 	cfg := v.terms
 	opts := attest.VerifyOptions{
 		MaxSkewMs: cfg.MaxSkew.Milliseconds(), EnergyTolerancePct: uint32(cfg.EnergyTolerance * 100),
@@ -148,4 +154,29 @@ func (v *completionVerifier) readChain(ctx context.Context, p peer.ID, leaseID s
 		}
 		out = append(out, append([]byte(nil), b...))
 	}
+}
+
+// workloadOf is the workload of the renter's job jobID.
+func (v *completionVerifier) workloadOf(jobID string) (*auction.Workload, error) {
+	j, err := v.db.GetJob(jobID)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := auction.ParseJobSpec(j.Spec)
+	if err != nil {
+		return nil, err
+	}
+	return spec.Workload()
+}
+
+// ranText words what a finished event records of the run, for the job's
+// history: " (ran sha256:… on docker, 2000 millicores, 4096 MiB, network
+// none)", or "" when the provider's release records nothing.
+func ranText(j *attest.JobEvent) string {
+	if j.Artifact == "" || j.Run == nil {
+		return ", recording no artifact (the provider's release predates it)"
+	}
+	r := j.Run
+	return fmt.Sprintf(", running %s on %s (%d millicores, %d MiB memory, %d MiB disk, network %s)",
+		lease.Short(j.Artifact), r.Runtime, r.CPUMilli, r.MemoryMiB, r.DiskMiB, r.Network)
 }

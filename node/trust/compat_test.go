@@ -26,7 +26,7 @@ func laterRecord(t *testing.T, raw []byte, key crypto.PrivKey, edit func(map[str
 }
 
 var (
-	newerVersion = func(m map[string]any) { m["v"] = uint64(2) }
+	newerVersion = func(m map[string]any) { m["v"] = uint64(99) }
 	unknownField = func(m map[string]any) { m["zz_added_later"] = "x" }
 	noVersion    = func(m map[string]any) { delete(m, "v") }
 )

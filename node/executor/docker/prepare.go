@@ -22,6 +22,7 @@ import (
 type workload struct {
 	h           executor.Handle
 	id          string // container ID
+	image       string // image ID the container was created from; "" after Reconcile
 	dir         string
 	outDir      string
 	maxDuration time.Duration
@@ -98,7 +99,7 @@ func (e *Executor) prepare(ctx context.Context, spec executor.Spec) (*workload, 
 	}
 	h := newHandle()
 	w := newWorkload(h, e.workDir(h))
-	w.maxDuration, w.diskBytes = p.maxDuration, p.diskBytes
+	w.maxDuration, w.diskBytes, w.image = p.maxDuration, p.diskBytes, p.image.id
 	p.outDir = w.outDir
 	if err := executor.MakeWorkDir(w.dir); err != nil {
 		return nil, err
@@ -176,6 +177,26 @@ func (e *Executor) plan(spec executor.Spec) (plan, error) {
 	p.diskBytes = size.DiskMiB << 20
 	p.maxDuration = size.MaxDuration
 	return p, nil
+}
+
+// Artifact implements executor.ArtifactNamer: the ID of the image the
+// container was created from (the digest of its config, which pins every
+// layer), asked of the engine for a container found by Reconcile.
+func (e *Executor) Artifact(ctx context.Context, h executor.Handle) (string, error) {
+	w, err := e.workloads.Get(h)
+	if err != nil {
+		return "", fmt.Errorf("docker.Artifact: %w", err)
+	}
+	if w.image != "" {
+		return w.image, nil
+	}
+	ctx, cancel := e.opCtx(ctx)
+	defer cancel()
+	ins, err := e.cli.ContainerInspect(ctx, w.id)
+	if err != nil {
+		return "", fmt.Errorf("docker.Artifact: %w", e.closedErr(err))
+	}
+	return ins.Image, nil
 }
 
 // Remove implements executor.Executor: it force-removes the container

@@ -6,6 +6,8 @@ package executortest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -119,6 +121,21 @@ func (f *Fake) Prepare(ctx context.Context, spec executor.Spec) (executor.Handle
 	}
 	f.handles[h] = &fakeRun{spec: spec, dir: dir, log: lf, done: make(chan struct{})}
 	return h, nil
+}
+
+// Artifact implements executor.ArtifactNamer: the module's CID, or for an
+// image reference an image ID derived from it (the fake resolves no
+// image; one reference always names one "image").
+func (f *Fake) Artifact(_ context.Context, h executor.Handle) (string, error) {
+	r, err := f.get(h)
+	if err != nil {
+		return "", fmt.Errorf("fake.Artifact: %w", err)
+	}
+	if r.spec.ModuleCID != "" {
+		return r.spec.ModuleCID, nil
+	}
+	sum := sha256.Sum256([]byte(r.spec.Image))
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
 func (f *Fake) get(h executor.Handle) (*fakeRun, error) {

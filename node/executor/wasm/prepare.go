@@ -199,3 +199,13 @@ func (w *workload) release(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Artifact implements executor.ArtifactNamer: the module's CID, which
+// Prepare checked the module's bytes against.
+func (e *Executor) Artifact(_ context.Context, h executor.Handle) (string, error) {
+	w, err := e.workloads.Get(h)
+	if err != nil {
+		return "", fmt.Errorf("wasm.Artifact: %w", err)
+	}
+	return w.spec.ModuleCID, nil
+}
