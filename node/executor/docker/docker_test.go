@@ -231,3 +231,27 @@ func TestPrepareRefuses(t *testing.T) {
 		})
 	}
 }
+
+// Artifact names the image ID the container was created from, also for a
+// container found after a restart (asked of the engine).
+func TestArtifactIsTheImageID(t *testing.T) {
+	e := newExecutor(t, nil)
+	ctx := testCtx(t)
+	h, err := e.Prepare(ctx, progSpec("hello"))
+	if err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	defer e.Remove(context.Background(), h)
+	_, id, _ := strings.Cut(testImage, "@")
+	if a, err := e.Artifact(ctx, h); err != nil || a != id {
+		t.Fatalf("Artifact = %q, %v; want %s", a, err, id)
+	}
+	w, err := e.workloads.Get(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.image = "" // as Reconcile leaves it
+	if a, err := e.Artifact(ctx, h); err != nil || a != id {
+		t.Fatalf("Artifact after a restart = %q, %v; want %s", a, err, id)
+	}
+}
