@@ -55,3 +55,20 @@ func TestVerifierIsCheckedAndLeavesTheCIDAlone(t *testing.T) {
 		t.Fatalf("VerifierModule of a spec without one = %q", m)
 	}
 }
+
+// A verifier image must be pinned by digest; the spec then names no
+// verifier module, and the image is what VerifierImage returns.
+func TestVerifierImage(t *testing.T) {
+	image := "reg/numcmp@sha256:" + strings.Repeat("b", 64)
+	y, err := ParseJobSpec([]byte("image: reg/img@sha256:" + strings.Repeat("a", 64) + "\nmax_price: 1\nduration: 1m\nreplicas: 2\nverifier: " + image + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if y.VerifierImage() != image || y.VerifierModule() != "" {
+		t.Fatalf("image %q, module %q; want the image only", y.VerifierImage(), y.VerifierModule())
+	}
+	_, err = ParseJobSpec([]byte("image: reg/img@sha256:" + strings.Repeat("a", 64) + "\nmax_price: 1\nduration: 1m\nreplicas: 2\nverifier: reg/numcmp:latest\n"))
+	if !errors.Is(err, ErrInvalidJobSpec) || !strings.Contains(err.Error(), "not pinned by digest") {
+		t.Fatalf("a verifier image by tag: %v, want refused as not pinned", err)
+	}
+}

@@ -73,7 +73,7 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 		if n.renter, err = renter.New(renter.Config{
 			ReliabilityPrior: m.ReliabilityPrior, Reauction: m.Reauction, GoldNeedsBadge: m.GoldNeedsBadge, WantBids: m.WantBids,
 			ProviderTimeout: m.ProviderTimeout, CanaryRate: m.CanaryRate, MaxWait: m.MaxWait,
-			Attest: n.cfg.Attest, CancelWait: n.cfg.Executor.StopGrace,
+			Attest: n.cfg.Attest, CancelWait: n.cfg.Executor.StopGrace, DockerHost: n.cfg.Executor.DockerHost,
 		}, renter.Deps{
 			Logger: n.log, Clock: time.Now, Key: n.key, P2P: n.p2p, Store: n.db, Leases: n.leases,
 			Artifacts: artifacts, WorkDir: n.workDir,

@@ -49,6 +49,10 @@ type Config struct {
 	// CancelWait is how long a cancelled lease's provider gets to stop the
 	// work (its stop grace) before the renter records it cancelled anyway.
 	CancelWait time.Duration
+	// DockerHost is the Docker engine a verifier image (job spec
+	// `verifier: REF@sha256:…`) runs on ([executor] docker_host; empty:
+	// $DOCKER_HOST or the local socket).
+	DockerHost string
 }
 
 // Reputation is what the renter asks of this node's trust in providers.

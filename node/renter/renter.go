@@ -174,7 +174,7 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 	r.driver.submitCanary = r.submitter.canary
 	r.driver.overturn = verifier.overturn
 	if deps.Artifacts != nil {
-		judge := newOutputJudge(log, filepath.Join(deps.WorkDir, "verifier"), deps.Artifacts,
+		judge := newOutputJudge(log, filepath.Join(deps.WorkDir, "verifier"), deps.Artifacts, cfg.DockerHost,
 			func(ctx context.Context, jobID, leaseID string) (string, error) {
 				_, p, err := r.fetcher.result(ctx, jobID, leaseID)
 				return p, err

@@ -1,6 +1,7 @@
 package renter
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -59,7 +60,7 @@ func (d *jobDriver) settleReplicas(ctx context.Context, jobID string, spec *auct
 		}
 		unproven = "the disagreement is not proven: " + err.Error()
 	}
-	if m := spec.VerifierModule(); m != "" && d.judgeOutputs != nil {
+	if m := cmp.Or(spec.VerifierModule(), spec.VerifierImage()); m != "" && d.judgeOutputs != nil {
 		d.judgeReplicas(ctx, jobID, m, ran, groups, unproven)
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/idlegrid/idlegrid/node/executor"
+	"github.com/idlegrid/idlegrid/node/executor/docker"
 	"github.com/idlegrid/idlegrid/node/executor/wasm"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/store"
@@ -40,9 +41,10 @@ const (
 // that its verdict on two outputs is the same on every run.
 var verifierEntropy = wasm.Entropy{Walltime: time.Date(2001, 2, 3, 4, 5, 6, 7, time.UTC), Seed: 1}
 
-// outputJudge runs a job's verifier module on two replicas' outputs:
-// each unpacked from its verified tar into its own directory, mounted
-// read-only at /a (the reference) and /b, on a fresh WASM executor.
+// outputJudge runs a job's verifier on two replicas' outputs: each
+// unpacked from its verified tar into its own directory, mounted
+// read-only at /a (the reference) and /b, in a fresh WASM executor (a
+// module) or container (an image) with no network.
 type outputJudge struct {
 	log *slog.Logger
 	// dir holds each judgement's work directory, removed afterwards.
@@ -50,6 +52,8 @@ type outputJudge struct {
 	// modules is where the verifier module is read (the renter's
 	// artifacts, from which it also serves wasm jobs' modules).
 	modules executor.Artifacts
+	// dockerHost is the engine verifier images run on ("" : the default).
+	dockerHost string
 	// result returns a lease's verified output tar, downloading it if
 	// needed (fetcher.result).
 	result func(ctx context.Context, jobID, leaseID string) (string, error)
@@ -57,14 +61,18 @@ type outputJudge struct {
 	slots chan struct{}
 }
 
-func newOutputJudge(log *slog.Logger, dir string, modules executor.Artifacts, result func(ctx context.Context, jobID, leaseID string) (string, error)) *outputJudge {
-	return &outputJudge{log: log, dir: dir, modules: modules, result: result, slots: make(chan struct{}, verifierRuns)}
+func newOutputJudge(log *slog.Logger, dir string, modules executor.Artifacts, dockerHost string, result func(ctx context.Context, jobID, leaseID string) (string, error)) *outputJudge {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &outputJudge{log: log, dir: dir, modules: modules, dockerHost: dockerHost, result: result, slots: make(chan struct{}, verifierRuns)}
 }
 
-// judge runs module on a's and b's outputs and returns its verdict; an
-// error means no verdict (the module is not held here, an output could
-// not be read).
-func (j *outputJudge) judge(ctx context.Context, jobID, module string, a, b *store.Lease) (outputVerdict, error) {
+// judge runs verifier (a module CID or an image REF@sha256:…) on a's and
+// b's outputs and returns its verdict; an error means no verdict (the
+// module is not held here, no engine runs the image, an output could not
+// be read).
+func (j *outputJudge) judge(ctx context.Context, jobID, verifier string, a, b *store.Lease) (outputVerdict, error) {
 	select {
 	case j.slots <- struct{}{}:
 		defer func() { <-j.slots }()
@@ -91,26 +99,20 @@ func (j *outputJudge) judge(ctx context.Context, jobID, module string, a, b *sto
 		}
 		mounts["/"+name] = dir
 	}
-	ex, err := wasm.New(wasm.Config{
-		Dir: filepath.Join(work, "run"), Artifacts: j.modules, MaxModuleBytes: verifierModuleBytes,
-		MaxMemoryMiB: verifierMemoryMiB, DefaultMemoryMiB: verifierMemoryMiB, DefaultDiskMiB: verifierDiskMiB,
-		DefaultMaxDuration: verifierMaxDuration, MaxLogBytes: verifierLogBytes,
-		Entropy: &verifierEntropy, ReadOnlyMounts: mounts,
-	}, j.log)
+	ex, spec, err := j.runtime(filepath.Join(work, "run"), verifier, mounts)
 	if err != nil {
 		return outputVerdict{}, err
 	}
 	defer ex.Close()
-	h, err := ex.Prepare(ctx, executor.Spec{
-		JobID: jobID, LeaseID: "verifier", Runtime: wasm.Runtime, ModuleCID: module,
-		Limits: executor.Limits{Network: executor.NetworkNone},
-	})
+	spec.JobID, spec.LeaseID = jobID, "verifier"
+	h, err := ex.Prepare(ctx, spec)
 	if err != nil {
-		if errors.Is(err, executor.ErrNotFound) {
+		if errors.Is(err, executor.ErrNotFound) && spec.ModuleCID != "" {
 			return outputVerdict{}, fmt.Errorf("this renter does not hold the module: add it with `idlegrid artifact add FILE`")
 		}
 		return outputVerdict{}, err
 	}
+	defer func() { _ = ex.Remove(context.WithoutCancel(ctx), h) }()
 	if err := ex.Start(ctx, h); err != nil {
 		return outputVerdict{}, err
 	}
@@ -125,8 +127,43 @@ func (j *outputJudge) judge(ctx context.Context, jobID, module string, a, b *sto
 	return v, nil
 }
 
+// closingExecutor is an executor the judge opens for one verdict.
+type closingExecutor interface {
+	executor.Executor
+	Close() error
+}
+
+// runtime opens the executor a verifier runs on, under dir, with the
+// outputs mounted read-only, and the spec it runs: a module on wazero
+// (fixed clocks and randomness, so its verdict is the same on every run),
+// an image on the renter's Docker engine (pulled by digest if missing).
+// Either gets no network, verifierMemoryMiB, verifierDiskMiB and
+// verifierMaxDuration.
+func (j *outputJudge) runtime(dir, verifier string, mounts map[string]string) (closingExecutor, executor.Spec, error) {
+	limits := executor.Limits{Network: executor.NetworkNone}
+	if !strings.Contains(verifier, "@") {
+		ex, err := wasm.New(wasm.Config{
+			Dir: dir, Artifacts: j.modules, MaxModuleBytes: verifierModuleBytes,
+			MaxMemoryMiB: verifierMemoryMiB, DefaultMemoryMiB: verifierMemoryMiB, DefaultDiskMiB: verifierDiskMiB,
+			DefaultMaxDuration: verifierMaxDuration, MaxLogBytes: verifierLogBytes,
+			Entropy: &verifierEntropy, ReadOnlyMounts: mounts,
+		}, j.log)
+		return ex, executor.Spec{Runtime: wasm.Runtime, ModuleCID: verifier, Limits: limits}, err
+	}
+	ex, err := docker.New(docker.Config{
+		Host: j.dockerHost, Dir: dir, Instance: "verifier", MaxLogBytes: verifierLogBytes,
+		DefaultMemoryMiB: verifierMemoryMiB, MaxMemoryMiB: verifierMemoryMiB, DefaultDiskMiB: verifierDiskMiB,
+		DefaultMaxDuration: verifierMaxDuration, Pull: true, ReadOnlyMounts: mounts,
+	}, j.log)
+	if err != nil {
+		return nil, executor.Spec{}, fmt.Errorf("run the verifier image: %w", err)
+	}
+	limits.CPUCores = 1
+	return ex, executor.Spec{Runtime: docker.Runtime, Image: verifier, Limits: limits}, nil
+}
+
 // tail reads the end of the verifier's output, printable.
-func (j *outputJudge) tail(ctx context.Context, ex *wasm.Executor, h executor.Handle) string {
+func (j *outputJudge) tail(ctx context.Context, ex executor.Executor, h executor.Handle) string {
 	rc, err := ex.Logs(ctx, h, false)
 	if err != nil {
 		return ""
@@ -155,7 +192,10 @@ func unpackOutput(tarPath, dir string, maxBytes int64) error {
 		return err
 	}
 	defer f.Close()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// Readable by all: a verifier image runs as nobody. Only the
+	// container sees them, through the mount; the judgement's work
+	// directory above is the renter's alone (0700).
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	tr := tar.NewReader(f)
@@ -181,7 +221,7 @@ func unpackOutput(tarPath, dir string, maxBytes int64) error {
 		dst := filepath.Join(dir, filepath.FromSlash(name))
 		switch hdr.Typeflag {
 		case tar.TypeDir:
-			if err := os.MkdirAll(dst, 0o700); err != nil {
+			if err := os.MkdirAll(dst, 0o755); err != nil {
 				return err
 			}
 		case tar.TypeReg:
@@ -197,10 +237,10 @@ func unpackOutput(tarPath, dir string, maxBytes int64) error {
 }
 
 func writeEntry(dst string, r io.Reader) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}

@@ -133,7 +133,7 @@ func TestOutputJudgeRunsTheModule(t *testing.T) {
 	for id, content := range map[string]string{"a": "loss 0.5000\nsteps 10\n", "near": "loss 0.5004\nsteps 10\n", "far": "loss 0.61\nsteps 10\n"} {
 		tars[id] = writeTar(t, dir, id, map[string]string{"metrics/result.txt": content})
 	}
-	j := newOutputJudge(nil, filepath.Join(dir, "judge"), arts,
+	j := newOutputJudge(nil, filepath.Join(dir, "judge"), arts, "",
 		func(_ context.Context, _, leaseID string) (string, error) { return tars[leaseID], nil })
 	l := func(id string) *store.Lease { return &store.Lease{ID: id, OutputSize: 1 << 20} }
 	v, err := j.judge(t.Context(), "job", module, l("a"), l("near"))

@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,6 +50,9 @@ type plan struct {
 	allowRoot   bool
 	init        bool
 	maxLogBytes int64
+	// readOnly are more host directories mounted read-only, by
+	// container path (Config.ReadOnlyMounts).
+	readOnly map[string]string
 	// serviceNet is the internal network a service joins (service.go).
 	serviceNet string
 }
@@ -117,6 +121,9 @@ func containerConfig(p plan) (*container.Config, *container.HostConfig) {
 			NanoCPUs:   int64(spec.Limits.CPUCores * 1e9),
 			PidsLimit:  &pids,
 		},
+	}
+	for _, target := range slices.Sorted(maps.Keys(p.readOnly)) {
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: p.readOnly[target], Target: target, ReadOnly: true})
 	}
 	if p.init {
 		hc.Init = &p.init

@@ -138,11 +138,22 @@ type Config struct {
 	AllowRoot bool
 	// Pull lets Prepare pull, by digest, an image missing locally.
 	Pull bool
+	// ReadOnlyMounts, if set, gives every workload more host directories
+	// besides /out, bind-mounted read-only: container path ("/a") to host
+	// directory. A renter's output verifier image reads the outputs it
+	// judges this way; the directories must be readable by the
+	// workload's user (nobody, unless AllowRoot).
+	ReadOnlyMounts map[string]string
 }
 
 func (c *Config) fill() error {
 	if c.Dir == "" {
 		return errors.New("empty Dir")
+	}
+	for target, src := range c.ReadOnlyMounts {
+		if !filepath.IsAbs(target) || target == outPath || target == tmpPath || !filepath.IsAbs(src) {
+			return fmt.Errorf("read-only mount %q from %q: want an absolute container path other than %s and %s, from an absolute host directory", target, src, outPath, tmpPath)
+		}
 	}
 	if c.Instance == "" {
 		c.Instance = "default"

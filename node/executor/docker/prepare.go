@@ -155,7 +155,7 @@ func (e *Executor) plan(spec executor.Spec) (plan, error) {
 	l := spec.Limits
 	p := plan{
 		spec: spec, instance: e.cfg.Instance, allowRoot: e.cfg.AllowRoot, init: e.init,
-		maxLogBytes: e.cfg.MaxLogBytes,
+		maxLogBytes: e.cfg.MaxLogBytes, readOnly: e.cfg.ReadOnlyMounts,
 	}
 	size, err := executor.Defaults{
 		MemoryMiB: e.cfg.DefaultMemoryMiB, MaxMemoryMiB: e.cfg.MaxMemoryMiB,
