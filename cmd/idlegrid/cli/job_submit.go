@@ -57,7 +57,7 @@ var specFlags = []specFlag{
 	{"egress", "egress", "bool", "the job needs outbound network (default false)"},
 	{"min-notice", "min_notice", "string", "bronze only: shortest preemption notice you accept, e.g. 5m (default none)"},
 	{"replicas", "replicas", "int", "distinct providers that run it at once, 1..8: batch outputs must agree; service replicas share one endpoint (default 1)"},
-	{"verifier", "verifier", "string", "batch job with --replicas 2 or more: CID of a WASM module this renter holds that judges replicas' differing outputs (default none)"},
+	{"verifier", "verifier", "string", "batch job with --replicas 2 or more: a WASM module this renter holds (its CID) or an image REF@sha256:<64 hex> that judges replicas' differing outputs (default none)"},
 	{"replica-regions", "replica_regions", "string", "batch job with --replicas 2 or more: distinct puts every replica in another country, or any (default any)"},
 	{"kind", "kind", "string", "batch (runs to its exit) or service (runs until cancelled, reached with job forward; docker only) (default batch)"},
 	{"ports", "ports", "ints", "service: the container ports it listens on, e.g. 8080 (at most 8)"},
