@@ -18,13 +18,18 @@ const (
 	// rest is the shard: "gpu/<family>" or "cpu".
 	RFQShardPrefix    = "idlegrid/rfq/2/"
 	DigestShardPrefix = "idlegrid/digest/1/"
+	// BeatShardPrefix starts the topics of providers' heartbeats (their
+	// telemetry chain entries): a provider gossips each on its shards'
+	// beat topics, so only the nodes of its shards carry it (a
+	// network-wide topic costs every node every provider's heartbeat).
+	BeatShardPrefix = "idlegrid/beat/1/"
 	// ShardCPU is the shard of CPU-only (wasm, 0 GPU) jobs.
 	ShardCPU Shard = "cpu"
 	// MaxShardsPerNode bounds the GPU shards a provider joins; with the
-	// CPU shard and a digest topic per shard a node joins at most
-	// MaxShardTopicsPerNode shard topics.
+	// CPU shard and an RFQ, a digest and a beat topic per shard a node
+	// joins at most MaxShardTopicsPerNode shard topics.
 	MaxShardsPerNode      = 8
-	MaxShardTopicsPerNode = 2 * (MaxShardsPerNode + 1)
+	MaxShardTopicsPerNode = 3 * (MaxShardsPerNode + 1)
 	// MaxShardsPerRFQ bounds the shards one RFQ is published on.
 	MaxShardsPerRFQ = 16
 
@@ -45,6 +50,10 @@ func (s Shard) RFQTopic() string { return RFQShardPrefix + string(s) }
 
 // DigestTopic is the gossip topic carrying the shard's capacity digests.
 func (s Shard) DigestTopic() string { return DigestShardPrefix + string(s) }
+
+// BeatTopic is the gossip topic carrying the heartbeats of the shard's
+// providers.
+func (s Shard) BeatTopic() string { return BeatShardPrefix + string(s) }
 
 // Family returns the GPU family of a GPU shard, "" for the CPU shard.
 func (s Shard) Family() string {
@@ -91,6 +100,7 @@ type ShardTopicKind int
 const (
 	ShardTopicRFQ ShardTopicKind = iota + 1
 	ShardTopicDigest
+	ShardTopicBeat
 )
 
 // ShardTopic is a parsed shard topic name.
@@ -99,8 +109,8 @@ type ShardTopic struct {
 	Shard Shard
 }
 
-// ParseShardTopic parses "idlegrid/rfq/2/<shard>" or
-// "idlegrid/digest/1/<shard>". It accepts only the canonical name of a
+// ParseShardTopic parses "idlegrid/rfq/2/<shard>",
+// "idlegrid/digest/1/<shard>" or "idlegrid/beat/1/<shard>". It accepts only the canonical name of a
 // valid shard, so a topic allowlist or subscription filter can call it to
 // admit exactly the topics of this scheme and no aliases.
 func ParseShardTopic(topic string) (ShardTopic, error) {
@@ -111,6 +121,8 @@ func ParseShardTopic(topic string) (ShardTopic, error) {
 		st.Kind, rest = ShardTopicRFQ, topic[len(RFQShardPrefix):]
 	case strings.HasPrefix(topic, DigestShardPrefix):
 		st.Kind, rest = ShardTopicDigest, topic[len(DigestShardPrefix):]
+	case strings.HasPrefix(topic, BeatShardPrefix):
+		st.Kind, rest = ShardTopicBeat, topic[len(BeatShardPrefix):]
 	default:
 		return ShardTopic{}, fmt.Errorf("auction.ParseShardTopic: %w: %q has no shard prefix", ErrBadShardTopic, topic)
 	}
@@ -133,6 +145,25 @@ func ProviderShards(c *Capacity) []Shard {
 		count[GPUFamily(g.Model)]++
 	}
 	return familyShards(count, slices.Contains(c.Runtimes, RuntimeWasm) || c.CPU != nil)
+}
+
+// BeatShards are the shards whose beat topics carry a provider's
+// heartbeats, of the shards it serves: its GPU shards, or the CPU shard
+// for a provider without GPUs. Nearly every provider also serves the CPU
+// shard (it runs wasm), so heartbeats there would reach every node, as
+// on one network-wide topic; the renters of a GPU provider's families
+// are the ones its uptime matters to.
+func BeatShards(served []Shard) []Shard {
+	out := make([]Shard, 0, len(served))
+	for _, s := range served {
+		if s != ShardCPU {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 && slices.Contains(served, ShardCPU) {
+		out = append(out, ShardCPU)
+	}
+	return out
 }
 
 // familyShards orders families by count (desc), then name, truncates to

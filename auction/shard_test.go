@@ -127,7 +127,7 @@ func TestProviderShards(t *testing.T) {
 		c.GPUs = append(c.GPUs, GPU{Index: uint32(i), Model: "m" + strings.Repeat("x", i) + "-8gb"})
 	}
 	got := ProviderShards(c)
-	if len(got) != MaxShardsPerNode || len(got)*2 > MaxShardTopicsPerNode {
+	if len(got) != MaxShardsPerNode || (len(got)+1)*3 > MaxShardTopicsPerNode {
 		t.Errorf("%d shards for 20 families, want %d", len(got), MaxShardsPerNode)
 	}
 }
@@ -142,6 +142,9 @@ func TestParseShardTopic(t *testing.T) {
 		{"idlegrid/rfq/2/cpu", ShardTopic{ShardTopicRFQ, ShardCPU}, true},
 		{"idlegrid/digest/1/gpu/rtx-4090", ShardTopic{ShardTopicDigest, "gpu/rtx-4090"}, true},
 		{"idlegrid/digest/1/cpu", ShardTopic{ShardTopicDigest, ShardCPU}, true},
+		{"idlegrid/beat/1/gpu/a10", ShardTopic{ShardTopicBeat, "gpu/a10"}, true},
+		{"idlegrid/beat/1/cpu", ShardTopic{ShardTopicBeat, ShardCPU}, true},
+		{"idlegrid/beat/2/cpu", ShardTopic{}, false},
 		{"idlegrid/rfq/1", ShardTopic{}, false},
 		{"idlegrid/rfq/2/", ShardTopic{}, false},
 		{"idlegrid/rfq/2/gpu/h100-80gb", ShardTopic{}, false}, // a model, not its family: one name per shard
@@ -164,7 +167,8 @@ func TestParseShardTopic(t *testing.T) {
 			}
 			if tc.ok {
 				if tc.want.Kind == ShardTopicRFQ && got.Shard.RFQTopic() != tc.topic ||
-					tc.want.Kind == ShardTopicDigest && got.Shard.DigestTopic() != tc.topic {
+					tc.want.Kind == ShardTopicDigest && got.Shard.DigestTopic() != tc.topic ||
+					tc.want.Kind == ShardTopicBeat && got.Shard.BeatTopic() != tc.topic {
 					t.Errorf("topic does not round-trip")
 				}
 			}
@@ -189,4 +193,17 @@ func FuzzParseShardTopic(f *testing.F) {
 			t.Fatalf("%q parses to %+v, which names %q", topic, st, back)
 		}
 	})
+}
+
+func TestBeatShards(t *testing.T) {
+	for _, tc := range []struct{ served, want []Shard }{
+		{[]Shard{"gpu/h100", "gpu/t4", ShardCPU}, []Shard{"gpu/h100", "gpu/t4"}},
+		{[]Shard{ShardCPU}, []Shard{ShardCPU}},
+		{[]Shard{"gpu/a10"}, []Shard{"gpu/a10"}},
+		{nil, []Shard{}},
+	} {
+		if got := BeatShards(tc.served); !slices.Equal(got, tc.want) {
+			t.Errorf("BeatShards(%v) = %v, want %v", tc.served, got, tc.want)
+		}
+	}
 }

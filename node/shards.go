@@ -29,8 +29,11 @@ func (n *Node) shardValidator(topic string) p2p.Validator {
 	if err != nil {
 		return func(context.Context, peer.ID, peer.ID, []byte) p2p.Verdict { return p2p.Reject }
 	}
-	if st.Kind == auction.ShardTopicDigest {
+	switch st.Kind {
+	case auction.ShardTopicDigest:
 		return n.trust.ValidateDigest(topic)
+	case auction.ShardTopicBeat:
+		return n.trust.ValidateBeat
 	}
 	return func(_ context.Context, from, signer peer.ID, data []byte) p2p.Verdict {
 		rfq, v := n.rfqGate.Check(topic, from, signer, data)
@@ -72,16 +75,23 @@ func (n *Node) follow(ctx context.Context, topic string) error {
 }
 
 // followShards subscribes a provider to the RFQ and digest topics of its
-// shards.
+// shards, and to the beat topics of those its heartbeats go to
+// (auction.BeatShards).
 func (n *Node) followShards(ctx context.Context) error {
 	if n.provider == nil {
 		return nil
 	}
-	for _, s := range n.provider.Shards() {
+	shards := n.provider.Shards()
+	for _, s := range shards {
 		if err := n.follow(ctx, s.RFQTopic()); err != nil {
 			return err
 		}
 		if err := n.follow(ctx, s.DigestTopic()); err != nil {
+			return err
+		}
+	}
+	for _, s := range auction.BeatShards(shards) {
+		if err := n.follow(ctx, s.BeatTopic()); err != nil {
 			return err
 		}
 	}
@@ -91,10 +101,13 @@ func (n *Node) followShards(ctx context.Context) error {
 // onShardGossip handles validated messages of a shard topic.
 func (n *Node) onShardGossip(ctx context.Context, topic string) func(p2p.Message) {
 	st, _ := auction.ParseShardTopic(topic)
-	if st.Kind == auction.ShardTopicDigest {
+	switch st.Kind {
+	case auction.ShardTopicDigest:
 		// The validator took the digest into trust's book (it keeps even
 		// those it withholds, to check them); delivery adds nothing.
 		return func(p2p.Message) {}
+	case auction.ShardTopicBeat:
+		return func(m p2p.Message) { n.trust.OnAttest(ctx, m.Data) }
 	}
 	return n.onGossip(ctx, p2p.TopicRFQ)
 }

@@ -216,7 +216,7 @@ func (c *Config) allowed(topic string) bool {
 }
 
 // defaultMaxTopics bounds joined and announced topics when MaxTopics is 0.
-const defaultMaxTopics = 160
+const defaultMaxTopics = 256
 
 func (c *Config) maxTopics() int {
 	if c.MaxTopics > 0 {

@@ -31,7 +31,9 @@ func chainKey(provider string, seq uint64) []byte {
 // PutChainEntry stores a provider's chain entry durably. An entry already
 // stored under the same provider and seq with other bytes is never
 // replaced: ErrConflict is returned together with the stored bytes, which
-// with raw form an equivocation proof.
+// with raw form an equivocation proof. The same bytes stored already are
+// returned as existing with no error, and nothing is written: a caller
+// tells a new entry (existing nil) from a copy.
 func (d *DB) PutChainEntry(provider string, seq uint64, raw []byte, sync bool) (existing []byte, err error) {
 	return d.PutChainEntryTTL(provider, seq, raw, sync, 0)
 }
@@ -67,6 +69,9 @@ func (d *DB) PutChainEntryTTL(provider string, seq uint64, raw []byte, sync bool
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store.PutChainEntry %s/%d: %w", provider, seq, err)
+	}
+	if existing != nil {
+		return existing, nil
 	}
 	if sync {
 		if err := d.sync(); err != nil {

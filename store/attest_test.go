@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"path/filepath"
 	"testing"
@@ -17,7 +18,7 @@ func TestChainEntriesNeverReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The same bytes again is fine (gossip repeats).
-	if ex, err := db.PutChainEntry("prov", 2, []byte{2}, false); err != nil || ex != nil {
+	if ex, err := db.PutChainEntry("prov", 2, []byte{2}, false); err != nil || !bytes.Equal(ex, []byte{2}) {
 		t.Fatalf("same bytes: %v %v", ex, err)
 	}
 	// Different bytes for a stored seq: refused, and the stored ones

@@ -87,17 +87,19 @@ type Params struct {
 	// DigestRefresh is each provider's timer re-gossip of its digest (half
 	// the record republish interval).
 	DigestRefresh time.Duration
-	// HeartbeatEvery is each provider's telemetry entry on the attest
-	// topic, which every node subscribes to (it is not sharded).
+	// HeartbeatEvery is each provider's telemetry entry, gossiped where
+	// Heartbeats says.
 	HeartbeatEvery time.Duration
 	// CPUShare is the share of providers that are also on the CPU shard
 	// (auction.ProviderShards puts every provider offering wasm or CPU
 	// jobs there): each of their digests is published there too.
 	CPUShare float64
-	// Heartbeats says where heartbeats go: the network-wide attest topic
-	// (as built), or, as what-ifs, the provider's shard (and region
-	// group) topics, or no gossip at all (only to the provider's lease
-	// counterparties, who verify its telemetry anyway).
+	// Heartbeats says where heartbeats go: the beat topics of the
+	// provider's GPU shards (and region groups), as built; as what-ifs,
+	// the network-wide attest topic (as before) or no gossip at all (only
+	// to the provider's lease counterparties, who verify its telemetry
+	// anyway). Award summaries and receipts (AttestPerRFQ) stay on the
+	// network-wide attest topic in every scope but none.
 	Heartbeats HeartbeatScope
 	// TopicPeers are a node's connected subscribers of one of its topics,
 	// whom its own publications are flooded to (at most its connection
@@ -122,7 +124,7 @@ func DefaultParams(providers int, rfqsPerSec float64) (Params, error) {
 	return Params{
 		Providers: providers, RFQsPerSec: rfqsPerSec, Families: DefaultFamilies,
 		WantBids: auction.DefaultWantBids, JobGPUs: 1, BidStreamBytes: 100,
-		DigestRefresh: 5 * time.Minute, HeartbeatEvery: time.Minute, CPUShare: 1,
+		DigestRefresh: 5 * time.Minute, HeartbeatEvery: time.Minute, CPUShare: 1, Heartbeats: HeartbeatsShard,
 		TopicPeers: 192, RegionGroups: 1, Calibration: MeasuredCalibration, Sizes: sz,
 	}, nil
 }
@@ -132,8 +134,13 @@ type HeartbeatScope int
 
 // Heartbeat scopes.
 const (
+	// HeartbeatsNetwork: every heartbeat on idlegrid/attest/1, which
+	// every node joins (before the beat topics).
 	HeartbeatsNetwork HeartbeatScope = iota
+	// HeartbeatsShard: on the beat topics of the provider's GPU shards
+	// (auction.BeatShards), as built.
 	HeartbeatsShard
+	// HeartbeatsNone: no heartbeat gossip.
 	HeartbeatsNone
 )
 
@@ -193,7 +200,7 @@ func Model(p Params) (Row, error) {
 	case HeartbeatsNetwork:
 		r.HeartbeatsPerSec = float64(p.Providers)/p.HeartbeatEvery.Seconds() + c.AttestPerRFQ*p.RFQsPerSec
 	case HeartbeatsShard:
-		r.HeartbeatsPerSec = float64(r.ShardProviders)/p.HeartbeatEvery.Seconds() + c.AttestPerRFQ*r.ShardRFQsPerSec
+		r.HeartbeatsPerSec = float64(r.ShardProviders)/p.HeartbeatEvery.Seconds() + c.AttestPerRFQ*p.RFQsPerSec
 	}
 	r.RFQCopies = c.Copies * r.ShardRFQsPerSec
 	r.DigestCopies = c.Copies * r.DigestsPerSec
@@ -211,8 +218,11 @@ func Model(p Params) (Row, error) {
 	if p.CPUShare > 0 {
 		flood += float64(min(p.TopicPeers, int(cpuProviders)-1)) * ownDigests * (float64(p.Sizes.Digest) + frame)
 	}
-	if p.Heartbeats != HeartbeatsNone {
+	switch p.Heartbeats {
+	case HeartbeatsNetwork:
 		flood += float64(min(p.TopicPeers, p.Providers-1)) / p.HeartbeatEvery.Seconds() * float64(c.AttestBytes)
+	case HeartbeatsShard:
+		flood += float64(min(p.TopicPeers, r.ShardProviders-1)) / p.HeartbeatEvery.Seconds() * float64(c.AttestBytes)
 	}
 	r.OutKBps = r.ProviderKBps + r.BidKBps + flood/1000
 	return r, nil
@@ -275,8 +285,9 @@ func WhatIfs() ([]Row, error) {
 		cpu    float64
 		beats  HeartbeatScope
 	}{
-		{4, 1, HeartbeatsNetwork}, {8, 1, HeartbeatsNetwork}, {16, 1, HeartbeatsNetwork},
-		{8, 0.05, HeartbeatsNetwork}, {8, 0.05, HeartbeatsShard}, {8, 0.05, HeartbeatsNone},
+		{1, 1, HeartbeatsNetwork},
+		{4, 1, HeartbeatsShard}, {8, 1, HeartbeatsShard}, {16, 1, HeartbeatsShard},
+		{8, 0.05, HeartbeatsShard}, {8, 0.05, HeartbeatsNone},
 	} {
 		p, err := DefaultParams(100_000, 100)
 		if err != nil {

@@ -29,8 +29,8 @@ type gossipCost struct {
 	// Bytes received: payloads on the RFQ, digest and attest topics,
 	// control, all; and all bytes sent.
 	inRFQ, inDigest, inAttest, inControl, in, out float64
-	// Messages on the attest topic (heartbeats, award summaries): first
-	// copies received.
+	// Messages on the attest topic (award summaries, receipts) and the
+	// shard's beat topic (heartbeats): first copies received.
 	attestFirst, attestDup float64
 	// inParts is every part's bytes received (topics, "other", control),
 	// to show what the model leaves out.
@@ -39,7 +39,8 @@ type gossipCost struct {
 
 func readGossipCost(c *Cluster, shard auction.Shard) gossipCost {
 	g := gossipCost{at: time.Now(), inParts: map[string]float64{}}
-	rfq, digest := shard.RFQTopic(), shard.DigestTopic()
+	rfq, digest, beat := shard.RFQTopic(), shard.DigestTopic(), shard.BeatTopic()
+	attestTopic := func(t string) bool { return t == p2p.TopicAttest || t == beat }
 	for _, m := range c.ByRole(node.RoleProvider) {
 		g.providers++
 		mfs, err := m.Registry.Gather()
@@ -64,9 +65,9 @@ func readGossipCost(c *Cluster, shard auction.Shard) gossipCost {
 						g.digestFirst += v
 					case l["topic"] == digest:
 						g.digestDup += v
-					case l["topic"] == p2p.TopicAttest && l["copy"] == "first":
+					case attestTopic(l["topic"]) && l["copy"] == "first":
 						g.attestFirst += v
-					case l["topic"] == p2p.TopicAttest:
+					case attestTopic(l["topic"]):
 						g.attestDup += v
 					}
 				case "idlegrid_gossip_messages_total":
@@ -85,7 +86,7 @@ func readGossipCost(c *Cluster, shard auction.Shard) gossipCost {
 						g.inRFQ += v
 					case digest:
 						g.inDigest += v
-					case p2p.TopicAttest:
+					case p2p.TopicAttest, beat:
 						g.inAttest += v
 					case "control":
 						g.inControl += v

@@ -22,7 +22,7 @@ func rfqsSeen(n *node.Node, family string) int {
 // TestRFQsStayInTheirShard: an RFQ for one GPU family reaches only that
 // family's providers; a provider with two families is on both shards; a
 // job that allows two families is published on both and gets bids from
-// each.
+// each. Heartbeats, on the shards' beat topics, reach the same nodes.
 func TestRFQsStayInTheirShard(t *testing.T) {
 	provs := []provOpts{
 		{profile: "h100-sxm-80gb", gpus: 1, bronze: 2},
@@ -30,6 +30,8 @@ func TestRFQsStayInTheirShard(t *testing.T) {
 		{profile: "h100-sxm-80gb", gpus: 1, bronze: 2.5}, // also a T4 (below)
 	}
 	c, renter := auctionCluster(t, provs, nodetest.Options{Configure: func(i int, cfg *node.Config) {
+		// A heartbeat a second (the last row of the test).
+		cfg.Attest.Sample, cfg.Attest.Window = 100*time.Millisecond, time.Second
 		if i == 3 {
 			cfg.GPU.Sim.Profiles = []string{"h100-sxm-80gb", "t4"}
 		}
@@ -76,6 +78,22 @@ func TestRFQsStayInTheirShard(t *testing.T) {
 	}
 	if bids < 2 {
 		t.Fatalf("the two-family job drew %d bids, want bids from both shards; events %v", bids, eventKinds(j))
+	}
+
+	// Heartbeats stay in their shards too: the renter, whose view holds
+	// both shards, and the T4 provider hear the two-family provider; the
+	// T4 provider never hears the H100-only one.
+	heard := func(n *node.Node, p *node.Node) bool {
+		us, _ := n.Store().Uptimes()
+		return slices.ContainsFunc(us, func(u *store.Uptime) bool { return u.Provider == p.ID().String() && u.Seen >= 2 })
+	}
+	if err := nodetest.WaitFor(ctx, "heartbeats on the shards' beat topics", func() bool {
+		return heard(renter, h100) && heard(renter, t4) && heard(renter, both) && heard(t4, both) && heard(both, h100)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if heard(t4, h100) {
+		t.Fatal("the T4 provider holds heartbeats of the H100-only provider")
 	}
 }
 

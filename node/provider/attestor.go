@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/p2p"
@@ -24,8 +25,9 @@ import (
 // attest): a hardware fingerprint at start and on change, one telemetry
 // attestation per window (sampled from the GPU backend), and the job
 // events of its leases. Every entry is stored durably before anything
-// else sees it; telemetry entries are the provider's heartbeat on
-// idlegrid/attest/1, and lease-scoped entries stream to the lease's renter.
+// else sees it; telemetry entries are the provider's heartbeat on its
+// shards' beat topics, and lease-scoped entries stream to the lease's
+// renter.
 type attestor struct {
 	attestorDeps
 
@@ -62,6 +64,9 @@ type attestorDeps struct {
 	cfg lease.Terms
 	// onSamples gets every sample read (the operator's charts); may be nil.
 	onSamples func([]gpu.Sample)
+	// shards are the shards the provider serves now (market.shards):
+	// its heartbeats go to their beat topics.
+	shards func() []auction.Shard
 }
 
 // openAttestor continues the chain stored in the node's store. A crash
@@ -397,12 +402,21 @@ func (a *attestor) recordJobEvent(l *store.Lease, kind attest.JobEventKind) (seq
 	return seq
 }
 
-// heartbeat gossips a telemetry entry on idlegrid/attest/1.
+// heartbeat gossips a telemetry entry on the beat topic of each GPU shard
+// the provider serves, or of the CPU shard if it has no GPU
+// (auction.BeatShards): the nodes of those shards, the renters that may
+// rent from it, keep it as uptime evidence and check it for
+// equivocation. Nodes of other shards never carry it.
 func (a *attestor) heartbeat(ctx context.Context, raw []byte) {
+	if a.shards == nil {
+		return
+	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := a.p2p.Publish(pctx, p2p.TopicAttest, raw, 0); err != nil {
-		a.log.Debug("publish heartbeat", "err", err)
+	for _, s := range auction.BeatShards(a.shards()) {
+		if err := a.p2p.Publish(pctx, s.BeatTopic(), raw, 0); err != nil {
+			a.log.Debug("publish heartbeat", "topic", s.BeatTopic(), "err", err)
+		}
 	}
 }
 

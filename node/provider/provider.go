@@ -150,7 +150,7 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 
 	if p.attest, err = openAttestor(attestorDeps{
 		log: log.With("component", "attest"), now: now, key: key, self: p.self, p2p: network, db: db, book: book, gpus: gpus,
-		cfg: cfg.Attest, onSamples: p.history.add,
+		cfg: cfg.Attest, onSamples: p.history.add, shards: func() []auction.Shard { return p.Shards() },
 	}); err != nil {
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}

@@ -157,12 +157,15 @@ func (t *Trust) observeEntry(ctx context.Context, raw []byte, e *attest.Entry) {
 	if e.Provider == t.ID().String() {
 		return
 	}
-	if e.Telemetry != nil {
+	existing, err := t.db.PutChainEntryTTL(e.Provider, e.Seq, raw, false, peerEntryRetention)
+	if err == nil && existing == nil && e.Telemetry != nil {
+		// Counted once: a provider of several shards sends each heartbeat
+		// on each shard's beat topic, and a node of two of them gets two
+		// copies of one entry.
 		if err := t.db.ObserveHeartbeat(e.Provider, e.AtMs); err != nil {
 			t.log.Warn("store heartbeat", "err", err)
 		}
 	}
-	existing, err := t.db.PutChainEntryTTL(e.Provider, e.Seq, raw, false, peerEntryRetention)
 	if !errors.Is(err, store.ErrConflict) {
 		return
 	}
