@@ -29,6 +29,7 @@ func LeaseFromStore(l *store.Lease) Lease {
 	out.Runtime, out.ExitCode = l.Runtime, l.ExitCode
 	out.OutputCID, out.OutputSize, out.LogBytes = l.OutputCID, l.OutputSize, l.LogBytes
 	out.Health = l.Health
+	out.Artifact, out.Run = l.Artifact, l.Run
 	if l.WorkStartedMs != 0 {
 		out.StartedAt = time.UnixMilli(l.WorkStartedMs).UTC()
 	}

@@ -1,6 +1,10 @@
 package api
 
-import "time"
+import (
+	"time"
+
+	"github.com/idlegrid/idlegrid/attest"
+)
 
 // Job is a renter's job as the API shows it.
 type Job struct {
@@ -77,6 +81,12 @@ type Lease struct {
 	OutputCID  string    `json:"output_cid,omitempty"`
 	OutputSize int64     `json:"output_size,omitempty"`
 	LogBytes   int64     `json:"log_bytes,omitempty"`
+	// Artifact and Run are what ran, as the provider's signed finished
+	// event names it (the module's CID or the image's ID, and the
+	// settings that can change the result); the renter records them when
+	// it verifies the completion, the provider when it prepares the work.
+	Artifact string              `json:"artifact,omitempty"`
+	Run      *attest.RunSettings `json:"run,omitempty"`
 	// Payment: what this side's latest voucher for the lease covers, and
 	// the CID of the provider's sealed receipt once this side holds it.
 	PaidUSD    float64   `json:"paid_usd,omitempty"`

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/node/executor"
 	"github.com/idlegrid/idlegrid/node/executor/executortest"
 	"github.com/idlegrid/idlegrid/node/lease"
@@ -56,6 +57,9 @@ func TestFinishedEventBindsWhatRan(t *testing.T) {
 	}
 	if l := ls[0]; l.Artifact != nodetest.DemoModule || l.Run == nil || l.Run.Runtime != "wasm" || l.Run.Network != "none" {
 		t.Fatalf("lease records artifact %q, run %+v; want the job's module %s run offline on wasm", l.Artifact, l.Run, nodetest.DemoModule)
+	}
+	if a := api.LeaseFromStore(ls[0]); a.Artifact != nodetest.DemoModule || a.Run == nil {
+		t.Fatalf("the API's lease shows artifact %q, run %+v", a.Artifact, a.Run)
 	}
 
 	j, err = renter.Renter().Submit(canaryJob("swapped"))
