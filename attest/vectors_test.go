@@ -45,7 +45,9 @@ func vectorKinds(t testing.TB) []vectorKind {
 	g := goldenRecords(t)
 	provider, renter, reporter := testKey(t, providerSeed), testKey(t, renterSeed), testKey(t, reporterSeed)
 	openEntry := openAs[Entry](func(raw []byte) error { _, err := OpenEntry(raw); return err })
-	const attestTopic, fraudTopic = "idlegrid/attest/1", "idlegrid/fraud/1"
+	// Heartbeats and receipts go to the attestation topic of the
+	// provider's (the lease's) shard; the vectors show an H100 shard's.
+	const attestTopic, fraudTopic = "idlegrid/attest/1/gpu/h100", "idlegrid/fraud/1"
 	return []vectorKind{
 		{"chain-entry-fingerprint", g["chain-entry-fingerprint"].(Payload), provider, openEntry, ""},
 		{"chain-entry-telemetry", g["chain-entry-telemetry"].(Payload), provider, openEntry, attestTopic},

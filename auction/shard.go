@@ -18,15 +18,16 @@ const (
 	// rest is the shard: "gpu/<family>" or "cpu".
 	RFQShardPrefix    = "idlegrid/rfq/2/"
 	DigestShardPrefix = "idlegrid/digest/1/"
-	// BeatShardPrefix starts the topics of providers' heartbeats (their
-	// telemetry chain entries): a provider gossips each on its shards'
-	// beat topics, so only the nodes of its shards carry it (a
-	// network-wide topic costs every node every provider's heartbeat).
-	BeatShardPrefix = "idlegrid/beat/1/"
+	// AttestShardPrefix starts a shard's attestation topic: its
+	// providers' heartbeats (telemetry chain entries) and the award
+	// summaries and receipts of its leases. Only the nodes of a shard
+	// carry them; on one network-wide topic every node carried every
+	// provider's heartbeat and every lease's summary and receipt.
+	AttestShardPrefix = "idlegrid/attest/1/"
 	// ShardCPU is the shard of CPU-only (wasm, 0 GPU) jobs.
 	ShardCPU Shard = "cpu"
 	// MaxShardsPerNode bounds the GPU shards a provider joins; with the
-	// CPU shard and an RFQ, a digest and a beat topic per shard a node
+	// CPU shard and an RFQ, a digest and an attestation topic per shard a node
 	// joins at most MaxShardTopicsPerNode shard topics.
 	MaxShardsPerNode      = 8
 	MaxShardTopicsPerNode = 3 * (MaxShardsPerNode + 1)
@@ -51,9 +52,9 @@ func (s Shard) RFQTopic() string { return RFQShardPrefix + string(s) }
 // DigestTopic is the gossip topic carrying the shard's capacity digests.
 func (s Shard) DigestTopic() string { return DigestShardPrefix + string(s) }
 
-// BeatTopic is the gossip topic carrying the heartbeats of the shard's
-// providers.
-func (s Shard) BeatTopic() string { return BeatShardPrefix + string(s) }
+// AttestTopic is the gossip topic carrying the heartbeats of the shard's
+// providers and the award summaries and receipts of its leases.
+func (s Shard) AttestTopic() string { return AttestShardPrefix + string(s) }
 
 // Family returns the GPU family of a GPU shard, "" for the CPU shard.
 func (s Shard) Family() string {
@@ -62,6 +63,17 @@ func (s Shard) Family() string {
 		return ""
 	}
 	return f
+}
+
+// ModelShard is the shard of a lease's model: the CPU shard for a
+// CPU-only lease (CPUModel), else the model's family shard; false for a
+// slug that names no valid shard.
+func ModelShard(model string) (Shard, bool) {
+	if model == CPUModel {
+		return ShardCPU, true
+	}
+	s := GPUShard(GPUFamily(model))
+	return s, IsModelSlug(model) && s.Valid()
 }
 
 // Valid reports whether s is the CPU shard or a GPU shard of a family.
@@ -100,7 +112,7 @@ type ShardTopicKind int
 const (
 	ShardTopicRFQ ShardTopicKind = iota + 1
 	ShardTopicDigest
-	ShardTopicBeat
+	ShardTopicAttest
 )
 
 // ShardTopic is a parsed shard topic name.
@@ -110,7 +122,8 @@ type ShardTopic struct {
 }
 
 // ParseShardTopic parses "idlegrid/rfq/2/<shard>",
-// "idlegrid/digest/1/<shard>" or "idlegrid/beat/1/<shard>". It accepts only the canonical name of a
+// "idlegrid/digest/1/<shard>" or "idlegrid/attest/1/<shard>" (not the
+// network-wide "idlegrid/attest/1"). It accepts only the canonical name of a
 // valid shard, so a topic allowlist or subscription filter can call it to
 // admit exactly the topics of this scheme and no aliases.
 func ParseShardTopic(topic string) (ShardTopic, error) {
@@ -121,8 +134,8 @@ func ParseShardTopic(topic string) (ShardTopic, error) {
 		st.Kind, rest = ShardTopicRFQ, topic[len(RFQShardPrefix):]
 	case strings.HasPrefix(topic, DigestShardPrefix):
 		st.Kind, rest = ShardTopicDigest, topic[len(DigestShardPrefix):]
-	case strings.HasPrefix(topic, BeatShardPrefix):
-		st.Kind, rest = ShardTopicBeat, topic[len(BeatShardPrefix):]
+	case strings.HasPrefix(topic, AttestShardPrefix):
+		st.Kind, rest = ShardTopicAttest, topic[len(AttestShardPrefix):]
 	default:
 		return ShardTopic{}, fmt.Errorf("auction.ParseShardTopic: %w: %q has no shard prefix", ErrBadShardTopic, topic)
 	}
@@ -147,7 +160,7 @@ func ProviderShards(c *Capacity) []Shard {
 	return familyShards(count, slices.Contains(c.Runtimes, RuntimeWasm) || c.CPU != nil)
 }
 
-// BeatShards are the shards whose beat topics carry a provider's
+// BeatShards are the shards whose attestation topics carry a provider's
 // heartbeats, of the shards it serves: its GPU shards, or the CPU shard
 // for a provider without GPUs. Nearly every provider also serves the CPU
 // shard (it runs wasm), so heartbeats there would reach every node, as

@@ -142,9 +142,11 @@ func TestParseShardTopic(t *testing.T) {
 		{"idlegrid/rfq/2/cpu", ShardTopic{ShardTopicRFQ, ShardCPU}, true},
 		{"idlegrid/digest/1/gpu/rtx-4090", ShardTopic{ShardTopicDigest, "gpu/rtx-4090"}, true},
 		{"idlegrid/digest/1/cpu", ShardTopic{ShardTopicDigest, ShardCPU}, true},
-		{"idlegrid/beat/1/gpu/a10", ShardTopic{ShardTopicBeat, "gpu/a10"}, true},
-		{"idlegrid/beat/1/cpu", ShardTopic{ShardTopicBeat, ShardCPU}, true},
-		{"idlegrid/beat/2/cpu", ShardTopic{}, false},
+		{"idlegrid/attest/1/gpu/a10", ShardTopic{ShardTopicAttest, "gpu/a10"}, true},
+		{"idlegrid/attest/1/cpu", ShardTopic{ShardTopicAttest, ShardCPU}, true},
+		{"idlegrid/beat/1/cpu", ShardTopic{}, false},
+		{"idlegrid/attest/1", ShardTopic{}, false}, // the network-wide topic
+		{"idlegrid/attest/1/", ShardTopic{}, false},
 		{"idlegrid/rfq/1", ShardTopic{}, false},
 		{"idlegrid/rfq/2/", ShardTopic{}, false},
 		{"idlegrid/rfq/2/gpu/h100-80gb", ShardTopic{}, false}, // a model, not its family: one name per shard
@@ -168,7 +170,7 @@ func TestParseShardTopic(t *testing.T) {
 			if tc.ok {
 				if tc.want.Kind == ShardTopicRFQ && got.Shard.RFQTopic() != tc.topic ||
 					tc.want.Kind == ShardTopicDigest && got.Shard.DigestTopic() != tc.topic ||
-					tc.want.Kind == ShardTopicBeat && got.Shard.BeatTopic() != tc.topic {
+					tc.want.Kind == ShardTopicAttest && got.Shard.AttestTopic() != tc.topic {
 					t.Errorf("topic does not round-trip")
 				}
 			}
@@ -204,6 +206,27 @@ func TestBeatShards(t *testing.T) {
 	} {
 		if got := BeatShards(tc.served); !slices.Equal(got, tc.want) {
 			t.Errorf("BeatShards(%v) = %v, want %v", tc.served, got, tc.want)
+		}
+	}
+}
+
+func TestModelShard(t *testing.T) {
+	for _, tc := range []struct {
+		model string
+		want  Shard
+		ok    bool
+	}{
+		{CPUModel, ShardCPU, true},
+		{"a10-24gb", "gpu/a10", true},
+		{"h100-nvl-94gb", "gpu/h100-nvl", true},
+		{"h100", "gpu/h100", true},
+		{"", "", false},
+		{"H100-80GB", "", false},
+		{"gpu/a10", "", false},
+	} {
+		got, ok := ModelShard(tc.model)
+		if ok != tc.ok || ok && got != tc.want {
+			t.Errorf("ModelShard(%q) = %q, %v; want %q, %v", tc.model, got, ok, tc.want, tc.ok)
 		}
 	}
 }

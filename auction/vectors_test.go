@@ -34,7 +34,7 @@ func vectorKinds(t testing.TB) []vectorKind {
 		// An RFQ for a100 or h100 GPUs goes to both families' shards;
 		// the vector shows one.
 		"rfq":           Shard("gpu/h100").RFQTopic(),
-		"award-summary": "idlegrid/attest/1",
+		"award-summary": Shard("gpu/h100").AttestTopic(), // the fixture's model is h100-80gb
 		"abandon-note":  "idlegrid/attest/1",
 	}
 	for _, k := range msgKinds {

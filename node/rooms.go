@@ -140,7 +140,7 @@ func (n *Node) priceIndex(since, until time.Time) ([]auction.PriceStat, error) {
 	return n.trust.PriceIndex(since, until)
 }
 
-// followDigests subscribes a renter to the digest and beat topics of a
+// followDigests subscribes a renter to the digest and attestation topics of a
 // shard it just learnt of, keeping its market view of that shard current.
 func (n *Node) followDigests(s auction.Shard) {
 	n.runCtxMu.Lock()
@@ -152,11 +152,12 @@ func (n *Node) followDigests(s auction.Shard) {
 	if err := n.follow(ctx, s.DigestTopic()); err != nil {
 		n.log.Debug("follow shard digests", "shard", s, "err", err)
 	}
-	// The shard's providers' heartbeats: uptime evidence of the
-	// providers this renter may rent from, and their chains'
-	// equivocations.
-	if err := n.follow(ctx, s.BeatTopic()); err != nil {
-		n.log.Debug("follow shard heartbeats", "shard", s, "err", err)
+	// The shard's attestation records: its providers' heartbeats
+	// (uptime evidence of the providers this renter may rent from, and
+	// their chains' equivocations), its leases' award summaries (the
+	// price index) and receipts (reputation).
+	if err := n.follow(ctx, s.AttestTopic()); err != nil {
+		n.log.Debug("follow shard attestations", "shard", s, "err", err)
 	}
 }
 

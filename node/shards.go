@@ -32,8 +32,8 @@ func (n *Node) shardValidator(topic string) p2p.Validator {
 	switch st.Kind {
 	case auction.ShardTopicDigest:
 		return n.trust.ValidateDigest(topic)
-	case auction.ShardTopicBeat:
-		return n.trust.ValidateBeat
+	case auction.ShardTopicAttest:
+		return n.trust.ValidateShardAttest(topic)
 	}
 	return func(_ context.Context, from, signer peer.ID, data []byte) p2p.Verdict {
 		rfq, v := n.rfqGate.Check(topic, from, signer, data)
@@ -74,25 +74,20 @@ func (n *Node) follow(ctx context.Context, topic string) error {
 	return nil
 }
 
-// followShards subscribes a provider to the RFQ and digest topics of its
-// shards, and to the beat topics of those its heartbeats go to
-// (auction.BeatShards).
+// followShards subscribes a provider to the RFQ, digest and attestation
+// topics of its shards. The attestation topics carry the award summaries
+// that end its auctions and price its models; on the CPU shard's, a GPU
+// provider hears only the heartbeats of providers without GPUs
+// (auction.BeatShards), a small share.
 func (n *Node) followShards(ctx context.Context) error {
 	if n.provider == nil {
 		return nil
 	}
-	shards := n.provider.Shards()
-	for _, s := range shards {
-		if err := n.follow(ctx, s.RFQTopic()); err != nil {
-			return err
-		}
-		if err := n.follow(ctx, s.DigestTopic()); err != nil {
-			return err
-		}
-	}
-	for _, s := range auction.BeatShards(shards) {
-		if err := n.follow(ctx, s.BeatTopic()); err != nil {
-			return err
+	for _, s := range n.provider.Shards() {
+		for _, topic := range []string{s.RFQTopic(), s.DigestTopic(), s.AttestTopic()} {
+			if err := n.follow(ctx, topic); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -106,7 +101,7 @@ func (n *Node) onShardGossip(ctx context.Context, topic string) func(p2p.Message
 		// The validator took the digest into trust's book (it keeps even
 		// those it withholds, to check them); delivery adds nothing.
 		return func(p2p.Message) {}
-	case auction.ShardTopicBeat:
+	case auction.ShardTopicAttest:
 		return func(m p2p.Message) { n.trust.OnAttest(ctx, m.Data) }
 	}
 	return n.onGossip(ctx, p2p.TopicRFQ)

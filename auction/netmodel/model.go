@@ -94,7 +94,7 @@ type Params struct {
 	// (auction.ProviderShards puts every provider offering wasm or CPU
 	// jobs there): each of their digests is published there too.
 	CPUShare float64
-	// Heartbeats says where heartbeats go: the beat topics of the
+	// Heartbeats says where heartbeats go: the attestation topics of the
 	// provider's GPU shards (and region groups), as built; as what-ifs,
 	// the network-wide attest topic (as before) or no gossip at all (only
 	// to the provider's lease counterparties, who verify its telemetry
@@ -135,9 +135,9 @@ type HeartbeatScope int
 // Heartbeat scopes.
 const (
 	// HeartbeatsNetwork: every heartbeat on idlegrid/attest/1, which
-	// every node joins (before the beat topics).
+	// every node joins (before the shards' attestation topics).
 	HeartbeatsNetwork HeartbeatScope = iota
-	// HeartbeatsShard: on the beat topics of the provider's GPU shards
+	// HeartbeatsShard: on the attestation topics of the provider's GPU shards
 	// (auction.BeatShards), as built.
 	HeartbeatsShard
 	// HeartbeatsNone: no heartbeat gossip.

@@ -113,7 +113,7 @@ func TestModelAgainstRuns(t *testing.T) {
 	}
 }
 
-// Region groups divide a shard's traffic and, on the shards' beat topics,
+// Region groups divide a shard's traffic and, on the shards' attestation topics,
 // its heartbeats; heartbeats on one network-wide topic (as before) do not
 // shrink with them.
 func TestRegionGroupsSplitTheShard(t *testing.T) {
@@ -147,6 +147,6 @@ func TestRegionGroupsSplitTheShard(t *testing.T) {
 		t.Fatal(err)
 	}
 	if net8.AttestKBps != net1.AttestKBps || net1.AttestKBps < 3*one.AttestKBps {
-		t.Errorf("network-wide heartbeats: %.1f kB/s with 8 groups, %.1f without, %.1f on the beat topics", net8.AttestKBps, net1.AttestKBps, one.AttestKBps)
+		t.Errorf("network-wide heartbeats: %.1f kB/s with 8 groups, %.1f without, %.1f on the shards' attestation topics", net8.AttestKBps, net1.AttestKBps, one.AttestKBps)
 	}
 }

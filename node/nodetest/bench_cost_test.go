@@ -30,7 +30,7 @@ type gossipCost struct {
 	// control, all; and all bytes sent.
 	inRFQ, inDigest, inAttest, inControl, in, out float64
 	// Messages on the attest topic (award summaries, receipts) and the
-	// shard's beat topic (heartbeats): first copies received.
+	// shard's attestation topic (heartbeats): first copies received.
 	attestFirst, attestDup float64
 	// inParts is every part's bytes received (topics, "other", control),
 	// to show what the model leaves out.
@@ -39,7 +39,7 @@ type gossipCost struct {
 
 func readGossipCost(c *Cluster, shard auction.Shard) gossipCost {
 	g := gossipCost{at: time.Now(), inParts: map[string]float64{}}
-	rfq, digest, beat := shard.RFQTopic(), shard.DigestTopic(), shard.BeatTopic()
+	rfq, digest, beat := shard.RFQTopic(), shard.DigestTopic(), shard.AttestTopic()
 	attestTopic := func(t string) bool { return t == p2p.TopicAttest || t == beat }
 	for _, m := range c.ByRole(node.RoleProvider) {
 		g.providers++

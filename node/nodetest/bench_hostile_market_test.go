@@ -86,12 +86,12 @@ func BenchmarkHostileMarket(b *testing.B) {
 
 		before := indexMedian(b, m)
 		f := m.attacker(b, ctx, 9, nil)
-		if err := f.WaitTopicPeer(ctx, "idlegrid/attest/1", m.renter.Node.ID()); err != nil {
+		if err := f.WaitTopicPeer(ctx, a10Attest, m.renter.Node.ID()); err != nil {
 			b.Fatal(err)
 		}
 		forged, cosigned := forgedSummaries(b, 50, 2_400_000)
 		for _, s := range slices.Concat(cosigned, forged) {
-			_ = f.PublishAs(ctx, "idlegrid/attest/1", s.key, s.raw)
+			_ = f.PublishAs(ctx, a10Attest, s.key, s.raw)
 		}
 		time.Sleep(5 * time.Second) // the summaries spread; nothing waits on them
 		b.ReportMetric(100*(float64(indexMedian(b, m))/float64(before)-1), "forged_median_move_%")

@@ -22,7 +22,8 @@ func rfqsSeen(n *node.Node, family string) int {
 // TestRFQsStayInTheirShard: an RFQ for one GPU family reaches only that
 // family's providers; a provider with two families is on both shards; a
 // job that allows two families is published on both and gets bids from
-// each. Heartbeats, on the shards' beat topics, reach the same nodes.
+// each. Heartbeats and award summaries, on the shards' attestation
+// topics, reach the same nodes.
 func TestRFQsStayInTheirShard(t *testing.T) {
 	provs := []provOpts{
 		{profile: "h100-sxm-80gb", gpus: 1, bronze: 2},
@@ -60,6 +61,21 @@ func TestRFQsStayInTheirShard(t *testing.T) {
 	if rfqsSeen(h100, "h100") == 0 || rfqsSeen(both, "h100") == 0 {
 		t.Fatal("an H100 provider missed the H100 RFQ")
 	}
+	// Its award summary goes to the H100 shard's attestation topic: the
+	// renter and both H100 providers price it, the T4 provider never
+	// hears it.
+	pricesH100 := func(n *node.Node) bool {
+		stats, _ := n.Trust().PriceIndex(time.Now().Add(-time.Hour), time.Now().Add(time.Minute))
+		return slices.ContainsFunc(stats, func(s auction.PriceStat) bool { return auction.GPUFamily(s.Model) == "h100" })
+	}
+	if err := nodetest.WaitFor(ctx, "the H100 award summary at the H100 shard's nodes", func() bool {
+		return pricesH100(renter) && pricesH100(h100) && pricesH100(both)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if pricesH100(t4) {
+		t.Fatal("the T4 provider holds the H100 lease's award summary")
+	}
 
 	// Two families, two GPUs: the cheapest of each shard bids.
 	j, err = renter.Renter().Submit(jobYAML(jobOpts{name: "two-families", gpus: 2, model: "h100, t4", duration: "1s", maxPrice: 9}))
@@ -87,7 +103,7 @@ func TestRFQsStayInTheirShard(t *testing.T) {
 		us, _ := n.Store().Uptimes()
 		return slices.ContainsFunc(us, func(u *store.Uptime) bool { return u.Provider == p.ID().String() && u.Seen >= 2 })
 	}
-	if err := nodetest.WaitFor(ctx, "heartbeats on the shards' beat topics", func() bool {
+	if err := nodetest.WaitFor(ctx, "heartbeats on the shards' attestation topics", func() bool {
 		return heard(renter, h100) && heard(renter, t4) && heard(renter, both) && heard(t4, both) && heard(both, h100)
 	}); err != nil {
 		t.Fatal(err)

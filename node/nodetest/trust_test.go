@@ -14,29 +14,33 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/node/nodetest"
 	"github.com/idlegrid/idlegrid/p2p"
 )
 
-// forkedEntries signs two different chain entries with the same seq under
-// key: what a provider that forks its chain shows two audiences.
+// forkedEntries signs two different heartbeats (telemetry entries) with
+// the same seq under key, after the same fingerprint: what a provider that
+// forks its chain shows two audiences.
 func forkedEntries(t *testing.T, key crypto.PrivKey) (a, b []byte) {
 	t.Helper()
-	at := time.Now().UnixMilli()
-	fp := func(driver string) *attest.Fingerprint {
-		return &attest.Fingerprint{Driver: driver, CUDA: "12.4", GPUs: []attest.GPUFact{{
-			UUID: "GPU-11111111-2222-3333-4444-555555555555", Name: "NVIDIA A10", PCIDeviceID: 0x223610de,
-			MemoryMiB: 24564, ComputeCap: "8.6", PowerLimitMW: 150_000,
-		}}}
-	}
+	at := time.Now()
+	const uuid = "GPU-11111111-2222-3333-4444-555555555555"
+	fp := &attest.Fingerprint{Driver: "550.54.15", CUDA: "12.4", GPUs: []attest.GPUFact{{
+		UUID: uuid, Name: "NVIDIA A10", PCIDeviceID: 0x223610de, MemoryMiB: 24564, ComputeCap: "8.6", PowerLimitMW: 150_000,
+	}}}
 	var out [2][]byte
-	for i, driver := range []string{"550.54.15", "550.54.14"} {
+	for i, power := range []uint64{60_000, 61_000} {
 		c, err := attest.NewChain(key, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if out[i], _, err = c.Append(at, fp(driver)); err != nil {
+		if _, _, err = c.Append(at.Add(-time.Minute).UnixMilli(), fp); err != nil {
+			t.Fatal(err)
+		}
+		if out[i], _, err = c.Append(at.UnixMilli(), &attest.Telemetry{StartMs: at.Add(-time.Minute).UnixMilli(), EndMs: at.UnixMilli(),
+			GPUs: []attest.GPUTelemetry{{UUID: uuid, Samples: 60, PowerAvgMW: power, EnergyMJ: power * 60, EnergyMs: 60_000}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -56,14 +60,17 @@ func TestForkedChainBlockedByEveryNode(t *testing.T) {
 	}
 	cheat := c.Members[1]
 	id := cheat.Node.ID()
+	// Heartbeats go to the attestation topic of the provider's shard
+	// (nodetest's simulated GPUs are A10s).
+	topic := auction.GPUShard("a10").AttestTopic()
 	if err := nodetest.WaitFor(ctx, "attest topic meshes", func() bool {
-		return len(cheat.Node.P2P().ListTopicPeers(p2p.TopicAttest)) >= 2
+		return len(cheat.Node.P2P().ListTopicPeers(topic)) >= 2
 	}); err != nil {
 		t.Fatal(err)
 	}
 	a, b := forkedEntries(t, cheat.Key)
 	for _, raw := range [][]byte{a, b} {
-		if err := cheat.Node.P2P().Publish(ctx, p2p.TopicAttest, raw, 1); err != nil {
+		if err := cheat.Node.P2P().Publish(ctx, topic, raw, 1); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -26,7 +26,7 @@ import (
 // attestation per window (sampled from the GPU backend), and the job
 // events of its leases. Every entry is stored durably before anything
 // else sees it; telemetry entries are the provider's heartbeat on its
-// shards' beat topics, and lease-scoped entries stream to the lease's
+// shards' attestation topics, and lease-scoped entries stream to the lease's
 // renter.
 type attestor struct {
 	attestorDeps
@@ -65,7 +65,7 @@ type attestorDeps struct {
 	// onSamples gets every sample read (the operator's charts); may be nil.
 	onSamples func([]gpu.Sample)
 	// shards are the shards the provider serves now (market.shards):
-	// its heartbeats go to their beat topics.
+	// its heartbeats go to their attestation topics.
 	shards func() []auction.Shard
 }
 
@@ -402,7 +402,7 @@ func (a *attestor) recordJobEvent(l *store.Lease, kind attest.JobEventKind) (seq
 	return seq
 }
 
-// heartbeat gossips a telemetry entry on the beat topic of each GPU shard
+// heartbeat gossips a telemetry entry on the attestation topic of each GPU shard
 // the provider serves, or of the CPU shard if it has no GPU
 // (auction.BeatShards): the nodes of those shards, the renters that may
 // rent from it, keep it as uptime evidence and check it for
@@ -414,8 +414,8 @@ func (a *attestor) heartbeat(ctx context.Context, raw []byte) {
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for _, s := range auction.BeatShards(a.shards()) {
-		if err := a.p2p.Publish(pctx, s.BeatTopic(), raw, 0); err != nil {
-			a.log.Debug("publish heartbeat", "topic", s.BeatTopic(), "err", err)
+		if err := a.p2p.Publish(pctx, s.AttestTopic(), raw, 0); err != nil {
+			a.log.Debug("publish heartbeat", "topic", s.AttestTopic(), "err", err)
 		}
 	}
 }

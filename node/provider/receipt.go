@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/lease"
-	"github.com/idlegrid/idlegrid/p2p"
 	"github.com/idlegrid/idlegrid/store"
 )
 
@@ -65,9 +65,16 @@ func (c *cashier) issueReceipt(ctx context.Context, l *store.Lease) {
 		// Evidence for a firm hold on this renter's next bids.
 		c.notePaid(l.Renter)
 	}
+	// Gossiped on the lease's shard: the renters who may rent from this
+	// provider there take it as reputation evidence.
+	shard, ok := auction.ModelShard(l.Model)
+	if !ok {
+		c.log.Debug("receipt not gossiped: the lease names no shard's model", "lease", lease.Short(l.ID), "model", l.Model)
+		return
+	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := c.p2p.Publish(pctx, p2p.TopicAttest, raw, 0); err != nil {
+	if err := c.p2p.Publish(pctx, shard.AttestTopic(), raw, 0); err != nil {
 		c.log.Debug("publish receipt", "err", err)
 	}
 }

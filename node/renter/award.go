@@ -84,7 +84,7 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 		ar.log.Warn("job state", "job", jobID, "err", err)
 	}
 	for _, l := range leases {
-		ar.publishSummary(ctx, l, bidders)
+		ar.publishSummary(ctx, l, bidders, pa.shards)
 	}
 	return leases, ""
 }

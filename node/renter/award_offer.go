@@ -13,7 +13,6 @@ import (
 	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/lease"
-	"github.com/idlegrid/idlegrid/p2p"
 	"github.com/idlegrid/idlegrid/store"
 )
 
@@ -157,14 +156,16 @@ func sameSizedSet(accepted, awarded []string) bool {
 	return true
 }
 
-// publishSummary gossips the cleared price for the market price index. It
-// also tells the auction's losing bidders that it is over, so they release
-// any firm holds of their bids at once instead of when the holds end.
+// publishSummary gossips the cleared price for the market price index on
+// the attestation topics of the shards the RFQ went to. It also tells the
+// auction's losing bidders, who heard the RFQ there, that it is over, so
+// they release any firm holds of their bids at once instead of when the
+// holds end.
 //
 // The summary carries the lease (award and acceptance), so the price index
 // counts it as an award both parties signed, and vouches for the auction's
 // bidders (issue 23).
-func (ar *awarder) publishSummary(ctx context.Context, l *store.Lease, bidders []string) {
+func (ar *awarder) publishSummary(ctx context.Context, l *store.Lease, bidders []string, shards []auction.Shard) {
 	sum, err := auction.SummaryOfLease(l.Award, l.Acceptance, l.Model, bidders, ar.now())
 	if err != nil {
 		ar.log.Warn("award summary", "err", err)
@@ -177,7 +178,26 @@ func (ar *awarder) publishSummary(ctx context.Context, l *store.Lease, bidders [
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := ar.p2p.Publish(pctx, p2p.TopicAttest, raw, 0); err != nil {
-		ar.log.Warn("publish award summary", "err", err)
+	for _, s := range summaryShards(l.Model, shards) {
+		if err := ar.p2p.Publish(pctx, s.AttestTopic(), raw, 0); err != nil {
+			ar.log.Warn("publish award summary", "shard", s, "err", err)
+		}
 	}
+}
+
+// summaryShards are the shards an award summary of a lease of model goes
+// to: the RFQ's shards that admit it (trust.ValidateShardAttest), and the
+// model's own shard, whose price index it belongs to.
+func summaryShards(model string, rfqShards []auction.Shard) []auction.Shard {
+	own, ok := auction.ModelShard(model)
+	if !ok {
+		return nil
+	}
+	out := []auction.Shard{own}
+	for _, s := range rfqShards {
+		if s != own && (s == auction.ShardCPU) == (own == auction.ShardCPU) {
+			out = append(out, s)
+		}
+	}
+	return out
 }

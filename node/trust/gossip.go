@@ -23,7 +23,8 @@ const peerEntryRetention = time.Hour
 // then reputation decay (7-day half-life) has made them negligible.
 const gossipedReceiptRetention = 30 * 24 * time.Hour
 
-// attestKind tells the records that share idlegrid/attest/1 apart.
+// attestKind tells the records of the attestation topics apart (the
+// network-wide idlegrid/attest/1 and the shards' topics).
 type attestKind int
 
 const (
@@ -34,7 +35,7 @@ const (
 	attestAbandon
 )
 
-// openAttestMessage opens a message of idlegrid/attest/1 as whichever
+// openAttestMessage opens a message of an attestation topic as whichever
 // record it is, and returns its author (the signer that must equal the
 // gossip author).
 func openAttestMessage(data []byte) (attestKind, any, string, int64) {
@@ -66,9 +67,12 @@ func attestFromOtherVersion(data []byte) bool {
 		attest.FromOtherVersion(errAbandon)
 }
 
-// ValidateAttest admits award summaries (the price index), chain entries
-// (providers' heartbeats), receipts and abandon notes, each signed by its
-// gossip author; a note older than auction.AbandonNoteFor is ignored.
+// ValidateAttest admits abandon notes to the network-wide
+// idlegrid/attest/1, signed by their gossip author; a note older than
+// auction.AbandonNoteFor is ignored. Heartbeats, award summaries and
+// receipts moved to the shards' attestation topics (ValidateShardAttest):
+// here they are ignored, neither delivered nor passed on, without a
+// charge (a node of an earlier release still sends them here).
 func (t *Trust) ValidateAttest(_ context.Context, _, signer peer.ID, data []byte) p2p.Verdict {
 	kind, _, author, atMs := openAttestMessage(data)
 	if kind == attestUnknown && attestFromOtherVersion(data) {
@@ -76,6 +80,9 @@ func (t *Trust) ValidateAttest(_ context.Context, _, signer peer.ID, data []byte
 	}
 	if kind == attestUnknown || author != signer.String() {
 		return p2p.Reject
+	}
+	if kind != attestAbandon {
+		return p2p.Ignore
 	}
 	if time.UnixMilli(atMs).After(t.now().Add(MaxClockSkew)) {
 		return p2p.Ignore
@@ -121,7 +128,7 @@ func (t *Trust) validateWrongResult(ctx context.Context, from peer.ID, data []by
 	return p2p.Ignore
 }
 
-// OnAttest handles a validated message of idlegrid/attest/1.
+// OnAttest handles a validated message of an attestation topic.
 func (t *Trust) OnAttest(ctx context.Context, raw []byte) {
 	kind, rec, _, _ := openAttestMessage(raw)
 	switch kind {
@@ -160,7 +167,7 @@ func (t *Trust) observeEntry(ctx context.Context, raw []byte, e *attest.Entry) {
 	existing, err := t.db.PutChainEntryTTL(e.Provider, e.Seq, raw, false, peerEntryRetention)
 	if err == nil && existing == nil && e.Telemetry != nil {
 		// Counted once: a provider of several shards sends each heartbeat
-		// on each shard's beat topic, and a node of two of them gets two
+		// on each shard's attestation topic, and a node of two of them gets two
 		// copies of one entry.
 		if err := t.db.ObserveHeartbeat(e.Provider, e.AtMs); err != nil {
 			t.log.Warn("store heartbeat", "err", err)

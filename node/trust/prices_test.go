@@ -25,7 +25,11 @@ func newKey(t testing.TB) (crypto.PrivKey, peer.ID) {
 	return sk, id
 }
 
-// gossipSummary hands a summary to tr as the attest topic would.
+// a10Attest is the A10 shard's attestation topic, which carries its
+// leases' award summaries.
+var a10Attest = auction.GPUShard("a10").AttestTopic()
+
+// gossipSummary hands a summary to tr as the A10 shard's attestation topic would.
 func gossipSummary(t *testing.T, tr *Trust, renter, provider crypto.PrivKey, price uint64, at time.Time) p2p.Verdict {
 	t.Helper()
 	raw, err := auctiontest.Summary(renter, provider, auctiontest.Lease{Model: "a10-24gb", Tier: auction.TierBronze, GPUs: 1, PriceMicro: price, At: at})
@@ -33,7 +37,7 @@ func gossipSummary(t *testing.T, tr *Trust, renter, provider crypto.PrivKey, pri
 		t.Fatal(err)
 	}
 	rid, _ := peer.IDFromPrivateKey(renter)
-	v := tr.ValidateAttest(context.Background(), rid, rid, raw)
+	v := tr.ValidateShardAttest(a10Attest)(context.Background(), rid, rid, raw)
 	if v == p2p.Accept {
 		tr.OnAttest(context.Background(), raw)
 	}
@@ -93,7 +97,7 @@ func TestPriceIndexCountsEvidence(t *testing.T) {
 		t.Fatal(err)
 	}
 	rid, _ := peer.IDFromPrivateKey(r)
-	if v := tr.ValidateAttest(context.Background(), rid, rid, forged); v != p2p.Reject {
+	if v := tr.ValidateShardAttest(a10Attest)(context.Background(), rid, rid, forged); v != p2p.Reject {
 		t.Fatalf("a summary without its provider's acceptance: %v, want reject", v)
 	}
 	if got := median(); got != base {
@@ -127,7 +131,7 @@ func TestRenownedRentersVouchForBidders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := tr.ValidateAttest(context.Background(), renter, renter, raw); v != p2p.Accept {
+	if v := tr.ValidateShardAttest(a10Attest)(context.Background(), renter, renter, raw); v != p2p.Accept {
 		t.Fatalf("summary: %v", v)
 	}
 	tr.OnAttest(context.Background(), raw)

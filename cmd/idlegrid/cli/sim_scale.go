@@ -42,7 +42,7 @@ func newSimScaleCmd(g *globals) *cobra.Command {
 			}
 			_, err = fmt.Fprintf(g.stdout, "Model against BenchmarkAuction (calibrated on the first run):\n\n%s\n"+
 				"Extrapolated, for a provider on the largest shard:\n\n%s\n"+
-				"At 100,000 providers and 100 RFQs/s: heartbeats on one network-wide topic (as before the beat topics); 4, 8 and\n16 region groups per family; then 8 groups with the CPU shard only for providers without GPUs (5%%), with\nheartbeats on the beat topics, then with no heartbeat gossip:\n\n%s",
+				"At 100,000 providers and 100 RFQs/s: heartbeats on one network-wide topic (as before the shards' attestation topics); 4, 8 and\n16 region groups per family; then 8 groups with the CPU shard only for providers without GPUs (5%%), with\nheartbeats on the shards' attestation topics, then with no heartbeat gossip:\n\n%s",
 				netmodel.FormatRunTable(netmodel.BenchmarkRuns), netmodel.FormatTable(rows), netmodel.FormatTable(what))
 			return err
 		},

@@ -1,0 +1,148 @@
+package trust
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/auction/auctiontest"
+	"github.com/idlegrid/idlegrid/node/roomtest"
+	"github.com/idlegrid/idlegrid/p2p"
+)
+
+// TestValidateShardAttest: a shard's attestation topic admits its
+// provider's telemetry entries (no other entry), award summaries whose
+// model belongs on the shard and receipts; other signers, abandon notes
+// and garbage are rejected, a record dated ahead is ignored, and another
+// release's is skipped. A heartbeat delivered twice (a provider of two
+// shards sends it on both) counts once as uptime.
+func TestValidateShardAttest(t *testing.T) {
+	peers := roomtest.Peers(t, 3)
+	tr := newTrust(t, peers[0])
+	prov, other := peers[1], peers[2]
+	ctx := context.Background()
+	now := time.Now()
+	chain, err := attest.NewChain(prov.Key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const uuid = "GPU-11111111-2222-3333-4444-555555555555"
+	fp, _, err := chain.Append(now.UnixMilli(), &attest.Fingerprint{Driver: "550.54.15", CUDA: "12.4", GPUs: []attest.GPUFact{{
+		UUID: uuid, Name: "NVIDIA A10", PCIDeviceID: 0x223610de, MemoryMiB: 24564, ComputeCap: "8.6", PowerLimitMW: 150_000,
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	window := func(at time.Time) []byte {
+		raw, _, err := chain.Append(at.UnixMilli(), &attest.Telemetry{StartMs: at.Add(-time.Minute).UnixMilli(), EndMs: at.UnixMilli(),
+			GPUs: []attest.GPUTelemetry{{UUID: uuid, Samples: 60, PowerAvgMW: 60_000, EnergyMJ: 3_600_000, EnergyMs: 60_000}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	beat, next, ahead := window(now), window(now.Add(time.Minute)), window(now.Add(10*time.Minute))
+	a10Sum, sumOf := summaryOf(t, other, prov, "a10-24gb", now)
+	h100Sum, _ := summaryOf(t, other, prov, "h100-80gb", now)
+	cpuSum, _ := summaryOf(t, other, prov, auction.CPUModel, now)
+	receipt := receiptOf(t, other, prov, sumOf, now)
+	note, err := auction.NoteAbandoned(sumOf.AwardEnv, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	abandon, err := auction.SealAbandonNote(note, prov.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a10, h100, cpu := auction.GPUShard("a10"), auction.GPUShard("h100"), auction.ShardCPU
+	for _, c := range []struct {
+		name   string
+		shard  auction.Shard
+		signer *roomtest.Peer
+		raw    []byte
+		want   p2p.Verdict
+	}{
+		{"telemetry", a10, prov, beat, p2p.Accept},
+		{"telemetry on the CPU shard", cpu, prov, beat, p2p.Accept},
+		{"fingerprint", a10, prov, fp, p2p.Reject},
+		{"other signer", a10, other, beat, p2p.Reject},
+		{"garbage", a10, prov, []byte("not an entry"), p2p.Reject},
+		{"newer version", a10, prov, laterRecord(t, beat, prov.Key, newerVersion), p2p.Skip},
+		{"dated ahead", a10, prov, ahead, p2p.Ignore},
+		{"summary on its model's shard", a10, other, a10Sum, p2p.Accept},
+		{"summary on another GPU shard of its RFQ", h100, other, a10Sum, p2p.Accept},
+		{"GPU summary on the CPU shard", cpu, other, h100Sum, p2p.Reject},
+		{"CPU summary on the CPU shard", cpu, other, cpuSum, p2p.Accept},
+		{"CPU summary on a GPU shard", a10, other, cpuSum, p2p.Reject},
+		{"summary signed by its provider", a10, prov, a10Sum, p2p.Reject},
+		{"receipt", a10, prov, receipt, p2p.Accept},
+		{"receipt signed by its renter", a10, other, receipt, p2p.Reject},
+		{"abandon note", a10, prov, abandon, p2p.Reject},
+	} {
+		if got := tr.ValidateShardAttest(c.shard.AttestTopic())(ctx, c.signer.ID, c.signer.ID, c.raw); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+	if got := tr.ValidateShardAttest("idlegrid/attest/1")(ctx, prov.ID, prov.ID, beat); got != p2p.Reject {
+		t.Errorf("the network-wide topic as a shard's: %v, want reject", got)
+	}
+	// The network-wide topic keeps only abandon notes; what moved to the
+	// shards is dropped there without a charge.
+	for _, c := range []struct {
+		name   string
+		signer *roomtest.Peer
+		raw    []byte
+		want   p2p.Verdict
+	}{
+		{"abandon note", prov, abandon, p2p.Accept},
+		{"heartbeat", prov, beat, p2p.Ignore},
+		{"summary", other, a10Sum, p2p.Ignore},
+		{"receipt", prov, receipt, p2p.Ignore},
+		{"garbage", prov, []byte("garbage"), p2p.Reject},
+	} {
+		if got := tr.ValidateAttest(ctx, c.signer.ID, c.signer.ID, c.raw); got != c.want {
+			t.Errorf("idlegrid/attest/1, %s: %v, want %v", c.name, got, c.want)
+		}
+	}
+
+	tr.OnAttest(ctx, beat)
+	tr.OnAttest(ctx, beat)
+	tr.OnAttest(ctx, next)
+	us, err := tr.db.Uptimes()
+	if err != nil || len(us) != 1 || us[0].Seen != 2 {
+		t.Fatalf("uptimes %d (first %+v), %v: want one provider seen twice", len(us), us[0], err)
+	}
+}
+
+// summaryOf seals a one-GPU lease's award summary from renter to provider.
+func summaryOf(t *testing.T, renter, provider *roomtest.Peer, model string, at time.Time) ([]byte, *auction.AwardSummary) {
+	t.Helper()
+	raw, err := auctiontest.Summary(renter.Key, provider.Key, auctiontest.Lease{Model: model, Tier: auction.TierBronze, GPUs: 1, PriceMicro: 1_000_000, At: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, _, err := auction.OpenAwardSummary(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw, sum
+}
+
+// receiptOf seals the provider's receipt of the summary's lease over the
+// renter's voucher.
+func receiptOf(t *testing.T, renter, provider *roomtest.Peer, sum *auction.AwardSummary, at time.Time) []byte {
+	t.Helper()
+	v, err := attest.SealVoucher(&attest.Voucher{V: attest.RecordsVersion, Lease: sum.Award, Renter: renter.ID.String(), Provider: provider.ID.String(),
+		Seq: 1, AmountMicro: 10_000, CoveredUntilMs: at.UnixMilli(), IssuedMs: at.UnixMilli()}, renter.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := attest.SealReceipt(&attest.Receipt{V: attest.RecordsVersion, Lease: sum.Award, Provider: provider.ID.String(), Renter: renter.ID.String(),
+		Outcome: "finished", FirstSeq: 1, LastSeq: 2, AtMs: at.UnixMilli(), Voucher: v}, provider.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
