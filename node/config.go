@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/costs"
 	"github.com/idlegrid/idlegrid/node/gpu"
@@ -77,6 +78,10 @@ type P2PConfig struct {
 	ReconnectMax        time.Duration `toml:"reconnect_max"`
 	GossipMaxMessageKiB int           `toml:"gossip_max_message_kib"`
 	GossipHeartbeat     time.Duration `toml:"gossip_heartbeat"`
+	// TelemetryGossipEvery is how often a provider gossips a heartbeat
+	// (attest.BeatSlot): a network-wide agreement, like the gossip
+	// parameters, that every node of a network sets alike.
+	TelemetryGossipEvery time.Duration `toml:"telemetry_gossip_every"`
 	// RelayCircuitDuration and RelayCircuitKiB limit each connection a
 	// bootstrap peer relays (p2p.RelayConfig); both 0: unlimited.
 	RelayCircuitDuration time.Duration `toml:"relay_circuit_duration"`
@@ -165,19 +170,20 @@ func DefaultConfig(role Role) Config {
 				fmt.Sprintf("/ip6/::/tcp/%d", DefaultP2PPort),
 				fmt.Sprintf("/ip6/::/udp/%d/quic-v1", DefaultP2PPort),
 			},
-			Announce:            []string{},
-			Bootstrap:           []string{},
-			NAT:                 role != RoleBootstrap,
-			ConnLow:             64,
-			ConnHigh:            192,
-			ConnGrace:           time.Minute,
-			ResourceMemoryMiB:   512,
-			ResourceFDs:         4096,
-			MinPeers:            8,
-			ReconnectMin:        time.Second,
-			ReconnectMax:        time.Minute,
-			GossipMaxMessageKiB: 256,
-			GossipHeartbeat:     time.Second,
+			Announce:             []string{},
+			Bootstrap:            []string{},
+			NAT:                  role != RoleBootstrap,
+			ConnLow:              64,
+			ConnHigh:             192,
+			ConnGrace:            time.Minute,
+			ResourceMemoryMiB:    512,
+			ResourceFDs:          4096,
+			MinPeers:             8,
+			ReconnectMin:         time.Second,
+			ReconnectMax:         time.Minute,
+			GossipMaxMessageKiB:  256,
+			GossipHeartbeat:      time.Second,
+			TelemetryGossipEvery: attest.DefaultBeatEvery,
 			// relay v2's own defaults: signalling and hole punching only.
 			RelayCircuitDuration: 2 * time.Minute,
 			RelayCircuitKiB:      128,

@@ -52,6 +52,8 @@ func (c *Config) Validate() error {
 		return bad("p2p.gossip_max_message_kib", "%d: must be 1..4096", c.P2P.GossipMaxMessageKiB)
 	case c.P2P.GossipHeartbeat < 10*time.Millisecond:
 		return bad("p2p.gossip_heartbeat", "%s is too short; at least 10ms", dur(c.P2P.GossipHeartbeat))
+	case c.P2P.TelemetryGossipEvery < 100*time.Millisecond || c.P2P.TelemetryGossipEvery > time.Hour:
+		return bad("p2p.telemetry_gossip_every", "%s: must be 100ms..1h (every node of a network uses the same value)", dur(c.P2P.TelemetryGossipEvery))
 	case c.P2P.MinPeers < 0:
 		return bad("p2p.min_peers", "must not be negative")
 	}

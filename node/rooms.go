@@ -41,7 +41,7 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 		}
 		*undo = append(*undo, n.gpus.Close)
 		if n.provider, err = provider.New(provider.Config{
-			Offer: n.cfg.Provider, Executor: n.cfg.Executor, Attest: n.cfg.Attest, Home: n.cfg.Home, Version: Version,
+			Offer: n.cfg.Provider, Executor: n.cfg.Executor, Attest: n.cfg.Attest, BeatEvery: n.cfg.P2P.TelemetryGossipEvery, Home: n.cfg.Home, Version: Version,
 			Costs: n.cfg.Costs,
 		}, provider.Deps{
 			Logger: n.log, Clock: time.Now, Key: n.key, P2P: n.p2p, Store: n.db, Leases: n.leases, GPU: n.gpus,
@@ -64,7 +64,7 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 	}
 	m := n.cfg.Market
 	if n.trust, err = trust.New(trust.Config{
-		ReliabilityPrior: m.ReliabilityPrior, Refresh: m.Refresh, SearchTimeout: m.SearchTimeout, Heartbeat: n.cfg.Attest.Window,
+		ReliabilityPrior: m.ReliabilityPrior, Refresh: m.Refresh, SearchTimeout: m.SearchTimeout, BeatEvery: n.cfg.P2P.TelemetryGossipEvery,
 	}, tdeps); err != nil {
 		return err
 	}

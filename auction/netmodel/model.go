@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/auction"
 )
 
@@ -84,22 +85,29 @@ type Params struct {
 	JobGPUs    int // GPUs per job
 	// BidStreamBytes is the per-bid stream overhead (multistream, yamux).
 	BidStreamBytes int
-	// DigestRefresh is each provider's timer re-gossip of its digest (half
-	// the record republish interval).
+	// DigestRefresh is each provider's timer re-gossip of its unchanged
+	// digest; 0: as built, auction.DigestRefresh over the provider's
+	// largest shard (a minute, stretched in a large shard up to a third
+	// of the record's 30-minute TTL).
 	DigestRefresh time.Duration
-	// HeartbeatEvery is each provider's telemetry entry, gossiped where
-	// Heartbeats says.
+	// HeartbeatEvery is how often each provider gossips a heartbeat
+	// (p2p.telemetry_gossip_every: one telemetry entry per slot, as
+	// built; every entry, one a minute, before), where Heartbeats says.
 	HeartbeatEvery time.Duration
 	// CPUShare is the share of providers that are also on the CPU shard
 	// (auction.ProviderShards puts every provider offering wasm or CPU
 	// jobs there): each of their digests is published there too.
 	CPUShare float64
-	// Heartbeats says where heartbeats go: the attestation topics of the
-	// provider's GPU shards (and region groups), as built; as what-ifs,
-	// the network-wide attest topic (as before) or no gossip at all (only
-	// to the provider's lease counterparties, who verify its telemetry
-	// anyway). Award summaries and receipts (AttestPerRFQ) stay on the
-	// network-wide attest topic in every scope but none.
+	// GPUHostsOnCPU: GPU providers are on the CPU shard too (as built:
+	// every one offering wasm), so the provider the row is for receives
+	// the CPU shard's digests. False is the what-if of a CPU shard of
+	// the CPUShare of providers without GPUs only: a GPU provider then
+	// carries none of it.
+	GPUHostsOnCPU bool
+	// Heartbeats says where heartbeats and award summaries and receipts
+	// (AttestPerRFQ) go: the attestation topics of the provider's (the
+	// lease's) GPU shards and region groups, as built; or, as they were
+	// and as what-ifs, see HeartbeatScope.
 	Heartbeats HeartbeatScope
 	// TopicPeers are a node's connected subscribers of one of its topics,
 	// whom its own publications are flooded to (at most its connection
@@ -124,7 +132,7 @@ func DefaultParams(providers int, rfqsPerSec float64) (Params, error) {
 	return Params{
 		Providers: providers, RFQsPerSec: rfqsPerSec, Families: DefaultFamilies,
 		WantBids: auction.DefaultWantBids, JobGPUs: 1, BidStreamBytes: 100,
-		DigestRefresh: 5 * time.Minute, HeartbeatEvery: time.Minute, CPUShare: 1, Heartbeats: HeartbeatsShard,
+		DigestRefresh: 0, HeartbeatEvery: attest.DefaultBeatEvery, CPUShare: 1, GPUHostsOnCPU: true, Heartbeats: AttestShard,
 		TopicPeers: 192, RegionGroups: 1, Calibration: MeasuredCalibration, Sizes: sz,
 	}, nil
 }
@@ -134,13 +142,19 @@ type HeartbeatScope int
 
 // Heartbeat scopes.
 const (
-	// HeartbeatsNetwork: every heartbeat on idlegrid/attest/1, which
-	// every node joins (before the shards' attestation topics).
+	// HeartbeatsNetwork: heartbeats, summaries and receipts on
+	// idlegrid/attest/1, which every node joins (before the shards'
+	// attestation topics).
 	HeartbeatsNetwork HeartbeatScope = iota
-	// HeartbeatsShard: on the attestation topics of the provider's GPU shards
-	// (auction.BeatShards), as built.
+	// HeartbeatsShard: heartbeats on the attestation topics of the
+	// provider's GPU shards (auction.BeatShards), summaries and receipts
+	// still network-wide (the first step, 2026-12-03).
 	HeartbeatsShard
-	// HeartbeatsNone: no heartbeat gossip.
+	// AttestShard: heartbeats, summaries and receipts all on the
+	// shards' attestation topics, as built.
+	AttestShard
+	// HeartbeatsNone: no heartbeat gossip (a what-if); summaries and
+	// receipts on the shards' topics.
 	HeartbeatsNone
 )
 
@@ -152,16 +166,17 @@ const (
 type Row struct {
 	Providers        int
 	RFQsPerSec       float64
-	ShardProviders   int     // providers on the largest shard
-	ShardRFQsPerSec  float64 // RFQs published on it
-	BidsPerRFQ       float64 // mean bids per RFQ drawn by SelectBidders
-	ExpectedBids     float64 // the rule's expectation
-	EveryoneBids     int     // feasible providers: bids per RFQ without selection
-	DigestsPerSec    float64 // digests published on the shard
-	HeartbeatsPerSec float64 // messages on the attest topic it receives
-	CPUDigestsPerSec float64 // digests on the CPU shard
-	RFQCopies        float64 // RFQ copies received
-	DigestCopies     float64 // digest copies received
+	ShardProviders   int           // providers on the largest shard
+	ShardRFQsPerSec  float64       // RFQs published on it
+	BidsPerRFQ       float64       // mean bids per RFQ drawn by SelectBidders
+	ExpectedBids     float64       // the rule's expectation
+	EveryoneBids     int           // feasible providers: bids per RFQ without selection
+	DigestRefresh    time.Duration // the providers' digest refresh
+	DigestsPerSec    float64       // digests published on the shard
+	HeartbeatsPerSec float64       // messages on the attest topic it receives
+	CPUDigestsPerSec float64       // digests on the CPU shard
+	RFQCopies        float64       // RFQ copies received
+	DigestCopies     float64       // digest copies received
 	BidsSent         float64
 	RFQKBps          float64 // inbound, control included
 	DigestKBps       float64
@@ -176,7 +191,7 @@ type Row struct {
 // Model evaluates p.
 func Model(p Params) (Row, error) {
 	c := p.Calibration
-	if p.Providers <= 0 || p.RFQsPerSec < 0 || len(p.Families) == 0 || c.Copies < 1 || p.DigestRefresh <= 0 || p.HeartbeatEvery <= 0 {
+	if p.Providers <= 0 || p.RFQsPerSec < 0 || len(p.Families) == 0 || c.Copies < 1 || p.DigestRefresh < 0 || p.HeartbeatEvery <= 0 {
 		return Row{}, fmt.Errorf("netmodel.Model: bad params %+v", p)
 	}
 	share := 0.0
@@ -193,14 +208,27 @@ func Model(p Params) (Row, error) {
 	perRFQ := c.Copies*(float64(p.Sizes.RFQ)+frame) + c.ControlPerMsg
 	perDigest := c.Copies*(float64(p.Sizes.Digest)+frame) + c.ControlPerMsg
 	perBeat := c.Copies*float64(c.AttestBytes) + c.ControlPerMsg
-	r.DigestsPerSec = float64(r.ShardProviders)/p.DigestRefresh.Seconds() + c.DigestsPerRFQ*r.ShardRFQsPerSec
 	cpuProviders := float64(p.Providers) * p.CPUShare
-	r.CPUDigestsPerSec = cpuProviders/p.DigestRefresh.Seconds() + c.DigestsPerRFQ*p.RFQsPerSec*p.CPUShare
+	refresh := p.DigestRefresh
+	if refresh == 0 {
+		largest := r.ShardProviders
+		if p.GPUHostsOnCPU {
+			largest = max(largest, int(cpuProviders))
+		}
+		refresh = auction.DigestRefresh(largest, time.Minute, 10*time.Minute)
+	}
+	r.DigestRefresh = refresh
+	r.DigestsPerSec = float64(r.ShardProviders)/refresh.Seconds() + c.DigestsPerRFQ*r.ShardRFQsPerSec
+	r.CPUDigestsPerSec = cpuProviders/refresh.Seconds() + c.DigestsPerRFQ*p.RFQsPerSec*p.CPUShare
 	switch p.Heartbeats {
 	case HeartbeatsNetwork:
 		r.HeartbeatsPerSec = float64(p.Providers)/p.HeartbeatEvery.Seconds() + c.AttestPerRFQ*p.RFQsPerSec
 	case HeartbeatsShard:
 		r.HeartbeatsPerSec = float64(r.ShardProviders)/p.HeartbeatEvery.Seconds() + c.AttestPerRFQ*p.RFQsPerSec
+	case AttestShard:
+		r.HeartbeatsPerSec = float64(r.ShardProviders)/p.HeartbeatEvery.Seconds() + c.AttestPerRFQ*r.ShardRFQsPerSec
+	case HeartbeatsNone:
+		r.HeartbeatsPerSec = c.AttestPerRFQ * r.ShardRFQsPerSec
 	}
 	r.RFQCopies = c.Copies * r.ShardRFQsPerSec
 	r.DigestCopies = c.Copies * r.DigestsPerSec
@@ -208,20 +236,22 @@ func Model(p Params) (Row, error) {
 	r.RFQKBps = r.ShardRFQsPerSec * perRFQ / 1000
 	r.DigestKBps = r.DigestsPerSec * perDigest / 1000
 	r.AttestKBps = r.HeartbeatsPerSec * perBeat / 1000
-	r.CPUKBps = r.CPUDigestsPerSec * perDigest / 1000
+	if p.GPUHostsOnCPU {
+		r.CPUKBps = r.CPUDigestsPerSec * perDigest / 1000
+	}
 	r.BidKBps = r.BidsSent * float64(p.Sizes.Bid+p.BidStreamBytes) / 1000
 	r.ShardKBps = r.RFQKBps + r.DigestKBps
 	r.ProviderKBps = r.ShardKBps + r.AttestKBps + r.CPUKBps
 	// Own publications are flooded to every connected subscriber.
 	ownDigests := r.DigestsPerSec / float64(r.ShardProviders)
 	flood := float64(min(p.TopicPeers, r.ShardProviders-1)) * ownDigests * (float64(p.Sizes.Digest) + frame)
-	if p.CPUShare > 0 {
+	if p.GPUHostsOnCPU && p.CPUShare > 0 {
 		flood += float64(min(p.TopicPeers, int(cpuProviders)-1)) * ownDigests * (float64(p.Sizes.Digest) + frame)
 	}
 	switch p.Heartbeats {
 	case HeartbeatsNetwork:
 		flood += float64(min(p.TopicPeers, p.Providers-1)) / p.HeartbeatEvery.Seconds() * float64(c.AttestBytes)
-	case HeartbeatsShard:
+	case HeartbeatsShard, AttestShard:
 		flood += float64(min(p.TopicPeers, r.ShardProviders-1)) / p.HeartbeatEvery.Seconds() * float64(c.AttestBytes)
 	}
 	r.OutKBps = r.ProviderKBps + r.BidKBps + flood/1000
@@ -274,26 +304,40 @@ func ScaleTable() ([]Row, error) {
 	return out, nil
 }
 
-// WhatIfs are splits of the traffic at 100,000 providers and 100 RFQs/s:
-// region groups in the shard key (4, 8, 16); then 8 groups with the CPU
-// shard only for the 5% of providers without GPUs; then also the
-// heartbeats on the shards' topics; then with no heartbeat gossip at all.
+// WhatIf is one row of WhatIfs: a change from the defaults.
+type WhatIf struct {
+	Name           string
+	RegionGroups   int
+	CPUShare       float64
+	GPUHostsOnCPU  bool
+	Heartbeats     HeartbeatScope
+	HeartbeatEvery time.Duration
+	DigestRefresh  time.Duration
+}
+
+// WhatIfList are the rows of WhatIfs, in order: how the traffic came
+// down, then the splits not built.
+var WhatIfList = []WhatIf{
+	{"before: one network-wide attest topic, every telemetry entry, digests refreshed every minute", 1, 1, true, HeartbeatsNetwork, time.Minute, time.Minute},
+	{"heartbeats on the shards' topics (summaries network-wide)", 1, 1, true, HeartbeatsShard, time.Minute, time.Minute},
+	{"and summaries and receipts on the shards' topics", 1, 1, true, AttestShard, time.Minute, time.Minute},
+	{"and one heartbeat per 10-minute slot", 1, 1, true, AttestShard, attest.DefaultBeatEvery, time.Minute},
+	{"and digest refreshes stretched in large shards (as built)", 1, 1, true, AttestShard, attest.DefaultBeatEvery, 0},
+	{"what-if: and 8 region groups", 8, 1, true, AttestShard, attest.DefaultBeatEvery, 0},
+	{"what-if: and the CPU shard only for the 5% without GPUs", 8, 0.05, false, AttestShard, attest.DefaultBeatEvery, 0},
+	{"what-if: and no heartbeat gossip", 8, 0.05, false, HeartbeatsNone, attest.DefaultBeatEvery, 0},
+}
+
+// WhatIfs evaluates WhatIfList at 100,000 providers and 100 RFQs/s.
 func WhatIfs() ([]Row, error) {
 	var out []Row
-	for _, w := range []struct {
-		groups int
-		cpu    float64
-		beats  HeartbeatScope
-	}{
-		{1, 1, HeartbeatsNetwork},
-		{4, 1, HeartbeatsShard}, {8, 1, HeartbeatsShard}, {16, 1, HeartbeatsShard},
-		{8, 0.05, HeartbeatsShard}, {8, 0.05, HeartbeatsNone},
-	} {
+	for _, w := range WhatIfList {
 		p, err := DefaultParams(100_000, 100)
 		if err != nil {
 			return nil, err
 		}
-		p.RegionGroups, p.CPUShare, p.Heartbeats = w.groups, w.cpu, w.beats
+		p.RegionGroups, p.CPUShare, p.GPUHostsOnCPU = w.RegionGroups, w.CPUShare, w.GPUHostsOnCPU
+		p.Heartbeats, p.HeartbeatEvery, p.DigestRefresh = w.Heartbeats, w.HeartbeatEvery, w.DigestRefresh
 		r, err := Model(p)
 		if err != nil {
 			return nil, err
@@ -301,6 +345,22 @@ func WhatIfs() ([]Row, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// FormatWhatIfs renders WhatIfs' rows, each named by its WhatIfList entry.
+func FormatWhatIfs(rows []Row) string {
+	var b strings.Builder
+	b.WriteString("| change (cumulative) | largest shard | digests/s on it | attest msgs/s | RFQ kB/s | digest kB/s | attest kB/s | CPU shard kB/s | **provider in kB/s** | out kB/s |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for i, r := range rows {
+		name := ""
+		if i < len(WhatIfList) {
+			name = WhatIfList[i].Name
+		}
+		fmt.Fprintf(&b, "| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | **%.1f** | %.1f |\n",
+			name, r.ShardProviders, r.DigestsPerSec, r.HeartbeatsPerSec, r.RFQKBps, r.DigestKBps, r.AttestKBps, r.CPUKBps, r.ProviderKBps, r.OutKBps)
+	}
+	return b.String()
 }
 
 // FormatTable renders rows as a Markdown table.

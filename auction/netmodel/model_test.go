@@ -26,7 +26,7 @@ func TestPrintScaleTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("what-ifs at 100,000 providers and 100 RFQs/s:\n%s", FormatTable(what))
+	t.Logf("what-ifs at 100,000 providers and 100 RFQs/s:\n%s", FormatWhatIfs(what))
 }
 
 func TestMeasureSizes(t *testing.T) {

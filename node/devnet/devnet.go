@@ -125,6 +125,7 @@ func Start(ctx context.Context, o Options) (_ *Devnet, err error) {
 		cfg.Attest.Sample = 250 * time.Millisecond
 		cfg.Attest.Window = 2 * time.Second
 		cfg.Attest.VoucherInterval = 2 * time.Second
+		cfg.P2P.TelemetryGossipEvery = 2 * time.Second
 		if _, err := node.Init(home, m.role, node.InitOptions{Force: true, Config: &cfg}); err != nil {
 			return nil, fmt.Errorf("devnet: %s: %w", m.name, err)
 		}

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/node/lease"
@@ -31,8 +34,10 @@ func TestRFQsStayInTheirShard(t *testing.T) {
 		{profile: "h100-sxm-80gb", gpus: 1, bronze: 2.5}, // also a T4 (below)
 	}
 	c, renter := auctionCluster(t, provs, nodetest.Options{Configure: func(i int, cfg *node.Config) {
-		// A heartbeat a second (the last row of the test).
+		// A telemetry entry a second and a heartbeat slot of three (the
+		// last rows of the test).
 		cfg.Attest.Sample, cfg.Attest.Window = 100*time.Millisecond, time.Second
+		cfg.P2P.TelemetryGossipEvery = beatEvery
 		if i == 3 {
 			cfg.GPU.Sim.Profiles = []string{"h100-sxm-80gb", "t4"}
 		}
@@ -111,6 +116,60 @@ func TestRFQsStayInTheirShard(t *testing.T) {
 	if heard(t4, h100) {
 		t.Fatal("the T4 provider holds heartbeats of the H100-only provider")
 	}
+
+	// One heartbeat gossiped per slot: while the provider appends six
+	// telemetry entries (a second each, or slower on a loaded machine), it
+	// gossips at most one per slot its entries span.
+	topic := auction.GPUShard("h100").AttestTopic()
+	member := ps[0]
+	seq := func() uint64 {
+		raw, err := member.Node.Store().ChainHead()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := attest.UnmarshalHead(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.Seq
+	}
+	first, firstAt, before := seq(), time.Now(), published(t, member.Registry, topic)
+	if err := nodetest.WaitFor(ctx, "six more telemetry entries", func() bool { return seq() >= first+6 }); err != nil {
+		t.Fatal(err)
+	}
+	took, got := time.Since(firstAt), published(t, member.Registry, topic)-before
+	if most := float64(took/beatEvery) + 2; got > most {
+		t.Fatalf("the H100 provider gossiped %v of its %d heartbeats in %v; at most %v (one per %v slot)", got, seq()-first, took, most, beatEvery)
+	}
+}
+
+// beatEvery is TestRFQsStayInTheirShard's heartbeat slot: long enough
+// that most slots hold several telemetry entries, short enough that the
+// renter hears two heartbeats of each provider soon.
+const beatEvery = 3 * time.Second
+
+// published counts the gossip messages a node published on topic.
+func published(t *testing.T, reg *prometheus.Registry, topic string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "idlegrid_gossip_messages_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["topic"] == topic && labels["direction"] == "published" {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }
 
 func eventKinds(j *store.Job) string {

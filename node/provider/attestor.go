@@ -46,6 +46,10 @@ type attestor struct {
 	pending []gpu.Event
 	// appended is closed and replaced after every append (followers).
 	appended chan struct{}
+	// beatSlot is the slot of the last heartbeat gossiped (run's
+	// goroutine only).
+	beatSlot int64
+	beaten   bool
 }
 
 // attestorDeps are the attestor's collaborators.
@@ -62,6 +66,9 @@ type attestorDeps struct {
 	gpus gpu.Backend
 	// cfg sets the sample and window periods.
 	cfg lease.Terms
+	// beatEvery is the heartbeat slot (attest.BeatSlot): one telemetry
+	// entry per slot is gossiped; 0: every one.
+	beatEvery time.Duration
 	// onSamples gets every sample read (the operator's charts); may be nil.
 	onSamples func([]gpu.Sample)
 	// shards are the shards the provider serves now (market.shards):
@@ -406,11 +413,24 @@ func (a *attestor) recordJobEvent(l *store.Lease, kind attest.JobEventKind) (seq
 // the provider serves, or of the CPU shard if it has no GPU
 // (auction.BeatShards): the nodes of those shards, the renters that may
 // rent from it, keep it as uptime evidence and check it for
-// equivocation. Nodes of other shards never carry it.
+// equivocation. Nodes of other shards never carry it. Only the first
+// entry of each heartbeat slot is gossiped (attest.BeatSlot), which nodes
+// admit one of per slot; the others stay in the chain, which a lease's
+// renter reads whole.
 func (a *attestor) heartbeat(ctx context.Context, raw []byte) {
 	if a.shards == nil {
 		return
 	}
+	e, err := attest.OpenEntry(raw)
+	if err != nil {
+		a.log.Warn("heartbeat", "err", err)
+		return
+	}
+	slot := attest.BeatSlot(a.self.String(), e.AtMs, a.beatEvery)
+	if a.beaten && slot <= a.beatSlot {
+		return
+	}
+	a.beatSlot, a.beaten = slot, true
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for _, s := range auction.BeatShards(a.shards()) {

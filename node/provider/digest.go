@@ -17,10 +17,11 @@ import (
 const digestMinGap = time.Second
 
 // A digest is sent again at least every digestRefresh (half the republish
-// interval when that is shorter) and lives digestLives refreshes: a
-// provider that stops without a word (crashed, cut off) leaves every
-// market view when its last digest goes stale, within minutes, long
-// before its capacity record's TTL.
+// interval when that is shorter; longer in a large shard, see
+// auction.DigestRefresh) and lives digestLives refreshes: a provider that
+// stops without a word (crashed, cut off) leaves every market view when
+// its last digest goes stale, within minutes in a shard of up to a few
+// hundred providers, within its record's TTL in any.
 const (
 	digestRefresh = time.Minute
 	digestLives   = 3
@@ -67,6 +68,9 @@ type digesterDeps struct {
 	published func() *auction.Capacity
 	// firmHeld are the GPUs under firm hold now.
 	firmHeld func() map[string]bool
+	// shardSize is the number of providers in the largest of this
+	// provider's shards as its market view holds them (0: unknown).
+	shardSize func() int
 	// due wakes the digester when the capacity changed.
 	due wakeup
 }
@@ -77,7 +81,6 @@ func (d *digester) run(ctx context.Context) {
 	if err := d.p2p.WaitReady(ctx); err != nil {
 		return
 	}
-	every := d.refresh()
 	// Right after start the shard's mesh is still forming and a digest
 	// reaches few peers: send it again a few times, sooner.
 	early := []time.Duration{2 * time.Second, 5 * time.Second, 15 * time.Second, 30 * time.Second}
@@ -87,6 +90,7 @@ func (d *digester) run(ctx context.Context) {
 	for {
 		d.publish(ctx)
 		lastSent = time.Now()
+		every := d.refresh()
 		next := every
 		if len(early) > 0 {
 			next, early = min(early[0], every), early[1:]
@@ -110,9 +114,16 @@ func (d *digester) run(ctx context.Context) {
 	}
 }
 
-// refresh is how often the digest is sent unchanged.
+// refresh is how often the digest is sent unchanged: a minute (or half
+// the republish interval), stretched in a large shard (auction.DigestRefresh)
+// up to a third of the record's TTL, the longest a digest may live.
 func (d *digester) refresh() time.Duration {
-	return min(max(d.republish/2, time.Second), digestRefresh)
+	base := min(max(d.republish/2, time.Second), digestRefresh)
+	n := 0
+	if d.shardSize != nil {
+		n = d.shardSize()
+	}
+	return auction.DigestRefresh(n, base, d.ttl/digestLives)
 }
 
 // withdraw sends the provider's last digest as it stops (see

@@ -49,6 +49,20 @@ func (m *marketView) shards() []auction.Shard {
 	return auction.ProviderShards(rec)
 }
 
+// largestShard is the number of providers, this one included, in the
+// largest of its shards as trust's digest book holds them: what its
+// digest refresh is stretched by (auction.DigestRefresh).
+func (m *marketView) largestShard() int {
+	if m.shardView == nil {
+		return 0
+	}
+	n := 0
+	for _, s := range m.shards() {
+		n = max(n, len(m.shardView(s))+1)
+	}
+	return n
+}
+
 // selected is the bounded-bidding rule: of the providers in the RFQ's
 // shard, only the cheapest few and a random sample bid, so an auction
 // costs the same whatever the shard's size. Every provider decides alone

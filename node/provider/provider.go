@@ -40,6 +40,9 @@ type Config struct {
 	Offer    OfferConfig    // [provider]
 	Executor ExecutorConfig // [executor]
 	Attest   lease.Terms    // [attest]
+	// BeatEvery is how often the provider gossips a heartbeat
+	// ([p2p] telemetry_gossip_every; attest.BeatSlot); 0: every entry.
+	BeatEvery time.Duration
 	// Home is the node's home directory (host facts read its free disk);
 	// empty in tests.
 	Home string
@@ -150,7 +153,7 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 
 	if p.attest, err = openAttestor(attestorDeps{
 		log: log.With("component", "attest"), now: now, key: key, self: p.self, p2p: network, db: db, book: book, gpus: gpus,
-		cfg: cfg.Attest, onSamples: p.history.add, shards: func() []auction.Shard { return p.Shards() },
+		cfg: cfg.Attest, beatEvery: cfg.BeatEvery, onSamples: p.history.add, shards: func() []auction.Shard { return p.Shards() },
 	}); err != nil {
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
@@ -166,7 +169,7 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	}
 	p.digest = newDigester(digesterDeps{
 		log: log.With("component", "digest"), now: now, key: key, p2p: network, republish: offer.Republish, ttl: offer.RecordTTL,
-		capacity: p.adv.build, published: p.adv.Current, firmHeld: p.firm.heldNow, due: digestDue,
+		capacity: p.adv.build, published: p.adv.Current, firmHeld: p.firm.heldNow, shardSize: func() int { return p.market.largestShard() }, due: digestDue,
 	})
 	p.prestage = newPrestager(prestagerDeps{
 		log: log.With("component", "prestage"), now: now, cfg: prestageConfig(offer), dir: offer.ModelsDir,

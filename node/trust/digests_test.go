@@ -17,7 +17,7 @@ import (
 
 func newTrust(t testing.TB, p *roomtest.Peer) *Trust {
 	t.Helper()
-	tr, err := New(Config{ReliabilityPrior: 0.8, Refresh: time.Second, SearchTimeout: 5 * time.Second, Heartbeat: time.Minute},
+	tr, err := New(Config{ReliabilityPrior: 0.8, Refresh: time.Second, SearchTimeout: 5 * time.Second, BeatEvery: time.Minute},
 		Deps{Clock: p.Clock.Now, Key: p.Key, P2P: p.P2P, Store: p.Store})
 	if err != nil {
 		t.Fatal(err)

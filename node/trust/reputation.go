@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/attest/reputation"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/store"
@@ -109,7 +110,7 @@ func (r *ReputationBook) evidence() reputation.Evidence {
 	}
 	if ups, err := r.t.db.Uptimes(); err == nil {
 		for _, u := range ups {
-			ev.Uptime = append(ev.Uptime, uptimeEvidence(u, r.t.cfg.Heartbeat))
+			ev.Uptime = append(ev.Uptime, uptimeEvidence(u, r.t.cfg.BeatEvery))
 		}
 	}
 	ev.Receipts = append(ev.Receipts, r.t.receiptEvidence()...)
@@ -144,9 +145,11 @@ func bookedGPUHours(l *store.Lease) float64 {
 	return float64(len(l.GPUs)) * float64(l.ExpectedSec) / 3600
 }
 
-// uptimeEvidence turns heartbeat observations into an uptime window.
+// uptimeEvidence turns heartbeat observations into an uptime window: one
+// heartbeat expected per slot (attest.BeatSlot) from the first heard to
+// the last.
 func uptimeEvidence(u *store.Uptime, every time.Duration) reputation.Uptime {
 	from, to := time.UnixMilli(u.FirstMs), time.UnixMilli(u.LastMs)
-	expected := int(to.Sub(from)/every) + 1
+	expected := attest.BeatSlotsSpanned(u.Provider, u.FirstMs, u.LastMs, every)
 	return reputation.Uptime{Provider: u.Provider, From: from, To: to, Seen: int(min(u.Seen, uint64(expected))), Expected: expected}
 }

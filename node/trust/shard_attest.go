@@ -2,6 +2,7 @@ package trust
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -15,7 +16,9 @@ import (
 // (auction.AttestShardPrefix). It admits, each signed by its gossip
 // author and dated no later than MaxClockSkew ahead:
 //
-//   - a provider's heartbeat: a telemetry chain entry (no other entry);
+//   - a provider's heartbeat: a telemetry chain entry (no other entry),
+//     one per provider and heartbeat slot (attest.BeatSlot; a later entry
+//     of a slot already heard, or one of an earlier slot, is ignored);
 //   - an award summary whose model belongs on the shard: a CPU lease's on
 //     the CPU shard, a GPU lease's on any GPU shard (an RFQ for "h100"
 //     goes to gpu/h100 and gpu/h100-nvl, and its summary to both, so the
@@ -42,8 +45,50 @@ func (t *Trust) ValidateShardAttest(topic string) p2p.Validator {
 		if time.UnixMilli(atMs).After(t.now().Add(MaxClockSkew)) {
 			return p2p.Ignore
 		}
+		if e, ok := rec.(*attest.Entry); ok && !t.beats.admit(e.Provider, attest.BeatSlot(e.Provider, e.AtMs, t.cfg.BeatEvery), e.Seq) {
+			return p2p.Ignore
+		}
 		return p2p.Accept
 	}
+}
+
+// maxBeatProviders bounds the providers beatSlots remembers; past it, it
+// starts over (a flood of fresh keys: what is lost is one slot's bound).
+const maxBeatProviders = 1 << 17
+
+// beatSlots remembers the slot and seq of each provider's last admitted
+// heartbeat, so a node admits (and passes on) one per provider and slot:
+// a provider's gossip costs every node of its shards one entry per slot,
+// whatever it sends.
+type beatSlots struct {
+	mu   sync.Mutex
+	last map[string]beatSeen
+}
+
+type beatSeen struct {
+	slot int64
+	seq  uint64
+}
+
+// admit reports whether a heartbeat of provider in slot, with seq, is
+// admitted: the first of a later slot than the last admitted, or the same
+// seq again (the same entry from another shard's topic, or a second entry
+// for one seq, which is equivocation and must reach observeEntry).
+func (b *beatSlots) admit(provider string, slot int64, seq uint64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	seen, ok := b.last[provider]
+	switch {
+	case ok && seq == seen.seq:
+		return true
+	case ok && slot <= seen.slot:
+		return false
+	}
+	if b.last == nil || !ok && len(b.last) >= maxBeatProviders {
+		b.last = map[string]beatSeen{}
+	}
+	b.last[provider] = beatSeen{slot: slot, seq: seq}
+	return true
 }
 
 // onAttestShard reports whether an opened attest record belongs on shard s.

@@ -146,3 +146,82 @@ func receiptOf(t *testing.T, renter, provider *roomtest.Peer, sum *auction.Award
 	}
 	return raw
 }
+
+// TestOneHeartbeatPerSlot: a node admits one heartbeat per provider and
+// slot (attest.BeatSlot): a later entry of a slot already heard, and an
+// entry of an earlier slot, are ignored; a second entry for a seq already
+// heard (equivocation) still gets through to be proven. Uptime counts one
+// heartbeat per slot as full.
+func TestOneHeartbeatPerSlot(t *testing.T) {
+	peers := roomtest.Peers(t, 2)
+	tr := newTrust(t, peers[0])
+	prov := peers[1]
+	ctx := context.Background()
+	every := tr.cfg.BeatEvery
+	id := prov.ID.String()
+	// The start of the provider's first slot after five minutes ago.
+	from := peers[0].Clock.Now().Add(-5 * time.Minute).UnixMilli()
+	lo, hi := from, from+every.Milliseconds()
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if attest.BeatSlot(id, mid, every) > attest.BeatSlot(id, from, every) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	start := time.UnixMilli(lo)
+	const uuid = "GPU-11111111-2222-3333-4444-555555555555"
+	fp := &attest.Fingerprint{Driver: "550.54.15", CUDA: "12.4", GPUs: []attest.GPUFact{{
+		UUID: uuid, Name: "NVIDIA A10", PCIDeviceID: 0x223610de, MemoryMiB: 24564, ComputeCap: "8.6", PowerLimitMW: 150_000,
+	}}}
+	newChain := func() *attest.Chain {
+		c, err := attest.NewChain(prov.Key, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := c.Append(start.Add(-time.Minute).UnixMilli(), fp); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	window := func(c *attest.Chain, at time.Time, power uint64) []byte {
+		raw, _, err := c.Append(at.UnixMilli(), &attest.Telemetry{StartMs: at.Add(-time.Second).UnixMilli(), EndMs: at.UnixMilli(),
+			GPUs: []attest.GPUTelemetry{{UUID: uuid, Samples: 1, PowerAvgMW: power, EnergyMJ: power, EnergyMs: 1000}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	chain, fork := newChain(), newChain()
+	first := window(chain, start.Add(time.Second), 60_000)
+	sameSlot := window(chain, start.Add(every/2), 60_000)
+	nextSlot := window(chain, start.Add(every+time.Second), 60_000)
+	forked := window(fork, start.Add(time.Second), 61_000) // first's seq, other bytes
+	validate := tr.ValidateShardAttest(auction.GPUShard("a10").AttestTopic())
+	for _, c := range []struct {
+		name string
+		raw  []byte
+		want p2p.Verdict
+	}{
+		{"the slot's first", first, p2p.Accept},
+		{"the same again (another shard's copy)", first, p2p.Accept},
+		{"a later entry of the same slot", sameSlot, p2p.Ignore},
+		{"another entry for the first's seq", forked, p2p.Accept},
+		{"the next slot's first", nextSlot, p2p.Accept},
+		{"an entry of an earlier slot", sameSlot, p2p.Ignore},
+	} {
+		if got := validate(ctx, prov.ID, prov.ID, c.raw); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+	tr.OnAttest(ctx, first)
+	tr.OnAttest(ctx, nextSlot)
+	us, err := tr.db.Uptimes()
+	if err != nil || len(us) != 1 {
+		t.Fatalf("uptimes %+v, %v", us, err)
+	}
+	if u := uptimeEvidence(us[0], every); u.Seen != 2 || u.Expected != 2 {
+		t.Errorf("uptime of two heartbeats in two slots: seen %d of %d, want 2 of 2", u.Seen, u.Expected)
+	}
+}

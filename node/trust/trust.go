@@ -39,9 +39,10 @@ type Config struct {
 	Refresh time.Duration
 	// SearchTimeout bounds one market search (market.search_timeout).
 	SearchTimeout time.Duration
-	// Heartbeat is how often providers send a heartbeat (attest.window),
-	// for uptime evidence.
-	Heartbeat time.Duration
+	// BeatEvery is the heartbeat slot (p2p.telemetry_gossip_every,
+	// attest.BeatSlot): a provider gossips one heartbeat per slot, this
+	// node admits one, and counts uptime in slots.
+	BeatEvery time.Duration
 }
 
 // Deps are trust's collaborators.
@@ -88,6 +89,8 @@ type Trust struct {
 	self peer.ID
 	p2p  *p2p.Node
 	db   *store.DB
+
+	beats beatSlots // one heartbeat per provider and slot (shard_attest.go)
 
 	onSummary    func(sum *auction.AwardSummary)
 	onAbandon    func(n *auction.AbandonNote)

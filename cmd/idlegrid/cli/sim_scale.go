@@ -42,8 +42,8 @@ func newSimScaleCmd(g *globals) *cobra.Command {
 			}
 			_, err = fmt.Fprintf(g.stdout, "Model against BenchmarkAuction (calibrated on the first run):\n\n%s\n"+
 				"Extrapolated, for a provider on the largest shard:\n\n%s\n"+
-				"At 100,000 providers and 100 RFQs/s: heartbeats on one network-wide topic (as before the shards' attestation topics); 4, 8 and\n16 region groups per family; then 8 groups with the CPU shard only for providers without GPUs (5%%), with\nheartbeats on the shards' attestation topics, then with no heartbeat gossip:\n\n%s",
-				netmodel.FormatRunTable(netmodel.BenchmarkRuns), netmodel.FormatTable(rows), netmodel.FormatTable(what))
+				"At 100,000 providers and 100 RFQs/s, each change on top of the ones above it: how the traffic came down\nto what is built, then splits that are not built:\n\n%s",
+				netmodel.FormatRunTable(netmodel.BenchmarkRuns), netmodel.FormatTable(rows), netmodel.FormatWhatIfs(what))
 			return err
 		},
 	}
