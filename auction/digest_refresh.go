@@ -1,6 +1,9 @@
 package auction
 
-import "time"
+import (
+	"reflect"
+	"time"
+)
 
 // DigestRefreshBudget is how many refreshes a second (digests re-gossiped
 // unchanged) a shard's providers together may cost each node of the
@@ -22,4 +25,34 @@ const DigestRefreshBudget = 2.0
 func DigestRefresh(shardProviders int, base, most time.Duration) time.Duration {
 	d := time.Duration(float64(shardProviders) / DigestRefreshBudget * float64(time.Second))
 	return max(base, min(d, most))
+}
+
+// DigestChangedFor reports whether cur tells the nodes of shard s
+// something prev did not: any field but the sequence numbers and dates,
+// and of the models only those of s's family (none on the CPU shard). A
+// provider re-gossips a digest on a shard it did not change for only at
+// the shard's refresh: a GPU hold or lease on an A10 host says nothing to
+// the CPU shard's nodes, which all the wasm-capable providers are on, nor
+// to its H100 shard's. nil prev: changed.
+func DigestChangedFor(prev, cur *Digest, s Shard) bool {
+	if prev == nil || cur == nil {
+		return prev != cur
+	}
+	return !reflect.DeepEqual(shardFacts(prev, s), shardFacts(cur, s))
+}
+
+// shardFacts is d as shard s's nodes see it: no sequence numbers or
+// dates, only the models of s's family.
+func shardFacts(d *Digest, s Shard) Digest {
+	out := *d
+	out.Seq, out.CapSeq, out.IssuedAtMs, out.ExpiresAtMs = 0, 0, 0, 0
+	out.Models = nil
+	if f := s.Family(); f != "" {
+		for _, m := range d.Models {
+			if GPUFamily(m.Model) == f {
+				out.Models = append(out.Models, m)
+			}
+		}
+	}
+	return out
 }

@@ -104,6 +104,11 @@ type Params struct {
 	// the CPUShare of providers without GPUs only: a GPU provider then
 	// carries none of it.
 	GPUHostsOnCPU bool
+	// ChangesEverywhere: a digest changed by a GPU hold, lease or release
+	// goes to every shard of its provider, the CPU shard too (before);
+	// as built it goes to the shard of the GPU's family only
+	// (auction.DigestChangedFor) and the CPU shard gets refreshes.
+	ChangesEverywhere bool
 	// Heartbeats says where heartbeats and award summaries and receipts
 	// (AttestPerRFQ) go: the attestation topics of the provider's (the
 	// lease's) GPU shards and region groups, as built; or, as they were
@@ -219,7 +224,10 @@ func Model(p Params) (Row, error) {
 	}
 	r.DigestRefresh = refresh
 	r.DigestsPerSec = float64(r.ShardProviders)/refresh.Seconds() + c.DigestsPerRFQ*r.ShardRFQsPerSec
-	r.CPUDigestsPerSec = cpuProviders/refresh.Seconds() + c.DigestsPerRFQ*p.RFQsPerSec*p.CPUShare
+	r.CPUDigestsPerSec = cpuProviders / refresh.Seconds()
+	if p.ChangesEverywhere {
+		r.CPUDigestsPerSec += c.DigestsPerRFQ * p.RFQsPerSec * p.CPUShare
+	}
 	switch p.Heartbeats {
 	case HeartbeatsNetwork:
 		r.HeartbeatsPerSec = float64(p.Providers)/p.HeartbeatEvery.Seconds() + c.AttestPerRFQ*p.RFQsPerSec
@@ -306,26 +314,29 @@ func ScaleTable() ([]Row, error) {
 
 // WhatIf is one row of WhatIfs: a change from the defaults.
 type WhatIf struct {
-	Name           string
-	RegionGroups   int
-	CPUShare       float64
-	GPUHostsOnCPU  bool
-	Heartbeats     HeartbeatScope
-	HeartbeatEvery time.Duration
-	DigestRefresh  time.Duration
+	Name          string
+	RegionGroups  int
+	CPUShare      float64
+	GPUHostsOnCPU bool
+	// ChangesEverywhere: see Params.
+	ChangesEverywhere bool
+	Heartbeats        HeartbeatScope
+	HeartbeatEvery    time.Duration
+	DigestRefresh     time.Duration
 }
 
 // WhatIfList are the rows of WhatIfs, in order: how the traffic came
 // down, then the splits not built.
 var WhatIfList = []WhatIf{
-	{"before: one network-wide attest topic, every telemetry entry, digests refreshed every minute", 1, 1, true, HeartbeatsNetwork, time.Minute, time.Minute},
-	{"heartbeats on the shards' topics (summaries network-wide)", 1, 1, true, HeartbeatsShard, time.Minute, time.Minute},
-	{"and summaries and receipts on the shards' topics", 1, 1, true, AttestShard, time.Minute, time.Minute},
-	{"and one heartbeat per 10-minute slot", 1, 1, true, AttestShard, attest.DefaultBeatEvery, time.Minute},
-	{"and digest refreshes stretched in large shards (as built)", 1, 1, true, AttestShard, attest.DefaultBeatEvery, 0},
-	{"what-if: and 8 region groups", 8, 1, true, AttestShard, attest.DefaultBeatEvery, 0},
-	{"what-if: and the CPU shard only for the 5% without GPUs", 8, 0.05, false, AttestShard, attest.DefaultBeatEvery, 0},
-	{"what-if: and no heartbeat gossip", 8, 0.05, false, HeartbeatsNone, attest.DefaultBeatEvery, 0},
+	{"before: one network-wide attest topic, every telemetry entry, digests every minute and on every change to every shard", 1, 1, true, true, HeartbeatsNetwork, time.Minute, time.Minute},
+	{"heartbeats on the shards' topics (summaries network-wide)", 1, 1, true, true, HeartbeatsShard, time.Minute, time.Minute},
+	{"and summaries and receipts on the shards' topics", 1, 1, true, true, AttestShard, time.Minute, time.Minute},
+	{"and one heartbeat per 10-minute slot", 1, 1, true, true, AttestShard, attest.DefaultBeatEvery, time.Minute},
+	{"and digest refreshes stretched in large shards", 1, 1, true, true, AttestShard, attest.DefaultBeatEvery, 0},
+	{"and a GPU change's digest to its family's shard only (as built)", 1, 1, true, false, AttestShard, attest.DefaultBeatEvery, 0},
+	{"what-if: and 8 region groups", 8, 1, true, false, AttestShard, attest.DefaultBeatEvery, 0},
+	{"what-if: and the CPU shard only for the 5% without GPUs", 8, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0},
+	{"what-if: and no heartbeat gossip", 8, 0.05, false, false, HeartbeatsNone, attest.DefaultBeatEvery, 0},
 }
 
 // WhatIfs evaluates WhatIfList at 100,000 providers and 100 RFQs/s.
@@ -336,7 +347,7 @@ func WhatIfs() ([]Row, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.RegionGroups, p.CPUShare, p.GPUHostsOnCPU = w.RegionGroups, w.CPUShare, w.GPUHostsOnCPU
+		p.RegionGroups, p.CPUShare, p.GPUHostsOnCPU, p.ChangesEverywhere = w.RegionGroups, w.CPUShare, w.GPUHostsOnCPU, w.ChangesEverywhere
 		p.Heartbeats, p.HeartbeatEvery, p.DigestRefresh = w.Heartbeats, w.HeartbeatEvery, w.DigestRefresh
 		r, err := Model(p)
 		if err != nil {

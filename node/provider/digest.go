@@ -50,6 +50,14 @@ type digester struct {
 
 	mu  sync.Mutex
 	seq uint64
+	// last is the digest last gossiped on each shard, and when.
+	last map[auction.Shard]sentDigest
+}
+
+// sentDigest is a digest gossiped on a shard.
+type sentDigest struct {
+	dg *auction.Digest
+	at time.Time
 }
 
 // digesterDeps are what the digester builds a digest from.
@@ -87,8 +95,9 @@ func (d *digester) run(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	var lastSent time.Time
+	everywhere := true // a timer's send goes to every shard; a change's where it changed
 	for {
-		d.publish(ctx)
+		d.send(ctx, false, everywhere)
 		lastSent = time.Now()
 		every := d.refresh()
 		next := every
@@ -101,7 +110,9 @@ func (d *digester) run(ctx context.Context) {
 			d.withdraw(context.WithoutCancel(ctx))
 			return
 		case <-timer.C:
+			everywhere = true
 		case <-d.due:
+			everywhere = false
 			if gap := digestMinGap - time.Since(lastSent); gap > 0 {
 				select {
 				case <-ctx.Done():
@@ -131,7 +142,7 @@ func (d *digester) refresh() time.Duration {
 func (d *digester) withdraw(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, withdrawTimeout)
 	defer cancel()
-	if d.send(ctx, true) {
+	if d.send(ctx, true, true) {
 		d.log.Info("offer withdrawn", "digest_expires_in", withdrawnTTL)
 		select {
 		case <-ctx.Done():
@@ -140,12 +151,11 @@ func (d *digester) withdraw(ctx context.Context) {
 	}
 }
 
-// publish builds, signs and gossips the current digest.
-func (d *digester) publish(ctx context.Context) { d.send(ctx, false) }
-
 // send builds, signs and gossips one digest, the withdrawal when
-// withdrawn; it reports whether the digest went out on a shard.
-func (d *digester) send(ctx context.Context, withdrawn bool) bool {
+// withdrawn: on every shard when everywhere, else on the shards it
+// changed for and those due a refresh (shardsToSend). It reports whether
+// the digest went out on a shard.
+func (d *digester) send(ctx context.Context, withdrawn, everywhere bool) bool {
 	cur := d.published()
 	if cur == nil {
 		// No record is out yet to back a digest: every node would hold
@@ -181,14 +191,50 @@ func (d *digester) send(ctx context.Context, withdrawn bool) bool {
 		return false
 	}
 	sent := false
-	for _, s := range dg.Shards() {
+	for _, s := range d.shardsToSend(dg, now, everywhere) {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		if err := d.p2p.Publish(pctx, s.DigestTopic(), raw, 0); err != nil {
 			d.log.Debug("publish digest", "shard", s, "err", err)
 		} else {
 			sent = true
+			d.noteSent(s, dg, now)
 		}
 		cancel()
 	}
 	return sent
+}
+
+// shardsToSend are the shards of dg to gossip it on now: all of them
+// when everywhere; else those dg changed for (auction.DigestChangedFor:
+// an A10 hold is news on the A10 shard, not on the CPU shard every
+// wasm-capable provider is on) and those whose last digest went out half
+// a refresh ago or more, so each gets one at least every refresh and a
+// half while changes elsewhere keep the refresh timer from firing (a
+// digest lives three).
+func (d *digester) shardsToSend(dg *auction.Digest, now time.Time, everywhere bool) []auction.Shard {
+	all := dg.Shards()
+	if everywhere {
+		return all
+	}
+	half := d.refresh() / 2
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []auction.Shard
+	for _, s := range all {
+		last, ok := d.last[s]
+		if !ok || now.Sub(last.at) >= half || auction.DigestChangedFor(last.dg, dg, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// noteSent records dg gossiped on s at now.
+func (d *digester) noteSent(s auction.Shard, dg *auction.Digest, now time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.last == nil {
+		d.last = map[auction.Shard]sentDigest{}
+	}
+	d.last[s] = sentDigest{dg: dg, at: now}
 }

@@ -2,8 +2,11 @@ package provider
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/idlegrid/idlegrid/auction"
 )
 
 // TestNoDigestBeforeTheFirstRecord: a provider gossips no capacity digest
@@ -13,7 +16,7 @@ import (
 func TestNoDigestBeforeTheFirstRecord(t *testing.T) {
 	r := newRoom(t, 1)
 	ctx := context.Background()
-	if r.p.digest.send(ctx, false) {
+	if r.p.digest.send(ctx, false, true) {
 		t.Fatal("a digest went out before any capacity record")
 	}
 	if r.p.SealedCapacity() != nil {
@@ -26,7 +29,7 @@ func TestNoDigestBeforeTheFirstRecord(t *testing.T) {
 	r.p.adv.mu.Lock()
 	r.p.adv.current, r.p.adv.sealed = rec, []byte("sealed")
 	r.p.adv.mu.Unlock()
-	if !r.p.digest.send(ctx, false) {
+	if !r.p.digest.send(ctx, false, true) {
 		t.Fatal("no digest went out once a record was published")
 	}
 }
@@ -52,5 +55,35 @@ func TestDigestRefreshStretchesInLargeShards(t *testing.T) {
 	short := newDigester(digesterDeps{republish: 4 * time.Second, ttl: 30 * time.Second, shardSize: func() int { return 20_000 }})
 	if got := short.refresh(); got != 10*time.Second {
 		t.Errorf("a devnet's 4s republish and 30s TTL in a large shard: refresh %v, want 10s", got)
+	}
+}
+
+// TestDigestGoesWhereItChanged: a change-driven digest goes to the shards
+// it changed for, and to the others only once half their refresh has
+// passed; a timer's digest goes everywhere.
+func TestDigestGoesWhereItChanged(t *testing.T) {
+	d := newDigester(digesterDeps{republish: 10 * time.Minute, ttl: 30 * time.Minute})
+	base := &auction.Digest{
+		Peer: "p", Seq: 1, Runtimes: []string{auction.RuntimeDocker, auction.RuntimeWasm},
+		Models: []auction.DigestModel{{Model: "a10-24gb", Total: 2, Free: 2}},
+	}
+	a10, cpu := auction.GPUShard("a10"), auction.ShardCPU
+	now := time.Unix(1_800_000_000, 0)
+	if got := d.shardsToSend(base, now, false); !slices.Equal(got, []auction.Shard{a10, cpu}) {
+		t.Fatalf("first digest: %v, want both shards", got)
+	}
+	for _, s := range []auction.Shard{a10, cpu} {
+		d.noteSent(s, base, now)
+	}
+	held := *base
+	held.Seq, held.Models = 2, []auction.DigestModel{{Model: "a10-24gb", Total: 2, Free: 1, Held: 1}}
+	if got := d.shardsToSend(&held, now.Add(time.Second), false); !slices.Equal(got, []auction.Shard{a10}) {
+		t.Errorf("an A10 held a second later: %v, want the A10 shard only", got)
+	}
+	if got := d.shardsToSend(&held, now.Add(30*time.Second), false); !slices.Equal(got, []auction.Shard{a10, cpu}) {
+		t.Errorf("half a refresh (30s) later: %v, want both", got)
+	}
+	if got := d.shardsToSend(base, now.Add(time.Second), true); !slices.Equal(got, []auction.Shard{a10, cpu}) {
+		t.Errorf("a timer's digest: %v, want both", got)
 	}
 }
