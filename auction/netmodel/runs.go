@@ -27,6 +27,13 @@ type Run struct {
 	ControlPerMsg float64
 	// InKBps is everything a provider received, kB/s.
 	InKBps float64
+	// The code the run measured: its digest refresh, its heartbeat
+	// period (every telemetry window, gossiped network-wide, before
+	// 2026-12-04; one per 10-minute slot on the shard's attestation
+	// topic since), and whether a GPU change's digest also went to the
+	// CPU shard (before 2026-12-04).
+	DigestRefresh, BeatEvery time.Duration
+	ChangesToCPU             bool
 }
 
 // BenchmarkRuns are the runs the calibration is fitted to (the first) and
@@ -34,7 +41,8 @@ type Run struct {
 // here: at 200 nodes on two cores it did not form (docs/benchmarks.md).
 var BenchmarkRuns = []Run{
 	{Nodes: 50, Providers: 48, JobsPerSec: 0.40, RFQsPerSec: 1.99, DigestsPerSec: 1.09, AttestPerSec: 1.27,
-		RFQCopies: 7.79, DigestCopies: 7.38, RFQBytes: 776, DigestBytes: 688, AttestBytes: 3450, ControlPerMsg: 1507, InKBps: 63.25},
+		RFQCopies: 7.79, DigestCopies: 7.38, RFQBytes: 776, DigestBytes: 688, AttestBytes: 3450, ControlPerMsg: 1507, InKBps: 63.25,
+		DigestRefresh: 5 * time.Minute, BeatEvery: time.Minute, ChangesToCPU: true},
 }
 
 // Predicted is the model's account of a Run.
@@ -51,12 +59,20 @@ func PredictRun(r Run) (Predicted, error) {
 	}
 	c := MeasuredCalibration
 	p := Predicted{Copies: c.Copies}
-	p.DigestsPerSec = float64(r.Providers)/(5*time.Minute).Seconds() + c.DigestsPerRFQ*r.JobsPerSec
-	p.AttestPerSec = float64(r.Providers)/time.Minute.Seconds() + c.AttestPerRFQ*r.JobsPerSec
+	if r.DigestRefresh <= 0 || r.BeatEvery <= 0 {
+		return Predicted{}, fmt.Errorf("netmodel.PredictRun: %d nodes: no digest refresh or heartbeat period", r.Nodes)
+	}
+	refreshes := float64(r.Providers) / r.DigestRefresh.Seconds()
+	p.DigestsPerSec = refreshes + c.DigestsPerRFQ*r.JobsPerSec
+	cpuDigests := refreshes // the CPU shard
+	if r.ChangesToCPU {
+		cpuDigests = p.DigestsPerSec
+	}
+	p.AttestPerSec = float64(r.Providers)/r.BeatEvery.Seconds() + c.AttestPerRFQ*r.JobsPerSec
 	perDigest := c.Copies*r.DigestBytes + c.ControlPerMsg
 	in := r.RFQsPerSec*(c.Copies*r.RFQBytes+c.ControlPerMsg) +
-		2*p.DigestsPerSec*perDigest + // the A10 shard and the CPU shard
-		p.AttestPerSec*(c.Copies*float64(c.AttestBytes)+c.ControlPerMsg)
+		(p.DigestsPerSec+cpuDigests)*perDigest + // the A10 shard and the CPU shard
+		p.AttestPerSec*(c.Copies*r.AttestBytes+c.ControlPerMsg)
 	p.InKBps = in / 1000
 	return p, nil
 }
