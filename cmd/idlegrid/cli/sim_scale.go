@@ -40,7 +40,7 @@ func newSimScaleCmd(g *globals) *cobra.Command {
 					WhatIfs []netmodel.Row
 				}{netmodel.BenchmarkRuns, rows, what})
 			}
-			_, err = fmt.Fprintf(g.stdout, "Model against BenchmarkAuction (calibrated on the first run):\n\n%s\n"+
+			_, err = fmt.Fprintf(g.stdout, "Model against BenchmarkAuction (fitted to the runs marked so, checked against the others):\n\n%s\n"+
 				"Extrapolated, for a provider on the largest shard:\n\n%s\n"+
 				"At 100,000 providers and 100 RFQs/s, each change on top of the ones above it: how the traffic came down\nto what is built, then splits that are not built:\n\n%s",
 				netmodel.FormatRunTable(netmodel.BenchmarkRuns), netmodel.FormatTable(rows), netmodel.FormatWhatIfs(what))
