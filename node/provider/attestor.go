@@ -123,6 +123,12 @@ func openAttestor(d attestorDeps) (*attestor, error) {
 	if a.chain, err = attest.NewChain(a.key, head); err != nil {
 		return nil, fmt.Errorf("open chain: %w", err)
 	}
+	if head != nil {
+		// The last entry before a restart may have been this slot's
+		// heartbeat: gossiping another in the slot would only be ignored
+		// (and charged) by every node of the shards.
+		a.beatSlot, a.beaten = attest.BeatSlot(self, head.AtMs, a.beatEvery), true
+	}
 	// Work that outlived a restart (reattached containers) keeps its GPUs
 	// attributed in the telemetry.
 	leases, err := a.db.Leases()

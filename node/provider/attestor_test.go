@@ -89,3 +89,49 @@ func TestShortLeaseIsAttested(t *testing.T) {
 			w.EndMs, w.GPUs[0].EnergyMs, now.UnixMilli())
 	}
 }
+
+// TestRestartKeepsTheHeartbeatSlot: an attestor reopened on a chain whose
+// last entry is in the current heartbeat slot does not gossip another
+// heartbeat in it (every node would ignore it); in a fresh store it
+// gossips the first entry it closes.
+func TestRestartKeepsTheHeartbeatSlot(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_000)
+	clock := func() time.Time { return now }
+	sim, err := gpu.NewSim(gpu.SimConfig{Profiles: []string{"a10"}, Seed: 1, Clock: clock}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sim.Close() })
+	db, err := store.Open(t.TempDir(), store.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	key, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, _ := peer.IDFromPrivateKey(key)
+	open := func() *attestor {
+		a, err := openAttestor(attestorDeps{
+			log: slog.New(slog.DiscardHandler), now: clock, key: key, self: self,
+			db: db, book: lease.NewBook(db, clock), gpus: sim,
+			cfg: lease.Terms{Sample: time.Hour, Window: time.Hour}, beatEvery: 10 * time.Minute,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	if a := open(); a.beaten {
+		t.Fatal("a fresh chain: a heartbeat counted as gossiped")
+	}
+	a := open()
+	if err := a.fingerprint(); err != nil {
+		t.Fatal(err)
+	}
+	b := open()
+	if want := attest.BeatSlot(self.String(), now.UnixMilli(), 10*time.Minute); !b.beaten || b.beatSlot != want {
+		t.Fatalf("reopened: slot %d (beaten %v), want %d", b.beatSlot, b.beaten, want)
+	}
+}
