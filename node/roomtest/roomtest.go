@@ -98,6 +98,25 @@ func Peers(tb testing.TB, n int) []*Peer {
 	if err := mn.ConnectAllButSelf(); err != nil {
 		tb.Fatal(err)
 	}
+	// Every pair has identified each other before a test sets a handler:
+	// a protocol added while an identify is in flight reaches the peer by
+	// identify's push, which the in-flight response, read after it, can
+	// overwrite with the older list (a node sets its handlers before it
+	// connects).
+	Eventually(tb, 30*time.Second, "identify between every pair of peers", func() bool {
+		for _, p := range out {
+			ps := p.P2P.Host().Peerstore()
+			for _, q := range out {
+				if q == p {
+					continue
+				}
+				if protos, err := ps.GetProtocols(q.ID); err != nil || len(protos) == 0 {
+					return false
+				}
+			}
+		}
+		return true
+	})
 	return out
 }
 
