@@ -1,0 +1,33 @@
+package renter
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/idlegrid/idlegrid/auction"
+)
+
+// TestSummaryShards: a lease's award summary goes to its model's shard and
+// to the RFQ's other shards that admit it (GPU shards for a GPU lease, the
+// CPU shard for a CPU lease), each once; a model that names no shard sends
+// it nowhere.
+func TestSummaryShards(t *testing.T) {
+	h100, nvl, t4, cpu := auction.GPUShard("h100"), auction.GPUShard("h100-nvl"), auction.GPUShard("t4"), auction.ShardCPU
+	for _, c := range []struct {
+		model string
+		rfq   []auction.Shard
+		want  []auction.Shard
+	}{
+		{"h100-nvl-94gb", []auction.Shard{h100, nvl}, []auction.Shard{nvl, h100}},
+		{"h100-80gb", []auction.Shard{h100, t4}, []auction.Shard{h100, t4}},
+		{"h100-80gb", nil, []auction.Shard{h100}},
+		{"h100-80gb", []auction.Shard{cpu}, []auction.Shard{h100}},
+		{auction.CPUModel, []auction.Shard{cpu}, []auction.Shard{cpu}},
+		{auction.CPUModel, []auction.Shard{h100}, []auction.Shard{cpu}},
+		{"", []auction.Shard{h100}, nil},
+	} {
+		if got := summaryShards(c.model, c.rfq); !slices.Equal(got, c.want) {
+			t.Errorf("summaryShards(%q, %v) = %v, want %v", c.model, c.rfq, got, c.want)
+		}
+	}
+}
