@@ -125,8 +125,8 @@ func openAttestor(d attestorDeps) (*attestor, error) {
 	}
 	if head != nil {
 		// The last entry before a restart may have been this slot's
-		// heartbeat: gossiping another in the slot would only be ignored
-		// (and charged) by every node of the shards.
+		// heartbeat: another in the slot would only be dropped by every
+		// node of the shards.
 		a.beatSlot, a.beaten = attest.BeatSlot(self, head.AtMs, a.beatEvery), true
 	}
 	// Work that outlived a restart (reattached containers) keeps its GPUs

@@ -22,33 +22,11 @@ import (
 // start and end events are in the window.
 func TestShortLeaseIsAttested(t *testing.T) {
 	now := time.UnixMilli(1_700_000_000_000)
-	clock := func() time.Time { return now }
-	sim, err := gpu.NewSim(gpu.SimConfig{Profiles: []string{"a10"}, Seed: 1, Clock: clock}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sim.Close() })
-	devs, err := sim.Devices()
+	r := newAttestorRoom(t, func() time.Time { return now })
+	a, db, self := r.open(), r.db, r.self
+	devs, err := r.sim.Devices()
 	if err != nil || len(devs) != 1 {
 		t.Fatalf("devices: %v %v", devs, err)
-	}
-	db, err := store.Open(t.TempDir(), store.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	key, _, err := crypto.GenerateEd25519Key(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	self, _ := peer.IDFromPrivateKey(key)
-	a, err := openAttestor(attestorDeps{
-		log: slog.New(slog.DiscardHandler), now: clock, key: key, self: self,
-		db: db, book: lease.NewBook(db, clock), gpus: sim,
-		cfg: lease.Terms{Sample: time.Hour, Window: time.Hour},
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	renterKey, _, err := crypto.GenerateEd25519Key(rand.Reader)
 	if err != nil {
@@ -96,7 +74,34 @@ func TestShortLeaseIsAttested(t *testing.T) {
 // gossips the first entry it closes.
 func TestRestartKeepsTheHeartbeatSlot(t *testing.T) {
 	now := time.UnixMilli(1_700_000_000_000)
-	clock := func() time.Time { return now }
+	r := newAttestorRoom(t, func() time.Time { return now })
+	self, open := r.self, r.open
+	if a := open(); a.beaten {
+		t.Fatal("a fresh chain: a heartbeat counted as gossiped")
+	}
+	a := open()
+	if err := a.fingerprint(); err != nil {
+		t.Fatal(err)
+	}
+	b := open()
+	if want := attest.BeatSlot(self.String(), now.UnixMilli(), 10*time.Minute); !b.beaten || b.beatSlot != want {
+		t.Fatalf("reopened: slot %d (beaten %v), want %d", b.beatSlot, b.beaten, want)
+	}
+}
+
+// attestorRoom is an attestor's store, key and simulated A10, from which
+// open builds an attestor (again, as after a restart).
+type attestorRoom struct {
+	t     *testing.T
+	clock func() time.Time
+	sim   *gpu.Sim
+	db    *store.DB
+	key   crypto.PrivKey
+	self  peer.ID
+}
+
+func newAttestorRoom(t *testing.T, clock func() time.Time) *attestorRoom {
+	t.Helper()
 	sim, err := gpu.NewSim(gpu.SimConfig{Profiles: []string{"a10"}, Seed: 1, Clock: clock}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -112,26 +117,20 @@ func TestRestartKeepsTheHeartbeatSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	self, _ := peer.IDFromPrivateKey(key)
-	open := func() *attestor {
-		a, err := openAttestor(attestorDeps{
-			log: slog.New(slog.DiscardHandler), now: clock, key: key, self: self,
-			db: db, book: lease.NewBook(db, clock), gpus: sim,
-			cfg: lease.Terms{Sample: time.Hour, Window: time.Hour}, beatEvery: 10 * time.Minute,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
+	return &attestorRoom{t: t, clock: clock, sim: sim, db: db, key: key, self: self}
+}
+
+// open opens an attestor on the room's chain: sampling and windows an
+// hour long (they never tick in a test), heartbeat slots of 10 minutes.
+func (r *attestorRoom) open() *attestor {
+	r.t.Helper()
+	a, err := openAttestor(attestorDeps{
+		log: slog.New(slog.DiscardHandler), now: r.clock, key: r.key, self: r.self,
+		db: r.db, book: lease.NewBook(r.db, r.clock), gpus: r.sim,
+		cfg: lease.Terms{Sample: time.Hour, Window: time.Hour}, beatEvery: 10 * time.Minute,
+	})
+	if err != nil {
+		r.t.Fatal(err)
 	}
-	if a := open(); a.beaten {
-		t.Fatal("a fresh chain: a heartbeat counted as gossiped")
-	}
-	a := open()
-	if err := a.fingerprint(); err != nil {
-		t.Fatal(err)
-	}
-	b := open()
-	if want := attest.BeatSlot(self.String(), now.UnixMilli(), 10*time.Minute); !b.beaten || b.beatSlot != want {
-		t.Fatalf("reopened: slot %d (beaten %v), want %d", b.beatSlot, b.beaten, want)
-	}
+	return a
 }

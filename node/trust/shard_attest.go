@@ -18,7 +18,8 @@ import (
 //
 //   - a provider's heartbeat: a telemetry chain entry (no other entry),
 //     one per provider and heartbeat slot (attest.BeatSlot; a later entry
-//     of a slot already heard, or one of an earlier slot, is ignored);
+//     of a slot already heard, or one of an earlier slot, is withheld:
+//     dropped uncharged);
 //   - an award summary whose model belongs on the shard: a CPU lease's on
 //     the CPU shard, a GPU lease's on any GPU shard (an RFQ for "h100"
 //     goes to gpu/h100 and gpu/h100-nvl, and its summary to both, so the
@@ -46,7 +47,10 @@ func (t *Trust) ValidateShardAttest(topic string) p2p.Validator {
 			return p2p.Ignore
 		}
 		if e, ok := rec.(*attest.Entry); ok && !t.beats.admit(e.Provider, attest.BeatSlot(e.Provider, e.AtMs, t.cfg.BeatEvery), e.Seq) {
-			return p2p.Ignore
+			// Dropped, not passed on, and charged to nobody: a provider
+			// whose network setting (p2p.telemetry_gossip_every) is
+			// shorter than this node's sends such heartbeats honestly.
+			return p2p.Withhold
 		}
 		return p2p.Accept
 	}

@@ -149,7 +149,7 @@ func receiptOf(t *testing.T, renter, provider *roomtest.Peer, sum *auction.Award
 
 // TestOneHeartbeatPerSlot: a node admits one heartbeat per provider and
 // slot (attest.BeatSlot): a later entry of a slot already heard, and an
-// entry of an earlier slot, are ignored; a second entry for a seq already
+// entry of an earlier slot, are withheld (dropped, charged to nobody); a second entry for a seq already
 // heard (equivocation) still gets through to be proven. Uptime counts one
 // heartbeat per slot as full.
 func TestOneHeartbeatPerSlot(t *testing.T) {
@@ -206,10 +206,10 @@ func TestOneHeartbeatPerSlot(t *testing.T) {
 	}{
 		{"the slot's first", first, p2p.Accept},
 		{"the same again (another shard's copy)", first, p2p.Accept},
-		{"a later entry of the same slot", sameSlot, p2p.Ignore},
+		{"a later entry of the same slot", sameSlot, p2p.Withhold},
 		{"another entry for the first's seq", forked, p2p.Accept},
 		{"the next slot's first", nextSlot, p2p.Accept},
-		{"an entry of an earlier slot", sameSlot, p2p.Ignore},
+		{"an entry of an earlier slot", sameSlot, p2p.Withhold},
 	} {
 		if got := validate(ctx, prov.ID, prov.ID, c.raw); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
