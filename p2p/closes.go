@@ -16,7 +16,6 @@ import (
 const (
 	ClosedConnManager = "conn_manager"      // trimmed above the high water mark
 	ClosedAdmission   = "admission"         // evicted by inbound admission
-	ClosedIdentify    = "identify_failed"   // closed to be identified afresh
 	ClosedSilent      = "liveness_silent"   // two pings unanswered
 	ClosedGossipHeal  = "gossip_heal"       // gossipsub lost the peer's subscriptions
 	ClosedBlocked     = "blocked"           // banned or blocked peer

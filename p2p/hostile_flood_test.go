@@ -80,10 +80,12 @@ func TestConnFloodLeavesRoomForNewcomer(t *testing.T) {
 		return f
 	}
 	first := wave(120)
-	eventually(t, "flood held to the admission cap", func() bool { return inboundConns(target) <= 30 })
-	if first.Connected(target.ID()) > 30 {
-		t.Fatalf("%d flood connections survive, cap 30", first.Connected(target.ID()))
-	}
+	// The flood's own view follows the target's closes as they reach it
+	// (31 were still open on the flood's side once, just after the target
+	// had closed down to 30).
+	eventually(t, "flood held to the admission cap", func() bool {
+		return inboundConns(target) <= 30 && first.Connected(target.ID()) <= 30
+	})
 
 	h, err := hostile.Newcomer(ctx, addrInfo(target))
 	if h != nil {

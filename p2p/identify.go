@@ -2,6 +2,7 @@ package p2p
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/event"
@@ -10,69 +11,33 @@ import (
 )
 
 const (
-	// identifyRetryBackoff is how long after reconnecting a peer whose
-	// identify failed it is left alone if identify fails again. On an
-	// overloaded node every identify can time out, and reconnecting on
-	// each failure fed the overload: 848 reconnects among 50 nodes in five
-	// minutes of BenchmarkAuction on a loaded machine, against 6 on a
-	// quieter one.
-	identifyRetryBackoff = 2 * time.Minute
-	// At most identifyRedialsMax reconnects per identifyRedialsWindow,
-	// whatever the peers. A node needs one or two (its first connections,
-	// to a busy bootstrap peer); a node whose identifies fail by the dozen
-	// is itself too busy to answer in time, and closing its connections
-	// only adds handshakes: at 200 nodes on one machine, 2,545
-	// connections were closed this way in the first 90 s, and the network
-	// never formed.
-	identifyRedialsMax    = 4
-	identifyRedialsWindow = 30 * time.Second
+	// reaskBackoff is the wait before a peer that did not answer a second
+	// identify is asked again; it doubles after each unanswered ask.
+	reaskBackoff = 15 * time.Second
+	// reaskAttempts is how many times a peer is asked before it is left
+	// as it is: connected, unknown, and the connection manager's to trim.
+	reaskAttempts = 4
+	// reaskTracked bounds the peers being asked or waiting to be.
+	reaskTracked = 256
 )
 
-// identifyRetries remembers when each peer was last reconnected after a
-// failed identify, and the reconnects of the last identifyRedialsWindow.
-// It is used by one goroutine.
-type identifyRetries struct {
-	last   map[peer.ID]time.Time
-	recent []time.Time // oldest first
-}
-
-func newIdentifyRetries() *identifyRetries {
-	return &identifyRetries{last: map[peer.ID]time.Time{}}
-}
-
-// allow reports whether p may be reconnected now, and if so notes it.
-func (r *identifyRetries) allow(p peer.ID, now time.Time) bool {
-	if at, ok := r.last[p]; ok && now.Sub(at) < identifyRetryBackoff {
-		return false
-	}
-	for len(r.recent) > 0 && now.Sub(r.recent[0]) >= identifyRedialsWindow {
-		r.recent = r.recent[1:]
-	}
-	if len(r.recent) >= identifyRedialsMax {
-		return false
-	}
-	// The window bounds the peers remembered: those of the last backoff,
-	// identifyRedialsMax per window.
-	for q, at := range r.last {
-		if now.Sub(at) >= identifyRetryBackoff {
-			delete(r.last, q)
-		}
-	}
-	r.last[p] = now
-	r.recent = append(r.recent, now)
-	return true
-}
-
-// redoFailedIdentify closes the connections of a peer whose identify
-// failed before it was ever identified. libp2p identifies a connection
-// once, with a 5 s limit, and never again: a busy peer that answers late
-// stays connected but unidentified, so the DHT never adds it to the
-// routing table and this node never learns its protocols. A node whose
-// only connection is such a one (a newcomer to a busy bootstrap peer) was
-// connected, not ready, for minutes. Closed, the connection is dialed
-// again (by the reconnect loop, the DHT or gossipsub) and identified
-// afresh. Each peer is reconnected at most once per identifyRetryBackoff,
-// and at most identifyRedialsMax peers per identifyRedialsWindow.
+// redoFailedIdentify repairs a peer whose identify failed before it was
+// ever identified. libp2p identifies a connection once, with a 5 s limit,
+// and never again: a busy peer that answers late stays connected but
+// unidentified, so the DHT never adds it to the routing table and this
+// node never learns its protocols. A node whose only connection is such a
+// one (a newcomer to a busy bootstrap peer) was connected, not ready, for
+// minutes. The peer is asked again on the open connection (reidentify),
+// with a longer limit, up to reaskAttempts times with a doubling backoff,
+// at most reidentifyInFlight at once.
+//
+// The connection is never closed for it. Closing it to have libp2p
+// identify a new one, as this once did, cost a handshake on both sides
+// per late peer, on networks short of exactly that: at 200 nodes on one
+// machine those closes were the largest share of all, and nodes that
+// closed their only connections could not get back in. A connection that
+// is really dead is closed by the muxer's keep-alive, QUIC's idle timeout
+// or the liveness watch.
 func (n *Node) redoFailedIdentify(ctx context.Context) {
 	sub, err := n.host.EventBus().Subscribe(new(event.EvtPeerIdentificationFailed))
 	if err != nil {
@@ -80,25 +45,90 @@ func (n *Node) redoFailedIdentify(ctx context.Context) {
 		return
 	}
 	defer sub.Close()
-	retries := newIdentifyRetries()
+	em, err := newIdentifyEmitters(n.host.EventBus())
+	if err != nil {
+		n.log.Warn("identify repair", "err", err)
+		return
+	}
+	defer em.Close()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+
+	type answer struct {
+		p  peer.ID
+		ok bool
+	}
+	answers := make(chan answer)
+	due := make(chan peer.ID)
+	asks := map[peer.ID]int{} // tracked peers: asks made so far
+	inFlight := 0
+	needsRepair := func(p peer.ID) bool {
+		if protos, err := n.host.Peerstore().GetProtocols(p); err == nil && len(protos) > 0 {
+			return false // identified on another connection, or before
+		}
+		return n.host.Network().Connectedness(p) == network.Connected
+	}
+	later := func(p peer.ID, d time.Duration) {
+		time.AfterFunc(d, func() {
+			select {
+			case due <- p:
+			case <-ctx.Done():
+			}
+		})
+	}
+	ask := func(p peer.ID) {
+		if !needsRepair(p) {
+			delete(asks, p)
+			return
+		}
+		if inFlight >= reidentifyInFlight {
+			later(p, reaskBackoff)
+			return
+		}
+		inFlight++
+		asks[p]++
+		n.metrics.identifyAsked()
+		wg.Go(func() {
+			err := n.reidentify(ctx, p, em)
+			if err != nil {
+				n.log.Debug("identify asked again, no answer", "peer", p, "err", err)
+			}
+			select {
+			case answers <- answer{p, err == nil}:
+			case <-ctx.Done():
+			}
+		})
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case a := <-answers:
+			inFlight--
+			switch {
+			case a.ok:
+				n.metrics.identifyAnswered()
+				delete(asks, a.p)
+			case asks[a.p] >= reaskAttempts:
+				n.metrics.identifyUnanswered()
+				n.log.Debug("identify asked again, never answered; left to the connection manager", "peer", a.p)
+				delete(asks, a.p)
+			default:
+				n.metrics.identifyUnanswered()
+				later(a.p, reaskBackoff<<(asks[a.p]-1))
+			}
+		case p := <-due:
+			ask(p)
 		case e, ok := <-sub.Out():
 			if !ok {
 				return
 			}
 			p := e.(event.EvtPeerIdentificationFailed).Peer
-			if protos, err := n.host.Peerstore().GetProtocols(p); err == nil && len(protos) > 0 {
-				continue // identified on another connection, or before
-			}
-			if n.host.Network().Connectedness(p) != network.Connected || !retries.allow(p, time.Now()) {
+			if _, tracked := asks[p]; tracked || len(asks) >= reaskTracked {
 				continue
 			}
-			n.log.Debug("identify failed; reconnecting", "peer", p)
-			n.metrics.identifyRedone()
-			n.closePeer(p, ClosedIdentify)
+			asks[p] = 0
+			ask(p)
 		}
 	}
 }

@@ -35,8 +35,8 @@ func TestSilentPeerIsDisconnected(t *testing.T) {
 }
 
 // TestManySilentPeersAreKept: the silent peers of a round are closed when
-// they are few; when many fall silent at once (this node is the likelier
-// cause), none are.
+// they are few; when many fall silent at once, or more than answered
+// (this node is the likelier cause), none are.
 func TestManySilentPeersAreKept(t *testing.T) {
 	ids := func(n int) []peer.ID {
 		out := make([]peer.ID, n)
@@ -48,8 +48,10 @@ func TestManySilentPeersAreKept(t *testing.T) {
 	for _, c := range []struct {
 		silent, probed, closed int
 	}{
-		{1, 1, 1},
-		{2, 3, 2},
+		{1, 1, 0}, // this node's only peer: kept
+		{1, 2, 1},
+		{2, 3, 0}, // more silent than answered
+		{2, 4, 2},
 		{3, 3, 0},
 		{8, 100, 8},
 		{12, 100, 12},

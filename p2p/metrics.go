@@ -33,7 +33,7 @@ type metrics struct {
 	healed      prometheus.Counter
 	reach       *prometheus.GaugeVec
 	punches     *prometheus.CounterVec
-	reidentify  prometheus.Counter
+	reasked     *prometheus.CounterVec
 }
 
 func newMetrics(n *Node) *metrics {
@@ -56,7 +56,7 @@ func newMetrics(n *Node) *metrics {
 		muxerFails: counter("p2p", "muxer_failures_total",
 			"Connections the stream muxer (yamux) reported failed, by kind (keepalive_timeout: a keep-alive ping unanswered for 10 s, read_failed, go_away_error, other).", "kind"),
 		connCloses: counter("p2p", "conns_closed_total",
-			"Connections closed, by who closed them and why (conn_manager, admission, identify_failed, liveness_silent, gossip_heal, blocked; remote_or_network: not this node).", "reason"),
+			"Connections closed, by who closed them and why (conn_manager, admission, liveness_silent, gossip_heal, blocked; remote_or_network: not this node).", "reason"),
 		dhtPuts: counter("dht", "puts_total", "Inbound DHT record PUTs by result (valid, invalid, other_version, throttled, banned).", "result"),
 		punches: counter("p2p", "hole_punches_total", "Hole-punch attempts with peers reached through a relay, by result (direct, failed).", "result"),
 		reach: prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -71,15 +71,13 @@ func newMetrics(n *Node) *metrics {
 			Namespace: "idlegrid", Subsystem: "gossip", Name: "healed_peers_total",
 			Help: "Connected peers reconnected because gossipsub had lost their subscriptions.",
 		}),
-		reidentify: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: "idlegrid", Subsystem: "p2p", Name: "identify_failed_reconnects_total",
-			Help: "Peers disconnected to be identified afresh after their only identify failed.",
-		}),
+		reasked: counter("p2p", "identify_reasked_total",
+			"Peers whose identify failed, asked again on the open connection: asks by result (asked, answered, unanswered).", "result"),
 	}
 	m.collectors = []prometheus.Collector{
 		m.messages, m.validation, m.copies, m.gossipBytes, m.redials,
 		m.abusePoints, m.abuseEvents, m.bans, m.streamRefs, m.connRefs, m.connCloses, m.muxerFails, m.dhtPuts, m.throttledN, m.healed,
-		m.punches, m.reach, m.reidentify,
+		m.punches, m.reach, m.reasked,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "idlegrid", Subsystem: "p2p", Name: "connected_peers",
 			Help: "Peers with at least one open connection.",
@@ -177,7 +175,9 @@ func (m *metrics) muxerFailed(kind string)   { m.muxerFails.WithLabelValues(kind
 func (m *metrics) dhtPut(result string)      { m.dhtPuts.WithLabelValues(result).Inc() }
 func (m *metrics) throttled(n int)           { m.throttledN.Add(float64(n)) }
 func (m *metrics) gossipHealed()             { m.healed.Inc() }
-func (m *metrics) identifyRedone()           { m.reidentify.Inc() }
+func (m *metrics) identifyAsked()            { m.reasked.WithLabelValues("asked").Inc() }
+func (m *metrics) identifyAnswered()         { m.reasked.WithLabelValues("answered").Inc() }
+func (m *metrics) identifyUnanswered()       { m.reasked.WithLabelValues("unanswered").Inc() }
 
 func (m *metrics) holePunched(ok bool) {
 	if ok {

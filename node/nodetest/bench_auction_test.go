@@ -375,9 +375,9 @@ func startFormProfile(b *testing.B, n int) (stop func()) {
 // evictions by admission, gossip peers reconnected by the heal loop.
 func churn(c *Cluster) string {
 	s := counterSums(c, "idlegrid_p2p_redials_total", "idlegrid_p2p_conn_refusals_total",
-		"idlegrid_gossip_healed_peers_total", "idlegrid_p2p_identify_failed_reconnects_total")
-	return fmt.Sprintf("redials %.0f, admission evictions %.0f, gossip peers healed %.0f, reconnected after identify failed %.0f, connections per node %.1f, connections closed by reason: %s",
-		s[0], s[1], s[2], s[3], func() float64 { m, _ := connStats(c); return m }(), connsClosed(c))
+		"idlegrid_gossip_healed_peers_total")
+	return fmt.Sprintf("redials %.0f, admission evictions %.0f, gossip peers healed %.0f, identify asked again %v, connections per node %.1f, connections closed by reason: %s",
+		s[0], s[1], s[2], labelSums(c, "idlegrid_p2p_identify_reasked_total", "result"), func() float64 { m, _ := connStats(c); return m }(), connsClosed(c))
 }
 
 // progress tells a -v run how far a long benchmark has come, as it goes

@@ -1,0 +1,171 @@
+package p2p
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/p2p/protocol/identify"
+	"github.com/libp2p/go-libp2p/p2p/protocol/identify/pb"
+	"github.com/libp2p/go-msgio/pbio"
+	ma "github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// identifyFailed makes n's identify of its peer b look failed: b's
+// protocols forgotten, b out of the routing table, and the failure event
+// libp2p emits.
+func identifyFailed(t *testing.T, n, b *Node) {
+	t.Helper()
+	known, _ := n.host.Peerstore().GetProtocols(b.ID())
+	if err := n.host.Peerstore().RemoveProtocols(b.ID(), known...); err != nil {
+		t.Fatal(err)
+	}
+	n.dht.RoutingTable().RemovePeer(b.ID())
+	em, err := n.host.EventBus().Emitter(new(event.EvtPeerIdentificationFailed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer em.Close()
+	if err := em.Emit(event.EvtPeerIdentificationFailed{Peer: b.ID()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (n *Node) protocolsOf(b *Node) []string {
+	protos, _ := n.host.Peerstore().GetProtocols(b.ID())
+	out := make([]string, len(protos))
+	for i, p := range protos {
+		out[i] = string(p)
+	}
+	return out
+}
+
+// TestFailedIdentifyAskedAgain: a peer whose identify failed is asked
+// again on the open connection, not disconnected; its protocols come
+// back and the DHT takes it into the routing table again.
+func TestFailedIdentifyAskedAgain(t *testing.T) {
+	nodes := mockNet(t, 2, nil)
+	boot, a := nodes[0], nodes[1]
+	inTable := func() bool { return slices.Contains(a.dht.RoutingTable().ListPeers(), boot.ID()) }
+	waitFor(t, "the bootstrap peer in the routing table", 20*time.Second, inTable)
+	conn := a.host.Network().ConnsToPeer(boot.ID())[0]
+
+	identifyFailed(t, a, boot)
+	waitFor(t, "the identify asked again and answered", 20*time.Second, func() bool {
+		return testutil.ToFloat64(a.metrics.reasked.WithLabelValues("answered")) == 1
+	})
+	waitFor(t, "the bootstrap peer back in the routing table", 20*time.Second, inTable)
+	if !slices.Contains(a.protocolsOf(boot), string(DHTProtocol)) {
+		t.Fatalf("protocols after asking again: %v, want the DHT's among them", a.protocolsOf(boot))
+	}
+	if conn.IsClosed() {
+		t.Fatal("the connection was closed: want it kept")
+	}
+}
+
+// TestFailedIdentifyUnansweredKeepsTheConnection: a peer that does not
+// answer the second identify either is not disconnected: a redial would
+// cost a handshake on both sides, and a dead connection is closed by the
+// keep-alives.
+func TestFailedIdentifyUnansweredKeepsTheConnection(t *testing.T) {
+	nodes := mockNet(t, 2, nil)
+	boot, a := nodes[0], nodes[1]
+	waitFor(t, "connection", 20*time.Second, func() bool {
+		return a.host.Network().Connectedness(boot.ID()) == network.Connected
+	})
+	conn := a.host.Network().ConnsToPeer(boot.ID())[0]
+	// Its push of the change (protocols without identify's) must land
+	// first, or it would tell a the protocols again.
+	boot.host.RemoveStreamHandler(identify.ID)
+	waitFor(t, "the push without identify", 20*time.Second, func() bool {
+		protos := a.protocolsOf(boot)
+		return len(protos) > 0 && !slices.Contains(protos, string(identify.ID))
+	})
+	identifyFailed(t, a, boot)
+	waitFor(t, "the second identify unanswered", 20*time.Second, func() bool {
+		return testutil.ToFloat64(a.metrics.reasked.WithLabelValues("unanswered")) >= 1
+	})
+	if conn.IsClosed() {
+		t.Fatal("the connection was closed")
+	}
+	if got := testutil.ToFloat64(a.metrics.reasked.WithLabelValues("answered")); got != 0 {
+		t.Fatalf("%v answers counted from a peer without identify", got)
+	}
+}
+
+// TestParseIdentifyBounds: what a peer's record can make this node store
+// is bounded, and its addresses are those of the connection's scope.
+func TestParseIdentifyBounds(t *testing.T) {
+	mes := &pb.Identify{}
+	for i := range 3 * reidentifyMaxProtocols {
+		mes.Protocols = append(mes.Protocols, fmt.Sprintf("/p/%d", i))
+	}
+	public := ma.StringCast("/ip4/1.2.3.4/udp/4001/quic-v1")
+	mes.ListenAddrs = [][]byte{
+		ma.StringCast("/ip4/10.0.0.1/tcp/4001").Bytes(), // private: dropped for a public peer
+		{0xff, 0x01}, // not an address
+		public.Bytes(),
+	}
+	for i := range 2 * reidentifyMaxAddrs {
+		mes.ListenAddrs = append(mes.ListenAddrs, ma.StringCast(fmt.Sprintf("/ip4/1.2.3.%d/tcp/4001", i)).Bytes())
+	}
+	got := parseIdentify(mes, ma.StringCast("/ip4/5.6.7.8/tcp/1234"))
+	if len(got.protocols) != reidentifyMaxProtocols {
+		t.Fatalf("%d protocols kept, want %d", len(got.protocols), reidentifyMaxProtocols)
+	}
+	if len(got.addrs) != reidentifyMaxAddrs || !got.addrs[0].Equal(public) {
+		t.Fatalf("addresses kept: %d starting %v, want %d starting %v", len(got.addrs), got.addrs[0], reidentifyMaxAddrs, public)
+	}
+	if got := parseIdentify(mes, ma.StringCast("/ip4/10.0.0.2/tcp/1")); !got.addrs[0].Equal(ma.StringCast("/ip4/10.0.0.1/tcp/4001")) {
+		t.Fatalf("a private peer's private address was dropped: %v", got.addrs[0])
+	}
+}
+
+// TestReadIdentifyBounds: a response of too many parts, or a part over
+// the size limit, is an error.
+func TestReadIdentifyBounds(t *testing.T) {
+	var buf bytes.Buffer
+	w := pbio.NewDelimitedWriter(&buf)
+	for range reidentifyMsgs + 1 {
+		if err := w.WriteMsg(&pb.Identify{Protocols: []string{"/p"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := readIdentify(pbio.NewDelimitedReader(&buf, reidentifyMsgSize)); err == nil {
+		t.Fatal("too many parts read without error")
+	}
+	buf.Reset()
+	if err := w.WriteMsg(&pb.Identify{AgentVersion: longString(reidentifyMsgSize + 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readIdentify(pbio.NewDelimitedReader(&buf, reidentifyMsgSize)); err == nil {
+		t.Fatal("a part over the size limit read without error")
+	}
+}
+
+func longString(n int) *string {
+	s := string(bytes.Repeat([]byte("a"), n))
+	return &s
+}
+
+func FuzzReadIdentify(f *testing.F) {
+	var buf bytes.Buffer
+	_ = pbio.NewDelimitedWriter(&buf).WriteMsg(&pb.Identify{Protocols: []string{"/p"}, ListenAddrs: [][]byte{ma.StringCast("/ip4/1.2.3.4/tcp/1").Bytes()}})
+	f.Add(buf.Bytes())
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		mes, err := readIdentify(pbio.NewDelimitedReader(bytes.NewReader(data), reidentifyMsgSize))
+		if err != nil {
+			return
+		}
+		got := parseIdentify(mes, ma.StringCast("/ip4/1.2.3.4/tcp/1"))
+		if len(got.protocols) > reidentifyMaxProtocols || len(got.addrs) > reidentifyMaxAddrs {
+			t.Fatalf("%d protocols, %d addresses kept", len(got.protocols), len(got.addrs))
+		}
+	})
+}
