@@ -94,13 +94,19 @@ func newProber(b *testing.B, ctx context.Context, c *Cluster, seed uint64, topic
 	return pr
 }
 
-// publish sends one probe. Every other one comes from a provider, so that
-// mesh forwarding from inside the mesh is measured too and not only the
-// renter's flood publish to its direct topic peers.
+// publish sends one probe. Formation probes (kindProbe) alternate between
+// the renter and a provider, so that formation means both the renter's
+// flood publish and mesh forwarding from inside the mesh reach everyone.
+// Measured probes (kindMeasure) come from a provider chosen at random:
+// every node holds each renter key to an RFQ rate (5/s once it is
+// renowned, node/trust/rfq_rate.go), and the renter's real RFQs plus two
+// probes per job went over it, so providers ignored the excess and the
+// run failed on probes lost by design. The renter's own publish is
+// measured by its real RFQs (rfq_gossip_p95_ms).
 func (pr *prober) publish(ctx context.Context, kind byte) (uint64, error) {
 	pr.seq++
 	pub := -1 // the renter
-	if pr.seq%2 == 0 {
+	if kind == kindMeasure || pr.seq%2 == 0 {
 		pub = pr.rng.IntN(len(pr.providers))
 	}
 	from := pr.renter

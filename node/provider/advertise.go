@@ -37,6 +37,16 @@ const inventoryPoll = 30 * time.Second
 // that one slow key cannot use up the time of all the others.
 const provideTimeout = 20 * time.Second
 
+// capacityPutGap is the least time between two puts of the capacity
+// record. Every node takes at most p2p's DHTPutRate (2/s, burst 20) PUTs
+// from one peer and charges the excess as abuse; a provider with short
+// leases changes its record several times a second, and putting each
+// change had all its closest peers charge it until gossipsub's score cut
+// it off from RFQs (docs/benchmarks.md, "The busy provider cut off").
+// Changes within the gap go out together in the next put, a quarter of
+// the rate the peers allow, so retries and republishing stay inside it.
+const capacityPutGap = 2 * time.Second
+
 // errAnnounce marks a publish whose record is out but some of whose
 // capability keys are not: it is retried with backoff like a failed put,
 // because a provider whose provider key is not announced cannot be found
@@ -44,9 +54,9 @@ const provideTimeout = 20 * time.Second
 var errAnnounce = errors.New("announcing capability keys")
 
 // advertiser keeps this provider's signed capacity record in the DHT and
-// its capability keys announced. It re-puts at once when a GPU is leased or
-// freed or the device list changes, and on a timer shorter than the
-// record's TTL.
+// its capability keys announced. It re-puts when a GPU is leased or freed
+// or the device list changes (at most once per capacityPutGap), and on a
+// timer shorter than the record's TTL.
 type advertiser struct {
 	advertiserDeps
 	self    peer.ID
@@ -382,6 +392,7 @@ func (a *advertiser) run(ctx context.Context) {
 	retry := time.NewTimer(0) // publish at once
 	defer retry.Stop()
 	backoff := time.Second
+	var lastPut time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -395,6 +406,13 @@ func (a *advertiser) run(ctx context.Context) {
 				continue
 			}
 		}
+		if wait := capacityPutGap - time.Since(lastPut); wait > 0 {
+			// Too soon after the last put: one put after the gap carries
+			// this change and any that follow it.
+			retry.Reset(wait)
+			continue
+		}
+		lastPut = time.Now()
 		pctx, cancel := context.WithTimeout(ctx, time.Minute)
 		err := a.publish(pctx)
 		cancel()
