@@ -322,6 +322,13 @@ func benchAuction(b *testing.B, n int) {
 	b.Logf("record checks by where the record came from: %v; asks of peers by outcome: %v",
 		labelSums(c, "idlegrid_trust_record_checks_total", "via"), labelSums(c, "idlegrid_trust_record_asks_total", "outcome"))
 	b.Logf("award ms per job: %v", msList(award))
+	perJob := make([]int, len(timings))
+	for i, t := range timings {
+		perJob[i] = t.bids
+	}
+	// In job order: whether the count falls as the renter sees more of the
+	// providers bid (newcomers, auction/bidselect.go).
+	b.Logf("bids per job, in order: %v", perJob)
 	if ratio != 1 {
 		b.Fatalf("probe delivery ratio %.4f, want 1", ratio)
 	}
