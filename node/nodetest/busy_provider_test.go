@@ -68,7 +68,7 @@ func TestBusyProviderStaysInItsPeersDHTBudget(t *testing.T) {
 		if m == busy {
 			continue
 		}
-		if n := dhtPuts(t, m, "throttled"); n > 0 {
+		if n := labelledCounter(t, m.Registry, "idlegrid_dht_puts_total", "result", "throttled"); n > 0 {
 			t.Errorf("%s throttled %v of the busy provider's PUTs", m.Role, n)
 		}
 		for _, a := range m.Node.P2P().PeerAbuse() {
@@ -77,29 +77,7 @@ func TestBusyProviderStaysInItsPeersDHTBudget(t *testing.T) {
 			}
 		}
 	}
-	if n := dhtPuts(t, c.ByRole(node.RoleBootstrap)[0], "valid"); n == 0 {
+	if n := labelledCounter(t, c.ByRole(node.RoleBootstrap)[0].Registry, "idlegrid_dht_puts_total", "result", "valid"); n == 0 {
 		t.Error("the bootstrap took no valid PUT: the test measured nothing")
 	}
-}
-
-// dhtPuts reads idlegrid_dht_puts_total{result} from a member's registry.
-func dhtPuts(t *testing.T, m *nodetest.Member, result string) float64 {
-	t.Helper()
-	mfs, err := m.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "idlegrid_dht_puts_total" {
-			continue
-		}
-		for _, met := range mf.GetMetric() {
-			for _, lp := range met.GetLabel() {
-				if lp.GetName() == "result" && lp.GetValue() == result {
-					return met.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
 }

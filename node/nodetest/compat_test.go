@@ -147,22 +147,5 @@ func resign(t *testing.T, raw []byte, key crypto.PrivKey, edit func(map[string]a
 // verdicts sums idlegrid_gossip_validation_total{result} over topics.
 func verdicts(t *testing.T, reg *prometheus.Registry, result string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != "idlegrid_gossip_validation_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "result" && l.GetValue() == result {
-					sum += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return sum
+	return labelledCounter(t, reg, "idlegrid_gossip_validation_total", "result", result)
 }
