@@ -75,8 +75,23 @@ func gossipFeatures(feat pubsub.GossipSubFeature, p protocol.ID) bool {
 	}
 }
 
+// gossipDlazy is how many non-mesh topic peers a node sends IHAVE to at
+// each heartbeat: a fixed number, not the library's quarter of all its
+// non-mesh peers (GossipFactor 0.25). IHAVE was most of the gossip
+// control bytes and, with the factor, grew with a node's topic peers: a
+// message cost each subscriber about 27 B of IHAVE per topic peer, 5.2 kB
+// at the connection manager's 192 peers, as much as the message's own
+// copies (docs/benchmarks.md, issue 26). With a fixed 8 it is about
+// 3 heartbeats x 8 peers x 34 B per message at any size. Repair does not
+// depend on the factor: every holder of a message still advertises it
+// to 8 random non-mesh peers for three heartbeats, so a node whose mesh
+// lost a message hears of it in about 24 x (holders / its peers)
+// advertisements, 19 with 150 holders among 192 peers.
+const gossipDlazy = 8
+
 func gossipParams(cfg *Config) pubsub.GossipSubParams {
 	p := pubsub.DefaultGossipSubParams()
+	p.Dlazy, p.GossipFactor = gossipDlazy, 0
 	p.HeartbeatInterval = cfg.GossipHeartbeat
 	if cfg.GossipHeartbeat < p.HeartbeatInitialDelay {
 		p.HeartbeatInitialDelay = cfg.GossipHeartbeat

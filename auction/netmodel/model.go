@@ -53,15 +53,15 @@ type Calibration struct {
 	// signature, topic, protobuf framing): bytes per copy received less
 	// the sealed message.
 	FrameBytes int
-	// ControlPerPeer is the control traffic (IHAVE, IWANT, GRAFT, PRUNE,
-	// subscriptions) a subscriber receives per message on a topic, per
-	// peer it has on the topic. Most of it is IHAVE: at each heartbeat a
-	// node advertises the message IDs of its last three heartbeats to a
-	// quarter of its non-mesh topic peers, so each message reaches a
-	// subscriber in about 3 x 0.25 x peers IHAVEs of some 34 bytes an ID:
-	// about 26 bytes per peer. Measured: 1,164-1,507 B a message at 50
-	// nodes, 3,485 at 100, 6,447 at 200.
-	ControlPerPeer float64
+	// ControlPerGossipPeer is the control traffic (IHAVE, IWANT, GRAFT,
+	// PRUNE, subscriptions) a subscriber receives per message on a topic,
+	// per peer each node sends IHAVE to at a heartbeat (Fanout.Targets).
+	// Most of it is IHAVE: a node advertises the message IDs of its last
+	// three heartbeats, some 34 bytes an ID, so about 3 x 34 = 102 bytes
+	// per gossip peer. Measured: 1,164-1,507 B a message at 50 nodes,
+	// 3,485 at 100 and 6,447 at 200 with the library's gossip factor;
+	// the fanout is what grew.
+	ControlPerGossipPeer float64
 	// DigestsPerRFQ counts the change-driven digests one RFQ (a real job,
 	// not a probe) causes on each shard its providers are on: bidders' GPU
 	// holds and their release when the award summary arrives, the
@@ -127,6 +127,8 @@ type Params struct {
 	// whom its own publications are flooded to (at most its connection
 	// manager's high water mark).
 	TopicPeers int
+	// Gossip is the nodes' IHAVE fanout (BuiltFanout as built).
+	Gossip Fanout
 	// RegionGroups splits every family shard by region group (1: scheme
 	// v2 as specified; more is a what-if of a later scheme that assumes
 	// RFQs pinned to one group).
@@ -147,7 +149,7 @@ func DefaultParams(providers int, rfqsPerSec float64) (Params, error) {
 		Providers: providers, RFQsPerSec: rfqsPerSec, Families: DefaultFamilies,
 		WantBids: auction.DefaultWantBids, JobGPUs: 1, BidStreamBytes: 100,
 		DigestRefresh: 0, HeartbeatEvery: attest.DefaultBeatEvery, CPUShare: 1, GPUHostsOnCPU: true, Heartbeats: AttestShard,
-		TopicPeers: 192, RegionGroups: 1, Calibration: MeasuredCalibration, Sizes: sz,
+		TopicPeers: 192, Gossip: BuiltFanout, RegionGroups: 1, Calibration: MeasuredCalibration, Sizes: sz,
 	}, nil
 }
 
@@ -219,7 +221,7 @@ func Model(p Params) (Row, error) {
 	bids, exp := drawBids(r.ShardProviders, p.WantBids, p.JobGPUs)
 	r.BidsPerRFQ, r.ExpectedBids, r.EveryoneBids = bids, exp, r.ShardProviders
 	frame := float64(c.FrameBytes)
-	control := c.ControlPerPeer * float64(max(1, min(p.TopicPeers, r.ShardProviders-1)))
+	control := c.ControlPerGossipPeer * p.Gossip.Targets(min(p.TopicPeers, r.ShardProviders-1))
 	perRFQ := c.Copies*(float64(p.Sizes.RFQ)+frame) + control
 	perDigest := c.Copies*(float64(p.Sizes.Digest)+frame) + control
 	perBeat := c.Copies*float64(c.AttestBytes) + control
@@ -336,20 +338,22 @@ type WhatIf struct {
 	Heartbeats        HeartbeatScope
 	HeartbeatEvery    time.Duration
 	DigestRefresh     time.Duration
+	Gossip            Fanout
 }
 
 // WhatIfList are the rows of WhatIfs, in order: how the traffic came
 // down, then the splits not built.
 var WhatIfList = []WhatIf{
-	{"before: one network-wide attest topic, every telemetry entry, digests every minute and on every change to every shard", 1, 1, true, true, HeartbeatsNetwork, time.Minute, time.Minute},
-	{"heartbeats on the shards' topics (summaries network-wide)", 1, 1, true, true, HeartbeatsShard, time.Minute, time.Minute},
-	{"and summaries and receipts on the shards' topics", 1, 1, true, true, AttestShard, time.Minute, time.Minute},
-	{"and one heartbeat per 10-minute slot", 1, 1, true, true, AttestShard, attest.DefaultBeatEvery, time.Minute},
-	{"and digest refreshes stretched in large shards", 1, 1, true, true, AttestShard, attest.DefaultBeatEvery, 0},
-	{"and a GPU change's digest to its family's shard only (as built)", 1, 1, true, false, AttestShard, attest.DefaultBeatEvery, 0},
-	{"what-if: and 8 region groups", 8, 1, true, false, AttestShard, attest.DefaultBeatEvery, 0},
-	{"what-if: and the CPU shard only for the 5% without GPUs", 8, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0},
-	{"what-if: and no heartbeat gossip", 8, 0.05, false, false, HeartbeatsNone, attest.DefaultBeatEvery, 0},
+	{"before: one network-wide attest topic, every telemetry entry, digests every minute and on every change to every shard", 1, 1, true, true, HeartbeatsNetwork, time.Minute, time.Minute, LibraryFanout},
+	{"heartbeats on the shards' topics (summaries network-wide)", 1, 1, true, true, HeartbeatsShard, time.Minute, time.Minute, LibraryFanout},
+	{"and summaries and receipts on the shards' topics", 1, 1, true, true, AttestShard, time.Minute, time.Minute, LibraryFanout},
+	{"and one heartbeat per 10-minute slot", 1, 1, true, true, AttestShard, attest.DefaultBeatEvery, time.Minute, LibraryFanout},
+	{"and digest refreshes stretched in large shards", 1, 1, true, true, AttestShard, attest.DefaultBeatEvery, 0, LibraryFanout},
+	{"and a GPU change's digest to its family's shard only", 1, 1, true, false, AttestShard, attest.DefaultBeatEvery, 0, LibraryFanout},
+	{"and IHAVE to 8 peers a heartbeat, not a quarter of them (as built)", 1, 1, true, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout},
+	{"what-if: and 8 region groups", 8, 1, true, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout},
+	{"what-if: and the CPU shard only for the 5% without GPUs", 8, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout},
+	{"what-if: and no heartbeat gossip", 8, 0.05, false, false, HeartbeatsNone, attest.DefaultBeatEvery, 0, BuiltFanout},
 }
 
 // WhatIfs evaluates WhatIfList at 100,000 providers and 100 RFQs/s.
@@ -361,7 +365,7 @@ func WhatIfs() ([]Row, error) {
 			return nil, err
 		}
 		p.RegionGroups, p.CPUShare, p.GPUHostsOnCPU, p.ChangesEverywhere = w.RegionGroups, w.CPUShare, w.GPUHostsOnCPU, w.ChangesEverywhere
-		p.Heartbeats, p.HeartbeatEvery, p.DigestRefresh = w.Heartbeats, w.HeartbeatEvery, w.DigestRefresh
+		p.Heartbeats, p.HeartbeatEvery, p.DigestRefresh, p.Gossip = w.Heartbeats, w.HeartbeatEvery, w.DigestRefresh, w.Gossip
 		r, err := Model(p)
 		if err != nil {
 			return nil, err

@@ -94,7 +94,7 @@ func TestModelConsistent(t *testing.T) {
 // 100- and 200-node runs hold digests the model leaves out (start-up
 // re-sends, docs/benchmarks.md), so there the model must stay below the
 // measurement; a change that closes the gap shows here. Control is
-// fitted per topic peer on the 50-node runs and checked at 100 and 200.
+// fitted per gossip peer (Fanout) on the 50-node runs and checked at 100 and 200.
 func TestModelAgainstRuns(t *testing.T) {
 	for _, run := range BenchmarkRuns {
 		got, err := PredictRun(run)

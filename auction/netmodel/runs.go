@@ -43,6 +43,10 @@ type Run struct {
 	// its jobs ran.
 	Beats   RunBeats
 	Seconds float64
+	// Gossip is the IHAVE fanout of the run's code: the library's
+	// (LibraryFanout) before the fixed fanout of 2026-12-05
+	// (BuiltFanout).
+	Gossip Fanout
 	// Fit: the calibration is fitted to this run (FitCalibration);
 	// otherwise it is only checked against it.
 	Fit bool
@@ -54,7 +58,10 @@ const benchConnHigh = 192
 
 // runPeers are the topic peers of a node in r: every other node, up to
 // the connection manager's high water mark.
-func (r Run) runPeers() float64 { return float64(max(1, min(r.Nodes-1, benchConnHigh))) }
+func (r Run) runPeers() int { return max(1, min(r.Nodes-1, benchConnHigh)) }
+
+// gossipPeers are the peers each node of r sends IHAVE to at a heartbeat.
+func (r Run) gossipPeers() float64 { return r.Gossip.Targets(r.runPeers()) }
 
 // RunBeats says which heartbeats a run's providers gossiped while it
 // measured.
@@ -92,12 +99,12 @@ func (r Run) beatsPerSec() float64 {
 // 500 on neither (docs/benchmarks.md).
 var BenchmarkRuns = []Run{
 	{Code: "2026-12-03, 50 nodes: one attest topic, heartbeat a minute, digests every 5 min", Nodes: 50, Providers: 48, JobsPerSec: 0.40, RFQsPerSec: 1.99, DigestsPerSec: 1.09, AttestPerSec: 1.27,
-		RFQCopies: 7.79, DigestCopies: 7.38, RFQBytes: 776, DigestBytes: 688, AttestBytes: 3450, ControlPerMsg: 1507, InKBps: 63.25,
+		RFQCopies: 7.79, DigestCopies: 7.38, RFQBytes: 776, DigestBytes: 688, AttestBytes: 3450, ControlPerMsg: 1507, InKBps: 63.25, Gossip: LibraryFanout,
 		DigestRefresh: 5 * time.Minute, BeatEvery: time.Minute, ChangesToCPU: true, Fit: true},
 	// 2026-12-04, this code: 40 jobs over 24.4 s, before any heartbeat
 	// slot (the first telemetry window closes a minute after start).
 	{Code: "2026-12-04, 50 nodes: shards' attest topics, heartbeat slots, digests every minute", Nodes: 50, Providers: 48, JobsPerSec: 1.64, RFQsPerSec: 8.14, DigestsPerSec: 3.13, AttestPerSec: 3.17,
-		RFQCopies: 8.15, DigestCopies: 7.50, RFQBytes: 776, DigestBytes: 689, AttestBytes: 1969, ControlPerMsg: 1164, InKBps: 141.85,
+		RFQCopies: 8.15, DigestCopies: 7.50, RFQBytes: 776, DigestBytes: 689, AttestBytes: 1969, ControlPerMsg: 1164, InKBps: 141.85, Gossip: LibraryFanout,
 		DigestRefresh: time.Minute, BeatEvery: 10 * time.Minute, Beats: BeatsNone, Seconds: 24.4, Fit: true},
 	// The same code at 100 nodes, both cores saturated: 40 jobs over
 	// 162.8 s, from 55 s after start, so every provider's first heartbeat
@@ -107,7 +114,7 @@ var BenchmarkRuns = []Run{
 	// 15 and 30 s into its loop, which on saturated cores began late),
 	// which the model leaves out (not verified).
 	{Code: "2026-12-04, 100 nodes (checked only)", Nodes: 100, Providers: 98, JobsPerSec: 0.246, RFQsPerSec: 1.25, DigestsPerSec: 3.60, AttestPerSec: 1.19,
-		RFQCopies: 8.29, DigestCopies: 8.48, RFQBytes: 777, DigestBytes: 694, AttestBytes: 3015, ControlPerMsg: 3485, InKBps: 93.43,
+		RFQCopies: 8.29, DigestCopies: 8.48, RFQBytes: 777, DigestBytes: 694, AttestBytes: 3015, ControlPerMsg: 3485, InKBps: 93.43, Gossip: LibraryFanout,
 		DigestRefresh: time.Minute, BeatEvery: 10 * time.Minute, Beats: BeatsFirst, Seconds: 162.8},
 	// 200 nodes over QUIC on a lent 16-core machine, 0.91 of it busy: 40
 	// jobs over 44.0 s, from 24 s after start, so the providers' first
@@ -115,12 +122,26 @@ var BenchmarkRuns = []Run{
 	// refresh to 98.5 s (auction.DigestRefresh). Control was 6,447 B per
 	// message, against 1,164-1,507 at 50 nodes and 3,485 at 100.
 	{Code: "2026-12-04, 200 nodes, 16 cores, QUIC (checked only)", Nodes: 200, Providers: 197, JobsPerSec: 0.909, RFQsPerSec: 4.53, DigestsPerSec: 5.83, AttestPerSec: 6.27,
-		RFQCopies: 8.29, DigestCopies: 11.04, RFQBytes: 785, DigestBytes: 691, AttestBytes: 3235, ControlPerMsg: 6447, InKBps: 419.65,
+		RFQCopies: 8.29, DigestCopies: 11.04, RFQBytes: 785, DigestBytes: 691, AttestBytes: 3235, ControlPerMsg: 6447, InKBps: 419.65, Gossip: LibraryFanout,
 		DigestRefresh: 98500 * time.Millisecond, BeatEvery: 10 * time.Minute, Beats: BeatsFirst, Seconds: 44.0},
+	// 2026-12-04, eleventh session, the 2-core machine: the same code at
+	// 100 nodes, then with the fixed IHAVE fanout at 50 and 100 (A/B on
+	// one machine, cores saturated at 100). The 100-node runs measured
+	// from 77 s and 98 s after start, after the providers' first
+	// heartbeats; the 50-node one from 12.5 s, before any.
+	{Code: "2026-12-04, 100 nodes, library fanout (checked only)", Nodes: 100, Providers: 98, JobsPerSec: 0.131, RFQsPerSec: 0.66, DigestsPerSec: 3.18, AttestPerSec: 0.39,
+		RFQCopies: 8.22, DigestCopies: 8.91, RFQBytes: 778, DigestBytes: 695, AttestBytes: 2528, ControlPerMsg: 3936, InKBps: 60.89, Gossip: LibraryFanout,
+		DigestRefresh: time.Minute, BeatEvery: 10 * time.Minute, Beats: BeatsSteady, Seconds: 306.1},
+	{Code: "2026-12-04, 50 nodes, IHAVE to 8 peers (checked only)", Nodes: 50, Providers: 48, JobsPerSec: 1.61, RFQsPerSec: 7.92, DigestsPerSec: 3.43, AttestPerSec: 3.19,
+		RFQCopies: 7.80, DigestCopies: 7.73, RFQBytes: 776, DigestBytes: 689, AttestBytes: 1840, ControlPerMsg: 895, InKBps: 136.00, Gossip: BuiltFanout,
+		DigestRefresh: time.Minute, BeatEvery: 10 * time.Minute, Beats: BeatsNone, Seconds: 24.8},
+	{Code: "2026-12-04, 100 nodes, IHAVE to 8 peers (checked only)", Nodes: 100, Providers: 98, JobsPerSec: 0.199, RFQsPerSec: 1.00, DigestsPerSec: 3.16, AttestPerSec: 0.58,
+		RFQCopies: 7.86, DigestCopies: 8.02, RFQBytes: 776, DigestBytes: 690, AttestBytes: 2512, ControlPerMsg: 1342, InKBps: 49.99, Gossip: BuiltFanout,
+		DigestRefresh: time.Minute, BeatEvery: 10 * time.Minute, Beats: BeatsSteady, Seconds: 201.3},
 }
 
 // FitCalibration fits the gossip costs to the runs marked Fit: copies per
-// message and control bytes per message and topic peer are their means;
+// message and control bytes per message and gossip peer are their means;
 // digests and attest messages
 // per job are least-squares slopes through the origin of what each run
 // measured above what its code sends on timers (digest refreshes,
@@ -135,7 +156,7 @@ func FitCalibration(runs []Run, beatBytes, summaryBytes int) Calibration {
 		}
 		n++
 		c.Copies += (r.RFQCopies + r.DigestCopies) / 2
-		c.ControlPerPeer += r.ControlPerMsg / r.runPeers()
+		c.ControlPerGossipPeer += r.ControlPerMsg / r.gossipPeers()
 		x := r.JobsPerSec
 		dxy += x * (r.DigestsPerSec - float64(r.Providers)/r.DigestRefresh.Seconds())
 		axy += x * (r.AttestPerSec - r.beatsPerSec())
@@ -145,7 +166,7 @@ func FitCalibration(runs []Run, beatBytes, summaryBytes int) Calibration {
 		return c
 	}
 	c.Copies /= n
-	c.ControlPerPeer /= n
+	c.ControlPerGossipPeer /= n
 	c.DigestsPerRFQ, c.AttestPerRFQ = max(dxy/dxx, 0), max(axy/dxx, 0)
 	return c
 }
@@ -174,7 +195,7 @@ func PredictRun(r Run) (Predicted, error) {
 		cpuDigests = p.DigestsPerSec
 	}
 	p.AttestPerSec = r.beatsPerSec() + c.AttestPerRFQ*r.JobsPerSec
-	control := c.ControlPerPeer * r.runPeers()
+	control := c.ControlPerGossipPeer * r.gossipPeers()
 	p.ControlPerMsg = control
 	perDigest := c.Copies*r.DigestBytes + control
 	in := r.RFQsPerSec*(c.Copies*r.RFQBytes+control) +
@@ -204,4 +225,30 @@ func FormatRunTable(runs []Run) string {
 			p.DigestsPerSec, r.DigestsPerSec, p.AttestPerSec, r.AttestPerSec, p.InKBps, r.InKBps)
 	}
 	return b.String()
+}
+
+// Fanout is gossipsub's IHAVE fanout: at each heartbeat a node sends IHAVE
+// to max(Dlazy, Factor x its non-mesh topic peers) of them.
+type Fanout struct {
+	Dlazy  int
+	Factor float64
+}
+
+// meshDegree is gossipsub's D, the topic peers a node forwards every
+// message to and does not send IHAVE to.
+const meshDegree = 6
+
+// Fanout values. LibraryFanout is go-libp2p-pubsub's default, which the
+// runs before 2026-12-05 used; BuiltFanout is p2p's (gossipDlazy, no
+// factor).
+var (
+	LibraryFanout = Fanout{Dlazy: 6, Factor: 0.25}
+	BuiltFanout   = Fanout{Dlazy: 8}
+)
+
+// Targets is how many of a node's topic peers it sends IHAVE to at a
+// heartbeat: no more than its non-mesh peers.
+func (f Fanout) Targets(topicPeers int) float64 {
+	nonMesh := float64(max(topicPeers-meshDegree, 0))
+	return max(1, min(nonMesh, max(float64(f.Dlazy), f.Factor*nonMesh)))
 }

@@ -126,7 +126,11 @@ func (au *auctioneer) runOnce(ctx context.Context, jobID string, spec *auction.J
 	pa.skip = skip
 	au.bids.open(pa)
 	defer au.bids.forget(rfqID)
-	au.progress(jobID, w, store.JobEvent{Kind: "rfq", Message: fmt.Sprintf("RFQ %s published (round %d), bid window %dms", lease.Short(rfqID), round+1, rfq.BidWindowMs)},
+	asked := ""
+	if everyone {
+		asked = ", asking every provider to bid"
+	}
+	au.progress(jobID, w, store.JobEvent{Kind: "rfq", Message: fmt.Sprintf("RFQ %s published (round %d), bid window %dms%s", lease.Short(rfqID), round+1, rfq.BidWindowMs, asked)},
 		func(j *store.Job) { addRFQ(j, rfqID) })
 
 	go au.expectProviders(ctx, pa)
