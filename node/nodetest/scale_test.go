@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -85,6 +86,7 @@ func TestMarketAtScale(t *testing.T) {
 			}
 		}
 		if bids < 1 || round > 0 && bids > 2*want {
+			logProviderViews(t, c.ByRole(node.RoleProvider))
 			t.Fatalf("round %d: %d bids for want_bids %d on %d providers (want 1..%d)", round, bids, want, n, 2*want)
 		}
 		l, err := renter.Store().GetLease(j.Leases[0])
@@ -157,4 +159,21 @@ func logRenownGaps(t *testing.T, provs []*nodetest.Member, renter *node.Node, re
 		t.Logf("provider %s: renter not renowned; %d receipts held, %d providers in its view (renter: %d)",
 			p.Node.ID().ShortString(), len(rcs), view(p.Node), view(renter))
 	}
+}
+
+// logProviderViews says what the providers' market views held when an
+// auction drew too many bids: a provider bids when it is in the cheapest
+// prefix of the proven providers it knows, so a provider whose view is
+// short of proven peers (its records not backed yet, or the renter's
+// summary listing the bidders not received) bids whatever want_bids says.
+func logProviderViews(t *testing.T, provs []*nodetest.Member) {
+	t.Helper()
+	var backed, proven []int
+	for _, p := range provs {
+		v := p.Node.Trust().MarketView()
+		backed, proven = append(backed, v.Backed), append(proven, v.Proven)
+	}
+	slices.Sort(backed)
+	slices.Sort(proven)
+	t.Logf("providers' views of %d providers: backed %v; proven %v", len(provs), backed, proven)
 }
