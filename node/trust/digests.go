@@ -127,7 +127,7 @@ func (t *Trust) ValidateDigest(topic string) p2p.Validator {
 // the book.
 func (t *Trust) admit(d *auction.Digest, raw []byte, src peer.ID) admission {
 	now := t.now()
-	if d.Peer == t.self.String() {
+	if d.Peer == t.selfStr {
 		if _, err := t.digests.Add(raw, now); err != nil {
 			return admitStale
 		}
@@ -243,7 +243,7 @@ func (t *Trust) Digests(s auction.Shard) []*auction.Digest {
 	all := t.digests.Digests(s, now)
 	out := all[:0]
 	for _, d := range all {
-		if d.Peer == t.self.String() {
+		if d.Peer == t.selfStr {
 			out = append(out, d)
 			continue
 		}
@@ -286,7 +286,7 @@ func (t *Trust) ExpectedBidders(r *auction.RFQ, rfqID string, shards []auction.S
 		for _, d := range t.digests.Digests(s, now) {
 			ev := t.evidence(d.Peer, false)
 			switch {
-			case d.Peer == t.self.String() || !ev.Backed(now) || ev.Silent(now):
+			case d.Peer == t.selfStr || !ev.Backed(now) || ev.Silent(now):
 			case ev.Proven(now):
 				in.Digests = append(in.Digests, d)
 			default:

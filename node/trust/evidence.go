@@ -161,7 +161,7 @@ func (t *Trust) evidence(p string, reach bool) auction.ProviderEvidence {
 // backed reports whether d's provider has a matched current record; a
 // node's own digest is backed (it knows its record).
 func (t *Trust) backed(d *auction.Digest, now time.Time) bool {
-	return d.Peer == t.self.String() || t.ev.of(d.Peer).Backed(now)
+	return d.Peer == t.selfStr || t.ev.of(d.Peer).Backed(now)
 }
 
 // NoteBid records a bid this node received from provider for the RFQ
@@ -185,7 +185,7 @@ func (t *Trust) noteWon(provider string) {
 func (t *Trust) noteVouched(renter string, bidders []string) {
 	now := t.now()
 	for _, b := range bidders {
-		if b == renter || b == t.self.String() {
+		if b == renter || b == t.selfStr {
 			continue
 		}
 		t.ev.update(b, now, func(ev *peerEvidence) {
@@ -235,7 +235,7 @@ func (t *Trust) MarketView() ViewCounts {
 	now := t.now()
 	var c ViewCounts
 	for _, d := range t.digests.Digests("", now) {
-		if d.Peer == t.self.String() {
+		if d.Peer == t.selfStr {
 			continue
 		}
 		ev := t.evidence(d.Peer, false)

@@ -41,7 +41,7 @@ func (t *Trust) PriceIndex(since, until time.Time) ([]auction.PriceStat, error) 
 
 // summaryWeight is what a summary's parties' evidence earns it.
 func (t *Trust) summaryWeight(s *auction.AwardSummary, now time.Time) float64 {
-	self := t.self.String()
+	self := t.selfStr
 	if s.Renter == self || s.Provider == self {
 		return 1
 	}
@@ -70,7 +70,7 @@ func (t *Trust) storeSummary(raw []byte) *auction.AwardSummary {
 	if err := t.db.PutSummary(attest.RecordID(raw).String(), raw, expires); err != nil {
 		t.log.Warn("store award summary", "err", err)
 	}
-	if sum.Provider != t.self.String() {
+	if sum.Provider != t.selfStr {
 		t.noteWon(sum.Provider)
 	}
 	t.noteVouched(sum.Renter, sum.Bidders)

@@ -22,7 +22,7 @@ func newRenown() *renown { return &renown{renters: map[string]bool{}} }
 // Renowned reports whether renter holds a receipt from a provider with
 // evidence.
 func (t *Trust) Renowned(renter string) bool {
-	if renter == t.self.String() {
+	if renter == t.selfStr {
 		return true
 	}
 	t.renown.mu.RLock()
@@ -33,7 +33,7 @@ func (t *Trust) Renowned(renter string) bool {
 // refreshRenown rebuilds the renowned renters from the stored receipts.
 func (t *Trust) refreshRenown() {
 	renters := map[string]bool{}
-	self := t.self.String()
+	self := t.selfStr
 	for _, rc := range t.receiptEvidence() {
 		if rc.Renter == rc.Provider || renters[rc.Renter] {
 			continue

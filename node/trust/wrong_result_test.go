@@ -54,7 +54,7 @@ func judgeFixture(t *testing.T) (*Trust, *atomic.Int32, time.Time) {
 	_, self := judgeKey(t)
 	var runs atomic.Int32
 	tr := &Trust{
-		log: slog.New(slog.DiscardHandler), now: func() time.Time { return now }, self: self, replays: newReplayBook(),
+		log: slog.New(slog.DiscardHandler), now: func() time.Time { return now }, self: self, selfStr: self.String(), replays: newReplayBook(),
 		replay: func(context.Context, *attest.WrongResultProof, string) (int, string, error) {
 			runs.Add(1)
 			return 0, rightOutput, nil
