@@ -42,7 +42,15 @@ func DigestChangedFor(prev, cur *Digest, s Shard) bool {
 }
 
 // shardFacts is d as shard s's nodes see it: no sequence numbers or
-// dates, only the models of s's family.
+// dates, only the models of s's family, and a firmly held GPU counted as
+// the free GPU it is again within seconds (provider.firm_hold, 2 s). A
+// hold or its end alone is not news worth a digest to the whole shard: a
+// bid of a provider with a paid receipt from the renter holds GPUs, so in
+// a market of renters with receipts each such bid cost two digests to
+// every node of the shard (the hold, then its end), five digests a job at
+// 100 nodes where the model counted 1.5 (docs/benchmarks.md, issue 26).
+// The holds still go out in the next digest sent for another reason, and
+// the provider itself never offers a held GPU to another RFQ.
 func shardFacts(d *Digest, s Shard) Digest {
 	out := *d
 	out.Seq, out.CapSeq, out.IssuedAtMs, out.ExpiresAtMs = 0, 0, 0, 0
@@ -50,6 +58,7 @@ func shardFacts(d *Digest, s Shard) Digest {
 	if f := s.Family(); f != "" {
 		for _, m := range d.Models {
 			if GPUFamily(m.Model) == f {
+				m.Free, m.Held = m.Free+m.Held, 0
 				out.Models = append(out.Models, m)
 			}
 		}

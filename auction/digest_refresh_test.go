@@ -33,9 +33,9 @@ func TestDigestRefresh(t *testing.T) {
 	}
 }
 
-// TestDigestChangedFor: a GPU hold changes the digest for its family's
-// shard only; a CPU change for the CPU shard; a new seq or date alone for
-// none.
+// TestDigestChangedFor: a GPU lease changes the digest for its family's
+// shard only; a CPU change for every shard; a new seq or date alone, or a
+// firm hold alone (free again within seconds), for none.
 func TestDigestChangedFor(t *testing.T) {
 	base := &Digest{
 		Peer: "p", Seq: 1, CapSeq: 1, IssuedAtMs: 1000, ExpiresAtMs: 2000, Runtimes: []string{RuntimeDocker, RuntimeWasm},
@@ -57,7 +57,9 @@ func TestDigestChangedFor(t *testing.T) {
 		want map[Shard]bool
 	}{
 		{"refresh only", edit(func(d *Digest) { d.Seq, d.CapSeq, d.IssuedAtMs, d.ExpiresAtMs = 2, 2, 3000, 4000 }), map[Shard]bool{}},
-		{"an A10 held", edit(func(d *Digest) { d.Seq = 2; d.Models[0].Free, d.Models[0].Held = 1, 1 }), map[Shard]bool{a10: true}},
+		{"an A10 held", edit(func(d *Digest) { d.Seq = 2; d.Models[0].Free, d.Models[0].Held = 1, 1 }), map[Shard]bool{}},
+		{"an A10 leased", edit(func(d *Digest) { d.Seq = 2; d.Models[0].Free = 1 }), map[Shard]bool{a10: true}},
+		{"the held A10 leased", edit(func(d *Digest) { d.Seq = 2; d.Models[0].Free, d.Models[0].Held = 0, 1 }), map[Shard]bool{a10: true}},
 		{"CPU taken", edit(func(d *Digest) { d.CPU.FreeCores = 4 }), map[Shard]bool{a10: true, h100: true, cpu: true}},
 		{"floor changed", edit(func(d *Digest) { d.Floor.Silver = 5 }), map[Shard]bool{a10: true, h100: true, cpu: true}},
 	} {

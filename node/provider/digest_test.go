@@ -60,7 +60,8 @@ func TestDigestRefreshStretchesInLargeShards(t *testing.T) {
 
 // TestDigestGoesWhereItChanged: a change-driven digest goes to the shards
 // it changed for, and to the others only once half their refresh has
-// passed; a timer's digest goes everywhere.
+// passed; a firm hold alone is no change; a timer's digest goes
+// everywhere.
 func TestDigestGoesWhereItChanged(t *testing.T) {
 	d := newDigester(digesterDeps{republish: 10 * time.Minute, ttl: 30 * time.Minute})
 	base := &auction.Digest{
@@ -75,10 +76,17 @@ func TestDigestGoesWhereItChanged(t *testing.T) {
 	for _, s := range []auction.Shard{a10, cpu} {
 		d.noteSent(s, base, now)
 	}
+	leased := *base
+	leased.Seq, leased.Models = 2, []auction.DigestModel{{Model: "a10-24gb", Total: 2, Free: 1}}
+	if got := d.shardsToSend(&leased, now.Add(time.Second), false); !slices.Equal(got, []auction.Shard{a10}) {
+		t.Errorf("an A10 leased a second later: %v, want the A10 shard only", got)
+	}
+	// A firm hold lasts seconds: it goes out with the next digest sent for
+	// another reason, not in one of its own to the whole shard.
 	held := *base
 	held.Seq, held.Models = 2, []auction.DigestModel{{Model: "a10-24gb", Total: 2, Free: 1, Held: 1}}
-	if got := d.shardsToSend(&held, now.Add(time.Second), false); !slices.Equal(got, []auction.Shard{a10}) {
-		t.Errorf("an A10 held a second later: %v, want the A10 shard only", got)
+	if got := d.shardsToSend(&held, now.Add(time.Second), false); len(got) != 0 {
+		t.Errorf("an A10 held a second later: %v, want no shard", got)
 	}
 	if got := d.shardsToSend(&held, now.Add(30*time.Second), false); !slices.Equal(got, []auction.Shard{a10, cpu}) {
 		t.Errorf("half a refresh (30s) later: %v, want both", got)
