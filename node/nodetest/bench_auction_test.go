@@ -4,10 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net/http"
-	_ "net/http/pprof" // for -auctionbench.pprof
 	"os"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,7 +16,6 @@ import (
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/node/lease"
-	"github.com/idlegrid/idlegrid/node/trust"
 	"github.com/idlegrid/idlegrid/store"
 )
 
@@ -358,50 +354,6 @@ func benchAuction(b *testing.B, n int) {
 	}
 }
 
-// servePprof serves net/http/pprof where -auctionbench.pprof asks, until
-// the benchmark ends: to look at a network that will not form while it is
-// still trying.
-func servePprof(b *testing.B) {
-	if *auctionPprof == "" {
-		return
-	}
-	srv := &http.Server{Addr: *auctionPprof, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.ListenAndServe()
-	}()
-	b.Cleanup(func() {
-		_ = srv.Close()
-		<-done
-	})
-}
-
-// startFormProfile starts the CPU profile -auctionbench.formprofile asks
-// for; the returned stop may be called more than once.
-func startFormProfile(b *testing.B, n int) (stop func()) {
-	if *auctionFormProfile == "" {
-		return func() {}
-	}
-	f, err := os.Create(fmt.Sprintf("%s.%d", *auctionFormProfile, n))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		b.Fatal(err)
-	}
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			pprof.StopCPUProfile()
-			_ = f.Close()
-			progress("nodes=%d: CPU profile written to %s", n, f.Name())
-		})
-	}
-	time.AfterFunc(3*time.Minute, stop)
-	return stop
-}
-
 // churn sums what the cluster's connections went through: redials,
 // evictions by admission, gossip peers reconnected by the heal loop.
 func churn(c *Cluster) string {
@@ -417,55 +369,6 @@ func progress(format string, args ...any) {
 	if testing.Verbose() {
 		fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format(time.TimeOnly)}, args...)...)
 	}
-}
-
-// auctionViewWait bounds the wait for a renter's market view.
-var auctionViewWait = flag.Duration("auctionbench.viewwait", 3*time.Minute,
-	"longest wait for a renter's digest book to hold every provider backed (then the benchmark goes on with what it has)")
-
-// marketView is how far a renter's view came.
-type marketView struct {
-	counts   trust.ViewCounts
-	want     int
-	complete bool
-	unbacked float64 // digest_unbacked charges by r so far
-}
-
-func (v marketView) String() string {
-	state := "complete"
-	if !v.complete {
-		state = "INCOMPLETE"
-	}
-	return fmt.Sprintf("%s, %d of %d providers backed (%d proven, %d held), %.0f digest_unbacked charges", state,
-		v.counts.Backed, v.want, v.counts.Proven, v.counts.Held, v.unbacked)
-}
-
-// waitView waits, at most -auctionbench.viewwait, until r's digest book
-// holds want providers backed by a checked capacity record (what a renter
-// expects bids from; proven ones need bids seen first).
-func waitView(ctx context.Context, m *Member, want int) marketView {
-	r := m.Node
-	wctx, cancel := context.WithTimeout(ctx, *auctionViewWait)
-	defer cancel()
-	err := WaitFor(wctx, fmt.Sprintf("%d backed providers in the digest book", want), func() bool {
-		return r.Trust().MarketView().Backed >= want
-	})
-	v := marketView{counts: r.Trust().MarketView(), want: want, complete: err == nil}
-	if mfs, err := m.Registry.Gather(); err == nil {
-		for _, mf := range mfs {
-			if mf.GetName() != "idlegrid_p2p_abuse_events_total" {
-				continue
-			}
-			for _, met := range mf.GetMetric() {
-				for _, lp := range met.GetLabel() {
-					if lp.GetValue() == string(trust.AbuseDigestUnbacked) {
-						v.unbacked += met.GetCounter().GetValue()
-					}
-				}
-			}
-		}
-	}
-	return v
 }
 
 func msList(ds []time.Duration) []int64 {

@@ -1,0 +1,73 @@
+package netmodel
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/idlegrid/idlegrid/attest"
+)
+
+// WhatIf is one row of WhatIfs: a change from the defaults.
+type WhatIf struct {
+	Name          string
+	RegionGroups  int
+	CPUShare      float64
+	GPUHostsOnCPU bool
+	// ChangesEverywhere: see Params.
+	ChangesEverywhere bool
+	Heartbeats        HeartbeatScope
+	HeartbeatEvery    time.Duration
+	DigestRefresh     time.Duration
+	Gossip            Fanout
+}
+
+// WhatIfList are the rows of WhatIfs, in order: how the traffic came
+// down, then the splits not built.
+var WhatIfList = []WhatIf{
+	{"before: one network-wide attest topic, every telemetry entry, digests every minute and on every change to every shard", 1, 1, true, true, HeartbeatsNetwork, time.Minute, time.Minute, LibraryFanout},
+	{"heartbeats on the shards' topics (summaries network-wide)", 1, 1, true, true, HeartbeatsShard, time.Minute, time.Minute, LibraryFanout},
+	{"and summaries and receipts on the shards' topics", 1, 1, true, true, AttestShard, time.Minute, time.Minute, LibraryFanout},
+	{"and one heartbeat per 10-minute slot", 1, 1, true, true, AttestShard, attest.DefaultBeatEvery, time.Minute, LibraryFanout},
+	{"and digest refreshes stretched in large shards", 1, 1, true, true, AttestShard, attest.DefaultBeatEvery, 0, LibraryFanout},
+	{"and a GPU change's digest to its family's shard only", 1, 1, true, false, AttestShard, attest.DefaultBeatEvery, 0, LibraryFanout},
+	{"and IHAVE to 8 peers a heartbeat, not a quarter of them (as built)", 1, 1, true, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout},
+	{"what-if: and 8 region groups", 8, 1, true, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout},
+	{"what-if: and the CPU shard only for the 5% without GPUs", 8, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout},
+	{"what-if: and no heartbeat gossip", 8, 0.05, false, false, HeartbeatsNone, attest.DefaultBeatEvery, 0, BuiltFanout},
+}
+
+// WhatIfs evaluates WhatIfList at 100,000 providers and 100 RFQs/s.
+func WhatIfs() ([]Row, error) {
+	var out []Row
+	for _, w := range WhatIfList {
+		p, err := DefaultParams(100_000, 100)
+		if err != nil {
+			return nil, err
+		}
+		p.RegionGroups, p.CPUShare, p.GPUHostsOnCPU, p.ChangesEverywhere = w.RegionGroups, w.CPUShare, w.GPUHostsOnCPU, w.ChangesEverywhere
+		p.Heartbeats, p.HeartbeatEvery, p.DigestRefresh, p.Gossip = w.Heartbeats, w.HeartbeatEvery, w.DigestRefresh, w.Gossip
+		r, err := Model(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// FormatWhatIfs renders WhatIfs' rows, each named by its WhatIfList entry.
+func FormatWhatIfs(rows []Row) string {
+	var b strings.Builder
+	b.WriteString("| change (cumulative) | largest shard | digests/s on it | attest msgs/s | RFQ kB/s | digest kB/s | attest kB/s | CPU shard kB/s | **provider in kB/s** | out kB/s |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for i, r := range rows {
+		name := ""
+		if i < len(WhatIfList) {
+			name = WhatIfList[i].Name
+		}
+		fmt.Fprintf(&b, "| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | **%.1f** | %.1f |\n",
+			name, r.ShardProviders, r.DigestsPerSec, r.HeartbeatsPerSec, r.RFQKBps, r.DigestKBps, r.AttestKBps, r.CPUKBps, r.ProviderKBps, r.OutKBps)
+	}
+	return b.String()
+}
