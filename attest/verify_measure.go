@@ -80,18 +80,23 @@ func (v *verifier) checkEnergy(o *opened, t *Telemetry, g *GPUTelemetry) {
 
 // edgeEnergy is what point readings cannot see, in micro-joules: a step
 // in load between two readings, at the power limit, for one mean sampling
-// interval at each end of the window. Windows start and end where leases
-// do (the provider reads its GPUs at both events), so the work starts or
-// stops between readings there. In a 60-reading window this is a few
-// percent of the energy; in a window of two readings, a lease shorter than
-// the sampling interval, it leaves only energy no GPU could draw to fail.
+// interval at each end of the window, plus one millisecond because
+// readings are stamped in whole milliseconds (the energy of readings
+// stamped 1 ms apart may cover nearly 2 ms). Windows start and end where
+// leases do (the provider reads its GPUs at both events), so the work
+// starts or stops between readings there. In a 60-reading window this is
+// a few percent of the energy; in a window of a few readings, a lease
+// shorter than the sampling interval, it leaves only energy no GPU could
+// draw to fail. The interval rounds up: several readings within a
+// millisecond must not round the allowance down to nothing.
 func (v *verifier) edgeEnergy(t *Telemetry, g *GPUTelemetry) uint64 {
 	f, ok := v.fact(t, g.UUID)
 	if !ok || g.Samples < 2 || f.PowerLimitMW > absurdPowerMW {
 		return 0
 	}
-	interval := g.EnergyMs / uint64(g.Samples-1)
-	return f.PowerLimitMW * min(g.EnergyMs, 2*interval)
+	gaps := uint64(g.Samples - 1)
+	twoIntervals := (2*g.EnergyMs + gaps - 1) / gaps
+	return f.PowerLimitMW * (min(g.EnergyMs, twoIntervals) + 1)
 }
 
 func (v *verifier) checkLoadPower(o *opened, t *Telemetry, g *GPUTelemetry) {

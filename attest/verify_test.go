@@ -277,36 +277,51 @@ func TestSimCheats(t *testing.T) {
 	})
 }
 
-// TestEnergyAtWindowEdges: a window of two readings (a lease shorter than
-// the sampling interval: one reading at its start, one at its end) cannot
-// see when the work drew power between them, so its energy may be up to
-// the power limit over the window above what its readings average; energy
+// TestEnergyAtWindowEdges: a window of few readings (a lease shorter than
+// the sampling interval: readings at its start and at its end) cannot see
+// when the work drew power between them, so its energy may be up to the
+// power limit over two intervals above what its readings average; energy
 // no GPU could draw still fails. Windows of many readings are held to the
 // tolerance (energy_inflated above).
 func TestEnergyAtWindowEdges(t *testing.T) {
-	twoReadings := func(drawnW uint64) func(es []*Entry) {
+	readings := func(samples uint32, energyMs, drawnW uint64) func(es []*Entry) {
 		return func(es []*Entry) {
 			g := tel(es, 0)
-			g.Samples = 2
+			g.Samples = samples
 			g.UtilMinBP, g.UtilAvgBP, g.UtilMaxBP = 500, 500, 500
 			g.PowerAvgMW, g.PowerMaxMW = 70_000, 70_000
+			if energyMs > 0 { // a lease this short has a window as short
+				w := es[2].Telemetry
+				w.EndMs = w.StartMs + int64(energyMs)
+				for i := range w.GPUs {
+					o := &w.GPUs[i]
+					o.EnergyMs, o.EnergyMJ = energyMs, o.PowerAvgMW*energyMs/1000
+				}
+			}
 			g.EnergyMJ = drawnW * g.EnergyMs // W x ms = mJ
 		}
 	}
 	for _, c := range []struct {
-		name   string
-		drawnW uint64
-		ok     bool
+		name     string
+		samples  uint32
+		energyMs uint64
+		drawnW   uint64
+		ok       bool
 	}{
-		{"work_between_readings", 600, true}, // an H100's limit is 700 W
-		{"more_than_any_gpu_draws", 900, false},
+		{"work_between_readings", 2, 0, 600, true}, // an H100's limit is 700 W
+		{"more_than_any_gpu_draws", 2, 0, 900, false},
+		// Three readings within 1 ms (a WASM job's lease, CI stop 38): the
+		// interval must not round down to no allowance, and readings
+		// stamped in whole milliseconds may cover nearly 2 ms.
+		{"three_readings_in_one_ms", 3, 1, 244, true},
+		{"three_readings_in_one_ms_beyond_any_gpu", 3, 1, 2_200, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := honestSegment(t)
-			raws := resealWith(twoReadings(c.drawnW))(t, s, nil)
+			raws := resealWith(readings(c.samples, c.energyMs, c.drawnW))(t, s, nil)
 			r := Verify(raws, s.opts())
 			if r.Failed(CheckEnergy) == c.ok {
-				t.Fatalf("%d W between two idle readings of 70 W: energy check passed=%v, want %v:\n%s", c.drawnW, !r.Failed(CheckEnergy), c.ok, r)
+				t.Fatalf("%d W over %d readings of 70 W: energy check passed=%v, want %v:\n%s", c.drawnW, c.samples, !r.Failed(CheckEnergy), c.ok, r)
 			}
 		})
 	}
