@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -50,6 +51,12 @@ type attestor struct {
 	// goroutine only).
 	beatSlot int64
 	beaten   bool
+	// fingerprintRaw is the fingerprint entry in force, kept from its
+	// append (or found at open): a daemon that runs for days buries it
+	// under thousands of telemetry entries (1,440 a day at the default
+	// 1-minute window), deeper than a look back through the store
+	// should go, and every lease's renter needs it to verify the chain.
+	fingerprintRaw atomic.Pointer[[]byte]
 }
 
 // attestorDeps are the attestor's collaborators.
@@ -257,6 +264,9 @@ func (a *attestor) append(body attest.Body) ([]byte, error) {
 	}
 	if _, err := a.db.PutChainEntry(e.Provider, e.Seq, raw, true); err != nil {
 		return nil, err
+	}
+	if e.Fingerprint != nil {
+		a.fingerprintRaw.Store(&raw)
 	}
 	head, err := attest.MarshalHead(a.chain.Head())
 	if err != nil {
