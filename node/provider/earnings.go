@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"errors"
 	"math"
 	"sync"
 	"time"
@@ -89,16 +90,88 @@ func (k *bookkeeper) ledger(m costs.Model, since, until time.Time) (costs.Report
 		}
 		l.AddPayment(costs.Payment{At: time.UnixMilli(ls.WorkStartedMs), GPUs: ls.GPUs, USD: float64(ls.PaidMicro) / 1e6})
 	}
-	raws, err := k.db.ChainEntries(k.self, 0, math.MaxUint64)
+	err = k.telemetrySince(since.UnixMilli(), func(t *attest.Telemetry) {
+		if t.EndMs > since.UnixMilli() {
+			l.AddTelemetry(t)
+		}
+	})
 	if err != nil {
 		return costs.Report{}, err
 	}
-	for _, raw := range raws {
-		e, err := attest.OpenEntry(raw)
-		if err != nil || e.Telemetry == nil || e.Telemetry.EndMs <= since.UnixMilli() {
-			continue
-		}
-		l.AddTelemetry(e.Telemetry)
-	}
 	return l.Report(), nil
+}
+
+// ledgerPage is how many chain entries the ledger decodes at a time.
+const ledgerPage = 512
+
+// telemetrySince calls fn with every telemetry window of the provider's
+// own chain dated after sinceMs, in chain order. It reads only those, a
+// page at a time: the chain grows by 1,440 windows a day at the default
+// 1-minute window, so a year of it is half a million entries, gigabytes
+// with eight GPUs, which reading whole on every dashboard load would hold
+// in memory at once.
+func (k *bookkeeper) telemetrySince(sinceMs int64, fn func(*attest.Telemetry)) error {
+	raw, err := k.db.ChainHead()
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	head, err := attest.UnmarshalHead(raw)
+	if err != nil {
+		return err
+	}
+	// A crash between an entry and its head leaves the head behind: read
+	// past it to the last stored entry.
+	last := uint64(math.MaxUint64)
+	from, err := k.firstSeqAfter(head.Seq, sinceMs)
+	if err != nil {
+		return err
+	}
+	for {
+		raws, err := k.db.ChainEntries(k.self, from, min(from+ledgerPage-1, last))
+		if err != nil {
+			return err
+		}
+		for _, raw := range raws {
+			if e, err := attest.OpenEntry(raw); err == nil && e.Telemetry != nil {
+				fn(e.Telemetry)
+			}
+		}
+		if len(raws) < ledgerPage || from+ledgerPage < from {
+			return nil
+		}
+		from += ledgerPage
+	}
+}
+
+// firstSeqAfter is the lowest seq up to head whose entry is dated after
+// sinceMs (head+1 when none). Entries are dated in seq order
+// (attest.Chain refuses an earlier at_ms), and a telemetry window ends
+// at or before its entry's date, so the windows that end after sinceMs
+// start there. A binary search: about 20 reads on a year's chain. A seq
+// missing from the store is searched past from below.
+func (k *bookkeeper) firstSeqAfter(head uint64, sinceMs int64) (uint64, error) {
+	lo, hi := uint64(0), head+1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		raws, err := k.db.ChainEntries(k.self, mid, mid)
+		if err != nil {
+			return 0, err
+		}
+		var e *attest.Entry
+		if len(raws) == 1 {
+			e, _ = attest.OpenEntry(raws[0])
+		}
+		if e == nil {
+			return lo, nil // cannot tell: read from lo, as before the search
+		}
+		if e.AtMs > sinceMs {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo, nil
 }

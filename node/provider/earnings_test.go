@@ -1,10 +1,13 @@
 package provider
 
 import (
+	"context"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/node/costs"
 	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/node/lease"
@@ -53,6 +56,57 @@ func TestEarningsPricesCosts(t *testing.T) {
 		near(g.UUID+" depreciation", g.DepreciationUSD, 2)
 		if g.UUID == devs[0].UUID {
 			near(g.UUID+" earned", g.RevenueUSD, 5)
+		}
+	}
+}
+
+// TestLedgerReadsTheWindowsSince: the ledger finds the telemetry windows
+// ending after a date by a binary search over the chain, then reads only
+// those, a page at a time; it must find exactly what reading the whole
+// chain finds, for dates before, inside and after the chain, across page
+// edges and with job events between the windows.
+func TestLedgerReadsTheWindowsSince(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_000)
+	r := newAttestorRoom(t, func() time.Time { return now })
+	a := r.open()
+	if err := a.fingerprint(); err != nil {
+		t.Fatal(err)
+	}
+	start := now
+	for i := range 3 * ledgerPage {
+		now = now.Add(time.Duration(1+i%7) * 10 * time.Second)
+		a.sample(context.Background())
+		a.mu.Lock()
+		if _, err := a.closeWindow(now); err != nil {
+			a.mu.Unlock()
+			t.Fatal(err)
+		}
+		a.openWindow(now)
+		a.mu.Unlock()
+	}
+	k := newBookkeeper(r.self.String(), func() time.Time { return now }, r.db, r.sim, costs.Config{})
+	all, err := r.db.ChainEntries(r.self.String(), 0, math.MaxUint64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, since := range []time.Time{start.Add(-time.Hour), start, start.Add(time.Minute), start.Add(37 * time.Minute),
+		start.Add(3 * time.Hour), now.Add(-time.Second), now, now.Add(time.Hour)} {
+		var want []int64
+		for _, raw := range all {
+			if e, err := attest.OpenEntry(raw); err == nil && e.Telemetry != nil && e.Telemetry.EndMs > since.UnixMilli() {
+				want = append(want, e.Telemetry.EndMs)
+			}
+		}
+		var got []int64
+		if err := k.telemetrySince(since.UnixMilli(), func(w *attest.Telemetry) {
+			if w.EndMs > since.UnixMilli() {
+				got = append(got, w.EndMs)
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("since %s: %d windows read, want the %d that end after it", since.Sub(start), len(got), len(want))
 		}
 	}
 }
