@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -158,15 +157,6 @@ func openAttestor(d attestorDeps) (*attestor, error) {
 	return a, nil
 }
 
-// fingerprintID is the record ID of the fingerprint in force; "" before
-// one is appended (a host without GPUs never appends one).
-func (a *attestor) fingerprintID() string {
-	if h := a.chain.Head(); h != nil {
-		return h.Fingerprint
-	}
-	return ""
-}
-
 // run appends the fingerprint if the hardware changed since the chain was
 // opened, then samples the GPUs every cfg.Sample and closes a telemetry
 // window every cfg.Window, until ctx ends.
@@ -213,46 +203,6 @@ func (a *attestor) run(ctx context.Context) {
 			}
 		}
 	}
-}
-
-// fingerprint appends a fingerprint entry unless the last one still
-// describes the hardware.
-func (a *attestor) fingerprint() error {
-	devs, err := a.gpus.Devices()
-	if err != nil && len(devs) == 0 {
-		return err
-	}
-	if len(devs) == 0 {
-		// A GPU-less host (CPU shares only) has no hardware to attest: a
-		// fingerprint must name 1..64 GPUs, so appending one would only
-		// log a validation error a user cannot act on.
-		a.log.Info("no GPUs: no hardware fingerprint to attest")
-		return nil
-	}
-	fp := &attest.Fingerprint{}
-	for _, d := range devs {
-		if fp.Driver == "" {
-			fp.Driver, fp.CUDA = d.DriverVersion, d.CUDAVersion
-		}
-		fp.GPUs = append(fp.GPUs, attest.GPUFact{
-			UUID: d.UUID, Name: d.Name, Serial: d.Serial, PCIBusID: d.PCIBusID, PCIDeviceID: d.PCIDeviceID,
-			VBIOS: d.VBIOSVersion, MemoryMiB: d.MemoryMiB, ComputeCap: fmt.Sprintf("%d.%d", d.ComputeMajor, d.ComputeMinor),
-			PowerLimitMW: uint64(math.Round(d.PowerLimitW * 1000)), MaxSMClockMHz: d.MaxSMClockMHz, MaxMemClockMHz: d.MaxMemClockMHz,
-		})
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if raw := a.currentFingerprint(); raw != nil {
-		if prev, err := attest.OpenEntry(raw); err == nil && prev.Fingerprint != nil && fingerprintsEqual(prev.Fingerprint, fp) {
-			return nil
-		}
-	}
-	_, err = a.append(fp)
-	return err
-}
-
-func fingerprintsEqual(x, y *attest.Fingerprint) bool {
-	return x.Driver == y.Driver && x.CUDA == y.CUDA && slices.Equal(x.GPUs, y.GPUs)
 }
 
 // append seals the next entry and stores it (and the head) durably before
