@@ -2,6 +2,7 @@ package attest
 
 import (
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -63,12 +64,13 @@ func (v *verifier) checkEnergy(o *opened, t *Telemetry, g *GPUTelemetry) {
 		v.failAt(o, "GPU %s: energy %d mJ in %d ms is absurd", g.UUID, g.EnergyMJ, g.EnergyMs)
 		return
 	}
-	// All in micro-joules (mW x ms): expected <= 6e13, got <= 1e17.
+	// All in micro-joules (mW x ms): expected <= 6e13, got <= 1e17,
+	// slack <= 1e17 (windows are at most MaxWindowMs).
 	expected := g.PowerAvgMW * g.EnergyMs
 	got := g.EnergyMJ * 1000
 	diff := max(got, expected) - min(got, expected)
 	tol := uint64(v.opts.EnergyTolerancePct)
-	if edge := v.edgeEnergy(t, g); diff > edge && (diff-edge)*100 > tol*expected {
+	if slack := v.edgeEnergy(t, g) + samplingNoise(g)*g.EnergyMs; diff > slack && (diff-slack)*100 > tol*expected {
 		dev := "inf"
 		if expected > 0 {
 			dev = signedPct(got, expected)
@@ -97,6 +99,31 @@ func (v *verifier) edgeEnergy(t *Telemetry, g *GPUTelemetry) uint64 {
 	gaps := uint64(g.Samples - 1)
 	twoIntervals := (2*g.EnergyMs + gaps - 1) / gaps
 	return f.PowerLimitMW * (min(g.EnergyMs, twoIntervals) + 1)
+}
+
+// samplingNoiseSigmas is how many standard errors of the mean reading
+// samplingNoise allows: an honest window must not fail but once in
+// millions.
+const samplingNoiseSigmas = 5
+
+// samplingNoise bounds, in mW, how far the average of the window's point
+// readings of power may honestly stray from its true average, which the
+// energy counter integrates. Power that jumps between idle and load
+// (inference serving bursts, data loading between steps) is read at
+// whichever level a reading happens to catch: NVML returns instantaneous
+// power on GA100 and older GPUs (A100, V100, T4), an average over a
+// second only on later ones. Readings between 0 and the window's maximum
+// M with mean mu vary by at most sqrt((M-mu)*mu) (Bhatia-Davis), so their
+// mean strays by that over sqrt(n). A steady load (mu near M) gets almost
+// nothing; a load half on, half off gets the most. An inflated or frozen
+// counter is still caught: 2x or 0 is far outside this on a window of
+// many readings.
+func samplingNoise(g *GPUTelemetry) uint64 {
+	mu, m := float64(g.PowerAvgMW), float64(g.PowerMaxMW)
+	if g.Samples < 2 || m <= mu || m > absurdPowerMW {
+		return 0
+	}
+	return uint64(samplingNoiseSigmas * math.Sqrt((m-mu)*mu/float64(g.Samples)))
 }
 
 func (v *verifier) checkLoadPower(o *opened, t *Telemetry, g *GPUTelemetry) {

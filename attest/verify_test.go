@@ -326,3 +326,45 @@ func TestEnergyAtWindowEdges(t *testing.T) {
 		})
 	}
 }
+
+// TestEnergyOfBurstyLoad: a minute of 61 point readings of an H100 whose
+// load jumps between idle and full (inference bursts) averages 350 W
+// while the counter may honestly say much more or less, because each
+// instantaneous reading catches one level or the other; the check allows
+// the readings' sampling error, which such a window makes large. An
+// inflated (2.2x) or frozen counter still fails, and a steady load gets a
+// far smaller allowance.
+func TestEnergyOfBurstyLoad(t *testing.T) {
+	window := func(avgW, maxW uint64, counter float64) func(es []*Entry) {
+		return func(es []*Entry) {
+			g := tel(es, 0)
+			g.Samples = 61
+			g.UtilMinBP, g.UtilAvgBP, g.UtilMaxBP = 0, 4000, 10000
+			g.PowerAvgMW, g.PowerMaxMW = avgW*1000, maxW*1000
+			g.EnergyMJ = uint64(counter * float64(avgW*g.EnergyMs))
+		}
+	}
+	for _, c := range []struct {
+		name       string
+		avgW, maxW uint64
+		counter    float64 // the counter's energy over average power x time
+		ok         bool
+	}{
+		{"bursty_counter_half_above_the_readings", 350, 700, 1.5, true},
+		{"bursty_counter_two_fifths_below", 350, 700, 0.6, true},
+		{"bursty_counter_inflated", 350, 700, 2.2, false},
+		{"bursty_counter_frozen", 350, 700, 0, false},
+		{"steady_counter_a_fifth_above", 600, 610, 1.2, true},
+		{"steady_counter_half_above", 600, 610, 1.5, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := honestSegment(t)
+			raws := resealWith(window(c.avgW, c.maxW, c.counter))(t, s, nil)
+			r := Verify(raws, s.opts())
+			if r.Failed(CheckEnergy) == c.ok {
+				t.Fatalf("readings averaging %d W (max %d W), counter %.2fx: energy check passed=%v, want %v:\n%s",
+					c.avgW, c.maxW, c.counter, !r.Failed(CheckEnergy), c.ok, r)
+			}
+		})
+	}
+}

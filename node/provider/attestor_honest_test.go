@@ -163,6 +163,73 @@ func randDuration(rng *rand.Rand, d time.Duration) time.Duration {
 	return time.Duration(rng.Int64N(int64(d) + 1))
 }
 
+// TestBurstyLoadIsProven: one-minute leases whose load jumps between idle
+// and full every 50 ms to 1 s (inference serving), read once a second as
+// NVML reads GA100 and older GPUs, instantaneously. Their readings'
+// average strays from the energy counter's by chance; before the check
+// allowed for that, about one lease in twenty failed it.
+func TestBurstyLoadIsProven(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_000)
+	r := newAttestorRoom(t, func() time.Time { return now })
+	a := r.open()
+	if err := a.fingerprint(); err != nil {
+		t.Fatal(err)
+	}
+	devs, err := r.sim.Devices()
+	if err != nil || len(devs) != 1 {
+		t.Fatalf("devices: %v %v", devs, err)
+	}
+	uuid := devs[0].UUID
+	rng := rand.New(rand.NewPCG(38, 2))
+	opts := attest.VerifyOptions{
+		MaxSkewMs: attest.DefaultMaxSkewMs, EnergyTolerancePct: attest.DefaultEnergyTolerancePct,
+		MaxGapMs: time.Hour.Milliseconds(),
+	}
+	for _, burst := range []time.Duration{50 * time.Millisecond, 200 * time.Millisecond, time.Second} {
+		for i := range 30 {
+			id := attest.RecordID(fmt.Appendf(nil, "bursts of %s, lease %d", burst, i)).String()
+			l := &store.Lease{ID: id, Renter: r.self.String(), GPUs: []string{uuid}, JobCID: id}
+			first := a.jobEvent(l, attest.JobStarted)
+			end, tick, on := now.Add(time.Minute), now.Add(time.Second), false
+			for {
+				next := now.Add(time.Millisecond + randDuration(rng, 2*burst))
+				for ; !tick.After(next) && tick.Before(end); tick = tick.Add(time.Second) {
+					now = tick
+					a.sample(context.Background())
+				}
+				if !next.Before(end) {
+					break
+				}
+				now, on = next, !on
+				if on {
+					err = r.sim.SetLoad(uuid, id, 100, 1024)
+				} else {
+					err = r.sim.ClearLoad(uuid)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := r.sim.ClearLoad(uuid); err != nil {
+				t.Fatal(err)
+			}
+			now = end
+			exit := 0
+			l.ExitCode, l.OutputCID = &exit, id
+			last := a.jobEvent(l, attest.JobFinished)
+			raws, err := r.db.ChainEntries(r.self.String(), first, last)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts.NowMs = now.UnixMilli()
+			want := attest.Completion{Provider: r.self.String(), Lease: id, Renter: l.Renter, Job: l.JobCID, GPUs: l.GPUs, Output: l.OutputCID}
+			if _, err := attest.VerifyCompletion(append([][]byte{a.currentFingerprint()}, raws...), want, opts); err != nil {
+				t.Fatalf("bursts of %s, lease %d: an honest chain does not prove the completion: %v\n%s", burst, i, err, describeWindows(raws))
+			}
+		}
+	}
+}
+
 // TestFingerprintStaysInForceOnALongChain: a daemon that runs for days
 // appends thousands of telemetry entries after its fingerprint (1,440 a
 // day at the default window), and every lease's renter still gets the
