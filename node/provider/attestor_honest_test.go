@@ -29,20 +29,8 @@ import (
 func TestHonestLeasesPassEveryCheck(t *testing.T) {
 	now := time.UnixMilli(1_700_000_000_000)
 	r := newAttestorRoom(t, func() time.Time { return now })
-	a := r.open()
-	if err := a.fingerprint(); err != nil {
-		t.Fatal(err)
-	}
-	devs, err := r.sim.Devices()
-	if err != nil || len(devs) != 1 {
-		t.Fatalf("devices: %v %v", devs, err)
-	}
-	uuid := devs[0].UUID
+	a, uuid := r.openFingerprinted()
 	rng := rand.New(rand.NewPCG(38, 1))
-	opts := attest.VerifyOptions{
-		MaxSkewMs: attest.DefaultMaxSkewMs, EnergyTolerancePct: attest.DefaultEnergyTolerancePct,
-		MaxGapMs: time.Hour.Milliseconds(),
-	}
 	nextTick := now
 	const leases = 400
 	for i := range leases {
@@ -113,16 +101,8 @@ func TestHonestLeasesPassEveryCheck(t *testing.T) {
 				}
 			}
 		}
-		raws, err := r.db.ChainEntries(r.self.String(), first, last)
-		if err != nil {
-			t.Fatal(err)
-		}
-		segment := append([][]byte{a.currentFingerprint()}, raws...)
-		opts.NowMs = now.UnixMilli()
-		want := attest.Completion{Provider: r.self.String(), Lease: id, Renter: l.Renter, Job: l.JobCID, GPUs: l.GPUs, Output: l.OutputCID}
-		if _, err := attest.VerifyCompletion(segment, want, opts); err != nil {
-			t.Fatalf("lease %d of %d (%s): an honest chain does not prove the completion: %v\n%s",
-				i+1, leases, length, err, describeWindows(raws))
+		if err := r.prove(a, l, first, last, now); err != nil {
+			t.Fatalf("lease %d of %d (%s): %v", i+1, leases, length, err)
 		}
 	}
 }
@@ -171,20 +151,8 @@ func randDuration(rng *rand.Rand, d time.Duration) time.Duration {
 func TestBurstyLoadIsProven(t *testing.T) {
 	now := time.UnixMilli(1_700_000_000_000)
 	r := newAttestorRoom(t, func() time.Time { return now })
-	a := r.open()
-	if err := a.fingerprint(); err != nil {
-		t.Fatal(err)
-	}
-	devs, err := r.sim.Devices()
-	if err != nil || len(devs) != 1 {
-		t.Fatalf("devices: %v %v", devs, err)
-	}
-	uuid := devs[0].UUID
+	a, uuid := r.openFingerprinted()
 	rng := rand.New(rand.NewPCG(38, 2))
-	opts := attest.VerifyOptions{
-		MaxSkewMs: attest.DefaultMaxSkewMs, EnergyTolerancePct: attest.DefaultEnergyTolerancePct,
-		MaxGapMs: time.Hour.Milliseconds(),
-	}
 	for _, burst := range []time.Duration{50 * time.Millisecond, 200 * time.Millisecond, time.Second} {
 		for i := range 30 {
 			id := attest.RecordID(fmt.Appendf(nil, "bursts of %s, lease %d", burst, i)).String()
@@ -201,6 +169,7 @@ func TestBurstyLoadIsProven(t *testing.T) {
 					break
 				}
 				now, on = next, !on
+				var err error
 				if on {
 					err = r.sim.SetLoad(uuid, id, 100, 1024)
 				} else {
@@ -217,14 +186,8 @@ func TestBurstyLoadIsProven(t *testing.T) {
 			exit := 0
 			l.ExitCode, l.OutputCID = &exit, id
 			last := a.jobEvent(l, attest.JobFinished)
-			raws, err := r.db.ChainEntries(r.self.String(), first, last)
-			if err != nil {
-				t.Fatal(err)
-			}
-			opts.NowMs = now.UnixMilli()
-			want := attest.Completion{Provider: r.self.String(), Lease: id, Renter: l.Renter, Job: l.JobCID, GPUs: l.GPUs, Output: l.OutputCID}
-			if _, err := attest.VerifyCompletion(append([][]byte{a.currentFingerprint()}, raws...), want, opts); err != nil {
-				t.Fatalf("bursts of %s, lease %d: an honest chain does not prove the completion: %v\n%s", burst, i, err, describeWindows(raws))
+			if err := r.prove(a, l, first, last, now); err != nil {
+				t.Fatalf("bursts of %s, lease %d: %v", burst, i, err)
 			}
 		}
 	}
@@ -238,24 +201,14 @@ func TestBurstyLoadIsProven(t *testing.T) {
 func TestFingerprintStaysInForceOnALongChain(t *testing.T) {
 	now := time.UnixMilli(1_700_000_000_000)
 	r := newAttestorRoom(t, func() time.Time { return now })
-	a := r.open()
-	if err := a.fingerprint(); err != nil {
-		t.Fatal(err)
-	}
+	a, _ := r.openFingerprinted()
 	fp := a.currentFingerprint()
 	if fp == nil {
 		t.Fatal("no fingerprint in force after appending one")
 	}
 	for range fingerprintLookBack + 10 {
 		now = now.Add(time.Minute)
-		a.sample(context.Background())
-		a.mu.Lock()
-		if _, err := a.closeWindow(now); err != nil {
-			a.mu.Unlock()
-			t.Fatal(err)
-		}
-		a.openWindow(now)
-		a.mu.Unlock()
+		r.closeWindowAt(a, now)
 	}
 	if got := a.currentFingerprint(); !bytes.Equal(got, fp) {
 		t.Fatalf("after %d telemetry entries the fingerprint in force is %d bytes, want the one appended (%d bytes)",
@@ -269,6 +222,53 @@ func TestFingerprintStaysInForceOnALongChain(t *testing.T) {
 	if b.chain.Head().Seq != head+1 || b.currentFingerprint() == nil {
 		t.Fatalf("reopened: head %d, fingerprint in force %v; want it stated again at %d", b.chain.Head().Seq, b.currentFingerprint() != nil, head+1)
 	}
+}
+
+// openFingerprinted opens an attestor whose chain starts with the
+// fingerprint of the room's one GPU, and returns it with the GPU's UUID.
+func (r *attestorRoom) openFingerprinted() (*attestor, string) {
+	r.t.Helper()
+	a := r.open()
+	if err := a.fingerprint(); err != nil {
+		r.t.Fatal(err)
+	}
+	devs, err := r.sim.Devices()
+	if err != nil || len(devs) != 1 {
+		r.t.Fatalf("devices: %v %v", devs, err)
+	}
+	return a, devs[0].UUID
+}
+
+// closeWindowAt reads the GPUs and closes the open telemetry window at
+// at, opening the next: what the attestor's sampler and window tickers do.
+func (r *attestorRoom) closeWindowAt(a *attestor, at time.Time) {
+	r.t.Helper()
+	a.sample(context.Background())
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, err := a.closeWindow(at); err != nil {
+		r.t.Fatal(err)
+	}
+	a.openWindow(at)
+}
+
+// prove runs the chain of lease l, from its start entry first to its end
+// entry last, through the renter's checks as the renter would at now,
+// with the fingerprint in force sent ahead.
+func (r *attestorRoom) prove(a *attestor, l *store.Lease, first, last uint64, now time.Time) error {
+	raws, err := r.db.ChainEntries(r.self.String(), first, last)
+	if err != nil {
+		return err
+	}
+	opts := attest.VerifyOptions{
+		MaxSkewMs: attest.DefaultMaxSkewMs, EnergyTolerancePct: attest.DefaultEnergyTolerancePct,
+		MaxGapMs: time.Hour.Milliseconds(), NowMs: now.UnixMilli(),
+	}
+	want := attest.Completion{Provider: r.self.String(), Lease: l.ID, Renter: l.Renter, Job: l.JobCID, GPUs: l.GPUs, Output: l.OutputCID}
+	if _, err := attest.VerifyCompletion(append([][]byte{a.currentFingerprint()}, raws...), want, opts); err != nil {
+		return fmt.Errorf("an honest chain does not prove the completion: %w\n%s", err, describeWindows(raws))
+	}
+	return nil
 }
 
 // describeWindows says what each telemetry window of a segment read.

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"context"
 	"math"
 	"slices"
 	"testing"
@@ -68,21 +67,11 @@ func TestEarningsPricesCosts(t *testing.T) {
 func TestLedgerReadsTheWindowsSince(t *testing.T) {
 	now := time.UnixMilli(1_700_000_000_000)
 	r := newAttestorRoom(t, func() time.Time { return now })
-	a := r.open()
-	if err := a.fingerprint(); err != nil {
-		t.Fatal(err)
-	}
+	a, _ := r.openFingerprinted()
 	start := now
 	for i := range 3 * ledgerPage {
 		now = now.Add(time.Duration(1+i%7) * 10 * time.Second)
-		a.sample(context.Background())
-		a.mu.Lock()
-		if _, err := a.closeWindow(now); err != nil {
-			a.mu.Unlock()
-			t.Fatal(err)
-		}
-		a.openWindow(now)
-		a.mu.Unlock()
+		r.closeWindowAt(a, now)
 	}
 	k := newBookkeeper(r.self.String(), func() time.Time { return now }, r.db, r.sim, costs.Config{})
 	all, err := r.db.ChainEntries(r.self.String(), 0, math.MaxUint64)
