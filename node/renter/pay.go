@@ -71,7 +71,14 @@ type payer struct {
 	terms auction.LeaseTerms
 
 	fingerprints [][]byte
+	// entries are what the next window is verified with: the lease's
+	// segment from its start, then, once a window passed, only the tail
+	// from the oldest of the leased GPUs' last windows (keepTail), from
+	// scopeStartMs. Verifying the whole segment at every window cost a
+	// month-long service 43,000 signature checks a minute, and the memory
+	// of every entry.
 	entries      [][]byte
+	scopeStartMs int64
 	next         uint64 // chain seq to ask for after a reconnect
 	seq          uint64 // vouchers sent
 	coveredMs    int64  // what the last voucher covers
@@ -265,33 +272,8 @@ func (py *payer) entry(ctx context.Context, raw []byte) {
 		py.stop(fmt.Sprintf("telemetry failed the %q check: %s", fs[0].Check, fs[0].Message))
 		return
 	}
+	py.keepTail()
 	py.pay(ctx, time.UnixMilli(e.Telemetry.EndMs), attest.RecordID(raw).String())
-}
-
-func (py *payer) hasFingerprint(raw []byte) bool {
-	for _, f := range py.fingerprints {
-		if string(f) == string(raw) {
-			return true
-		}
-	}
-	return false
-}
-
-func (py *payer) verifyOptions() attest.VerifyOptions {
-	t, l := py.terms, py.l
-	start := l.StartsAtMs
-	if cur, err := py.d.db.GetLease(l.ID); err == nil && cur.WorkStartedMs != 0 {
-		start = cur.WorkStartedMs
-	}
-	return attest.VerifyOptions{
-		Provider: l.Provider, NowMs: py.d.now().UnixMilli(), MaxSkewMs: t.MaxSkew().Milliseconds(),
-		Fingerprints: py.fingerprints,
-		// The verifier counts in percent: a permille tolerance rounds up,
-		// never holding the provider to less than agreed.
-		EnergyTolerancePct: (t.EnergyTolPermille + 9) / 10,
-		Lease:              &attest.LeaseScope{ID: l.ID, Renter: l.Renter, StartMs: start, GPUs: l.GPUs},
-		MaxGapMs:           t.Allowance().Milliseconds(),
-	}
 }
 
 // pay signs and sends a cumulative voucher covering the lease up to until.
