@@ -71,13 +71,16 @@ type payer struct {
 	terms auction.LeaseTerms
 
 	fingerprints [][]byte
-	// entries are what the next window is verified with: the lease's
-	// segment from its start, then, once a window passed, only the tail
-	// from the oldest of the leased GPUs' last windows (keepTail), from
+	// entries are the lease's latest chain entries, at most about
+	// maxProofEntries once windows pass: what a double-lease proof may
+	// hold (conclusive from the lease's started event while that is among
+	// them). A window is verified with entries[verifyFrom:] only, the
+	// tail its checks need (keepTail), coverage counted from
 	// scopeStartMs. Verifying the whole segment at every window cost a
 	// month-long service 43,000 signature checks a minute, and the memory
 	// of every entry.
 	entries      [][]byte
+	verifyFrom   int
 	scopeStartMs int64
 	next         uint64 // chain seq to ask for after a reconnect
 	seq          uint64 // vouchers sent
@@ -266,7 +269,7 @@ func (py *payer) entry(ctx context.Context, raw []byte) {
 	if py.stopped != "" {
 		return
 	}
-	rep := attest.Verify(py.entries, py.verifyOptions())
+	rep := attest.Verify(py.entries[py.verifyFrom:], py.verifyOptions())
 	if !rep.OK() {
 		fs := rep.Failures()
 		py.stop(fmt.Sprintf("telemetry failed the %q check: %s", fs[0].Check, fs[0].Message))

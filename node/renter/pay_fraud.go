@@ -41,7 +41,10 @@ func (py *payer) checkDoubleLease(ctx context.Context, e *attest.Entry) {
 		if !ok || lease == py.l.ID || renter == py.l.Renter {
 			continue
 		}
-		// The segment from the latest claim of ours on that GPU.
+		// The segment from this lease's started event, which claims the
+		// GPU until the lease's end (attest's overlap rule), or else
+		// from the latest claim of ours on that GPU (a window claims
+		// only its own time, so that proof holds only if it overlaps).
 		from := -1
 		for i := len(py.entries) - 2; i >= 0 && len(py.entries)-i <= maxProofEntries; i-- {
 			prev, err := attest.OpenEntry(py.entries[i])
@@ -52,8 +55,12 @@ func (py *payer) checkDoubleLease(ctx context.Context, e *attest.Entry) {
 				return // our lease ended before: no conflict
 			}
 			if l, _, ok := claims(prev, gpu); ok && l == py.l.ID {
-				from = i
-				break
+				if from < 0 || prev.Job != nil {
+					from = i
+				}
+				if prev.Job != nil {
+					break // the started event: conclusive
+				}
 			}
 		}
 		if from < 0 {

@@ -2,10 +2,14 @@ package renter
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/node/lease"
@@ -14,52 +18,63 @@ import (
 
 // TestLongLeaseVerifiesOnlyWhatIsNew: a service lease of two GPUs runs
 // for hours; the renter verifies each window with the tail it still
-// needs, not the whole segment again, so what it keeps stays a couple of
-// entries however long the lease runs, and every window is paid. The
+// needs, not the whole segment again, so what it verifies stays a couple
+// of entries and what it keeps stays within a double-lease proof's
+// length however long the lease runs, and every window is paid. The
 // checks that span windows still hold across the dropped part: a gap in
 // a GPU's telemetry longer than the allowance, a window that gives a
 // leased GPU to another lease, and an entry that does not link to the
-// last one each stop the payments.
+// last one each stop the payments. A job another renter starts on a
+// leased GPU is proven a double lease from the lease's own started
+// event, while that is within a proof's length.
 func TestLongLeaseVerifiesOnlyWhatIsNew(t *testing.T) {
+	const long = 400 // one-minute windows, past maxProofEntries + proofSlack
 	for _, tc := range []struct {
-		name string
-		bad  func(c *tailChain) []byte // the entry after the hours of good ones; nil: none
-		want string                    // the check that stops the payments
+		name    string
+		windows int
+		bad     func(c *tailChain) []byte // the entry after the good ones; nil: none
+		want    string                    // what stops the payments
 	}{
-		{name: "honest"},
-		{name: "gap", want: string(attest.CheckCoverage), bad: func(c *tailChain) []byte {
+		{name: "honest", windows: long},
+		{name: "gap", windows: long, want: fmt.Sprintf("%q check", attest.CheckCoverage), bad: func(c *tailChain) []byte {
 			c.clock(c.terms.Allowance() + time.Minute)
-			return c.window(c.lease.ID, time.Minute)
+			return c.window(c.lease.ID, c.lease.Renter, time.Minute)
 		}},
-		{name: "other_lease", want: string(attest.CheckCoverage), bad: func(c *tailChain) []byte {
-			return c.window(attest.RecordID([]byte("another lease")).String(), time.Minute)
+		{name: "other_lease", windows: long, want: fmt.Sprintf("%q check", attest.CheckCoverage), bad: func(c *tailChain) []byte {
+			return c.window(attest.RecordID([]byte("another lease")).String(), c.lease.Renter, time.Minute)
 		}},
-		{name: "unlinked", want: string(attest.CheckContinuity), bad: func(c *tailChain) []byte {
+		{name: "unlinked", windows: long, want: fmt.Sprintf("%q check", attest.CheckContinuity), bad: func(c *tailChain) []byte {
 			c.chain = c.fork()
-			return c.window(c.lease.ID, time.Minute)
+			return c.window(c.lease.ID, c.lease.Renter, time.Minute)
+		}},
+		{name: "double_lease", windows: 200, want: "fraud proof published", bad: func(c *tailChain) []byte {
+			return c.append(&attest.JobEvent{Lease: attest.RecordID([]byte("another renter's lease")).String(), Renter: otherRenter(t),
+				Job: attest.RecordID([]byte("another job")).String(), Event: attest.JobStarted, GPUs: c.lease.GPUs[:1]})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newTailChain(t)
-			const windows = 240 // four hours of one-minute windows
-			for range windows {
-				c.feed(c.window(c.lease.ID, time.Minute))
+			for range tc.windows {
+				c.feed(c.window(c.lease.ID, c.lease.Renter, time.Minute))
 			}
 			if c.py.stopped != "" {
 				t.Fatalf("payments stopped on an honest chain: %s", c.py.stopped)
 			}
-			if n := len(c.py.entries); n > 2 {
-				t.Fatalf("after %d windows the payer keeps %d entries to verify the next, want the last window only", windows, n)
+			if n := len(c.py.entries) - c.py.verifyFrom; n > 2 {
+				t.Fatalf("after %d windows the payer verifies the next with %d entries, want the last window only", tc.windows, n)
 			}
-			if got := c.vouchers(); got != windows {
-				t.Fatalf("%d vouchers for %d verified windows", got, windows)
+			if n := len(c.py.entries); n > maxProofEntries+proofSlack {
+				t.Fatalf("after %d windows the payer keeps %d entries, want at most %d", tc.windows, n, maxProofEntries+proofSlack)
+			}
+			if got := c.vouchers(); got != tc.windows {
+				t.Fatalf("%d vouchers for %d verified windows", got, tc.windows)
 			}
 			if tc.bad == nil {
 				return
 			}
 			c.feed(tc.bad(c))
-			if !strings.Contains(c.py.stopped, fmt.Sprintf("%q check", tc.want)) {
-				t.Fatalf("payments after a bad entry: stopped %q, want the %q check to stop them", c.py.stopped, tc.want)
+			if !strings.Contains(c.py.stopped, tc.want) {
+				t.Fatalf("payments after a bad entry: stopped %q, want %s", c.py.stopped, tc.want)
 			}
 		})
 	}
@@ -122,14 +137,14 @@ func (c *tailChain) append(body attest.Body) []byte {
 }
 
 // window advances the clock by d and closes a telemetry window over it
-// giving both GPUs to lease, at a steady 350 W.
-func (c *tailChain) window(lease string, d time.Duration) []byte {
+// giving both GPUs to lease of renter, at a steady 350 W.
+func (c *tailChain) window(lease, renter string, d time.Duration) []byte {
 	c.t.Helper()
 	start := c.r.now()
 	c.clock(d)
 	w := attest.NewTelemetryWindow(start.UnixMilli(), attest.RecordID(c.fingerprintRaw()).String())
 	for _, g := range c.fp.GPUs {
-		if err := w.Assign(g.UUID, lease, c.lease.Renter); err != nil {
+		if err := w.Assign(g.UUID, lease, renter); err != nil {
 			c.t.Fatal(err)
 		}
 		for _, at := range []time.Time{start, c.r.now()} {
@@ -173,4 +188,18 @@ func (c *tailChain) vouchers() int {
 	c.f.mu.Lock()
 	defer c.f.mu.Unlock()
 	return len(c.f.vouchers)
+}
+
+// otherRenter is a fresh renter's peer ID.
+func otherRenter(t *testing.T) string {
+	t.Helper()
+	k, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := peer.IDFromPrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id.String()
 }

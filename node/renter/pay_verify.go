@@ -6,18 +6,20 @@ import (
 	"github.com/idlegrid/idlegrid/attest"
 )
 
-// keepTail drops the verified entries the next window's checks no longer
-// need. They need the last entry (continuity and time link the next one
-// to it) and, for each leased GPU, the last window attributing it to the
-// lease (coverage measures the next gap from it); the fingerprints stay
-// in py.fingerprints. The tail starts at the oldest of those windows,
-// and coverage is checked from its start. Until every leased GPU has a
-// window, nothing is dropped.
+// keepTail moves verifyFrom past the verified entries the next window's
+// checks no longer need. They need the last entry (continuity and time
+// link the next one to it) and, for each leased GPU, the last window
+// attributing it to the lease (coverage measures the next gap from it);
+// the fingerprints stay in py.fingerprints. The tail starts at the
+// oldest of those windows, and coverage is checked from its start. Until
+// every leased GPU has a window, it stays at the lease's start. Entries
+// before the tail are kept up to maxProofEntries, for a double-lease
+// proof, and dropped beyond.
 func (py *payer) keepTail() {
 	from := len(py.entries) - 1 // a CPU lease: the window just verified
 	if n := len(py.l.GPUs); n > 0 {
 		found := map[string]bool{}
-		for i := len(py.entries) - 1; i >= 0 && len(found) < n; i-- {
+		for i := len(py.entries) - 1; i >= py.verifyFrom && len(found) < n; i-- {
 			e, err := attest.OpenEntry(py.entries[i])
 			if err != nil || e.Telemetry == nil {
 				continue
@@ -32,14 +34,20 @@ func (py *payer) keepTail() {
 			return
 		}
 	}
-	if from <= 0 {
-		return
+	if e, err := attest.OpenEntry(py.entries[from]); err == nil && e.Telemetry != nil {
+		py.verifyFrom, py.scopeStartMs = from, e.Telemetry.StartMs
 	}
-	py.entries = slices.Clone(py.entries[from:])
-	if e, err := attest.OpenEntry(py.entries[0]); err == nil && e.Telemetry != nil {
-		py.scopeStartMs = e.Telemetry.StartMs
+	// Drop in batches, so the copy is rare.
+	if over := len(py.entries) - maxProofEntries; over >= proofSlack {
+		drop := min(over, py.verifyFrom)
+		py.entries = slices.Clone(py.entries[drop:])
+		py.verifyFrom -= drop
 	}
 }
+
+// proofSlack is how far past maxProofEntries entries grow before the
+// oldest are dropped.
+const proofSlack = 64
 
 func (py *payer) hasFingerprint(raw []byte) bool {
 	for _, f := range py.fingerprints {
