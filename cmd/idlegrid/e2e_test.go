@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	mathrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -33,15 +34,32 @@ func buildBinary(t *testing.T) string {
 }
 
 // freePort returns a port that was free a moment ago on both TCP and UDP,
-// so the node can listen with TCP and QUIC on the same number.
+// so the node can listen with TCP and QUIC on the same number. It picks
+// below the kernel's ephemeral range: a port the kernel hands out for
+// ":0" or for an outbound connection could be taken by another test
+// process (node/nodetest runs beside these tests) between this check and
+// the daemon's bind, which once made a daemon fail with "in use by
+// another program". Within this process no port is handed out twice.
 func freePort(t *testing.T) int {
 	t.Helper()
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	lo, hi := 20000, ephemeralLow()
+	for range 200 {
+		port := 0
+		if hi-lo >= 1000 {
+			port = lo + mathrand.IntN(hi-lo)
+			handedMu.Lock()
+			taken := handed[port]
+			handed[port] = true
+			handedMu.Unlock()
+			if taken {
+				continue
+			}
 		}
-		port := l.Addr().(*net.TCPAddr).Port
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		port = l.Addr().(*net.TCPAddr).Port
 		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
 		l.Close()
 		if err == nil {
@@ -51,6 +69,25 @@ func freePort(t *testing.T) int {
 	}
 	t.Fatal("no free port")
 	return 0
+}
+
+var (
+	handedMu sync.Mutex
+	handed   = map[int]bool{}
+)
+
+// ephemeralLow is the first port of the kernel's ephemeral range (32768
+// when it cannot be read).
+func ephemeralLow() int {
+	raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	var lo, hi int
+	if _, err := fmt.Sscan(string(raw), &lo, &hi); err != nil || lo <= 0 {
+		return 32768
+	}
+	return lo
 }
 
 type proc struct {
@@ -370,4 +407,18 @@ func jobID(submitJSON string) string {
 		return ""
 	}
 	return m[1]
+}
+
+// TestFreePortIsOutsideTheEphemeralRange: the ports the tests hand their
+// daemons are never ones the kernel gives out on its own, and never the
+// same twice.
+func TestFreePortIsOutsideTheEphemeralRange(t *testing.T) {
+	seen := map[int]bool{}
+	for range 100 {
+		p := freePort(t)
+		if p >= ephemeralLow() || seen[p] {
+			t.Fatalf("port %d: in the ephemeral range from %d, or handed out twice", p, ephemeralLow())
+		}
+		seen[p] = true
+	}
 }
