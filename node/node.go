@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/libp2p/go-libp2p"
 	dht "github.com/libp2p/go-libp2p-kad-dht"
 	"github.com/libp2p/go-libp2p-kad-dht/records"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -45,6 +46,9 @@ type Deps struct {
 	Registry *prometheus.Registry
 	// Host replaces the libp2p host (mocknet in tests); the node owns it.
 	Host host.Host
+	// Transports replace the host's TCP, QUIC, Noise and TLS when the node
+	// builds its own host (p2p.Deps.Transports; memnet in scale tests).
+	Transports []libp2p.Option
 	// Store replaces the on-disk store (in-memory in tests); the node owns it.
 	Store *store.DB
 	// Identity replaces the key in cfg.Home.
@@ -154,6 +158,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	}
 	if n.p2p, err = p2p.New(pcfg, p2p.Deps{
 		Host:       deps.Host,
+		Transports: deps.Transports,
 		PeerBook:   peerBook{n.db},
 		Bans:       banStore{n.db},
 		Logger:     n.log.With("component", "p2p"),

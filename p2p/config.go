@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/libp2p/go-libp2p"
 	dht "github.com/libp2p/go-libp2p-kad-dht"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -133,6 +134,10 @@ type Deps struct {
 	Blocklist *Blocklist
 	// Bans persists the abuse guard's bans across restarts. May be nil.
 	Bans BanStore
+	// Transports, when set, replace the host's TCP and QUIC transports and
+	// its Noise and TLS security (tests put hundreds of nodes on one
+	// in-process network with them: p2p/p2ptest/memnet). Ignored with Host.
+	Transports []libp2p.Option
 }
 
 // PeerBook is durable memory of peers met, so that a restarted node does

@@ -32,7 +32,7 @@ const dialTimeout = 15 * time.Second
 // manager, identify and ping. Role-specific reachability options follow.
 // It also returns how many established inbound connections admission may
 // keep (see newResourceManager).
-func newHost(cfg *Config, closes *closeReasons, muxer *muxerFailures, reg prometheus.Registerer, gater *Blocklist, relaySource autorelay.PeerSource, punches holepunch.EventTracer) (host.Host, int, error) {
+func newHost(cfg *Config, transports []libp2p.Option, closes *closeReasons, muxer *muxerFailures, reg prometheus.Registerer, gater *Blocklist, relaySource autorelay.PeerSource, punches holepunch.EventTracer) (host.Host, int, error) {
 	cm, err := connmgr.NewConnManager(cfg.ConnLow, cfg.ConnHigh, connmgr.WithGracePeriod(cfg.ConnGrace))
 	if err != nil {
 		return nil, 0, fmt.Errorf("p2p: connection manager: %w", err)
@@ -44,10 +44,6 @@ func newHost(cfg *Config, closes *closeReasons, muxer *muxerFailures, reg promet
 	opts := []libp2p.Option{
 		libp2p.Identity(cfg.Identity),
 		libp2p.ListenAddrs(cfg.ListenAddrs...),
-		libp2p.Transport(tcp.NewTCPTransport),
-		libp2p.Transport(quic.NewTransport),
-		libp2p.Security(noise.ID, noise.New),
-		libp2p.Security(tls.ID, tls.New),
 		libp2p.Muxer(yamux.ID, yamuxTransport(muxer)),
 		libp2p.ConnectionManager(newReasonedConnManager(cm, closes)),
 		libp2p.ResourceManager(rm),
@@ -61,6 +57,15 @@ func newHost(cfg *Config, closes *closeReasons, muxer *muxerFailures, reg promet
 		// 200 nodes on one machine most dials timed out that way).
 		libp2p.SwarmOpts(swarm.WithDialTimeoutLocal(dialTimeout)),
 	}
+	if transports == nil {
+		transports = []libp2p.Option{
+			libp2p.Transport(tcp.NewTCPTransport),
+			libp2p.Transport(quic.NewTransport),
+			libp2p.Security(noise.ID, noise.New),
+			libp2p.Security(tls.ID, tls.New),
+		}
+	}
+	opts = append(opts, transports...)
 	if reg != nil {
 		opts = append(opts, libp2p.PrometheusRegisterer(reg))
 	} else {

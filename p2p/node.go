@@ -140,7 +140,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	n.host = deps.Host
 	rcmgrKeep := 0
 	if n.host == nil {
-		n.host, rcmgrKeep, err = newHost(&n.cfg, n.closes, n.muxer, deps.Registerer, n.blocklist, relayPeerSource(cfg.Bootstrap, func() host.Host { return n.host }), n.punches)
+		n.host, rcmgrKeep, err = newHost(&n.cfg, deps.Transports, n.closes, n.muxer, deps.Registerer, n.blocklist, relayPeerSource(cfg.Bootstrap, func() host.Host { return n.host }), n.punches)
 		if err != nil {
 			return nil, err
 		}

@@ -24,7 +24,7 @@ import (
 var (
 	auctionNodes     = flag.String("auctionbench.nodes", "50,200,500", "cluster sizes, comma-separated")
 	auctionTransport = flag.String("auctionbench.transport", "tcp",
-		`"tcp" or "quic": real hosts on 127.0.0.1; "mocknet": in-process links with -netbench.latency`)
+		`"tcp" or "quic": real hosts on 127.0.0.1; "memnet": real hosts on in-process pipes, no security handshake; "mocknet": libp2p's in-process links with -netbench.latency`)
 	auctionJobs   = flag.Int("auctionbench.jobs", 40, "jobs per benchmark iteration, one at a time")
 	auctionProbes = flag.Int("auctionbench.probes", 4, "gossip probes after each job's lease, netbench.every apart")
 	auctionGPUs   = flag.Int("auctionbench.gpus", 16, "simulated A10s per provider")
@@ -53,7 +53,11 @@ var (
 // most one per auctionbench.pace, so that they never compete for GPUs.
 // The nodes are real libp2p hosts on 127.0.0.1 (TCP) by default, each its
 // own admission subnet (p2p.DefaultSubnet groups loopback peers by peer
-// ID); -auctionbench.transport=mocknet puts them on mocknet links instead
+// ID); -auctionbench.transport=memnet puts real hosts on in-process pipes
+// with no security handshake (p2p/p2ptest/memnet, addresses 10.x.y.1, no
+// added latency), for hundreds of nodes on a few cores, where the
+// handshakes of every node would otherwise share them;
+// -auctionbench.transport=mocknet puts them on mocknet links instead
 // (addresses 10.x.y.1, with -netbench.latency), which serialises each
 // node's connections under one lock and stalls past about 100 nodes.
 //
@@ -193,9 +197,9 @@ func benchAuction(b *testing.B, n int) {
 	renter := c.Members[renterIdx].Node
 	providers := c.ByRole(node.RoleProvider)
 	shard := auction.GPUShard("a10")
+	progress("nodes=%d: routing tables ready after %s", n, rtReady.Round(time.Millisecond))
 	arrivals := &rfqArrivals{at: map[string][]time.Time{}}
 	pr := newProber(b, ctx, c, uint64(n)+7, shard.RFQTopic(), shardProbeSpec, arrivals.add)
-	progress("nodes=%d: routing tables ready after %s", n, rtReady.Round(time.Millisecond))
 	pr.waitMesh(b, formCtx)
 	formed := time.Since(t0)
 	stopProfile()

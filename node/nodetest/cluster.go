@@ -16,11 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	basicconnmgr "github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
+
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -30,6 +32,7 @@ import (
 	"github.com/idlegrid/idlegrid/node/executor/wasm/demo"
 	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/node/provider"
+	"github.com/idlegrid/idlegrid/p2p/p2ptest/memnet"
 	"github.com/idlegrid/idlegrid/store"
 )
 
@@ -43,9 +46,11 @@ type Options struct {
 	API bool
 	// Link sets mocknet link latency and bandwidth (zero: instant).
 	Link mocknet.LinkOptions
-	// Transport, when set, gives every member a real libp2p host listening
-	// on 127.0.0.1 with that transport only ("tcp" or "quic"), not mocknet:
-	// for measuring the real network stack. Link does not apply.
+	// Transport, when set, gives every member a real libp2p host, not
+	// mocknet: "tcp" or "quic" listening on 127.0.0.1 with that transport
+	// only, for measuring the real network stack; "memnet" on one
+	// in-process network with no security handshake (p2p/p2ptest/memnet),
+	// for measuring hundreds of nodes in one process. Link does not apply.
 	Transport string
 	// AdmitAward gives member i an award admission policy (nil: admit all).
 	AdmitAward func(i int) provider.AdmitAward
@@ -91,6 +96,8 @@ type Member struct {
 
 	workDir string // the provider's work directory, removed on stop
 	real    bool   // a real libp2p host (Options.Transport), not mocknet
+	// transports replace a real host's own (memnet); nil: TCP and QUIC.
+	transports []libp2p.Option
 
 	admit     provider.AdmitAward
 	executors func(i int, dir string) []executor.Executor
@@ -176,6 +183,10 @@ func Start(n int, o Options) (_ *Cluster, err error) {
 	mn := mocknet.New()
 	mn.SetLinkDefaults(o.Link)
 	c := &Cluster{Net: mn}
+	var mem *memnet.Network
+	if o.Transport == transportMemnet {
+		mem = memnet.New()
+	}
 	defer func() {
 		if err != nil {
 			_ = c.Close()
@@ -207,7 +218,7 @@ func Start(n int, o Options) (_ *Cluster, err error) {
 		}
 		// Distinct /16s keep gossipsub's IP-colocation penalty out of tests.
 		addr := ma.StringCast(fmt.Sprintf("/ip4/10.%d.%d.1/tcp/7401", i/200, i%200))
-		if o.Transport != "" {
+		if o.Transport != "" && mem == nil {
 			if addr, err = loopbackAddr(o.Transport); err != nil {
 				return nil, err
 			}
@@ -242,6 +253,9 @@ func Start(n int, o Options) (_ *Cluster, err error) {
 			o.Configure(i, &cfg)
 		}
 		m := &Member{Index: i, Role: role, Key: sk, Config: cfg, Addr: addr, real: o.Transport != ""}
+		if mem != nil {
+			m.transports = mem.HostOptions()
+		}
 		if o.AdmitAward != nil {
 			m.admit = o.AdmitAward(i)
 		}
@@ -279,8 +293,11 @@ func loopbackAddr(transport string) (ma.Multiaddr, error) {
 	case "quic":
 		return ma.StringCast("/ip4/127.0.0.1/udp/0/quic-v1"), nil
 	}
-	return nil, fmt.Errorf("nodetest: transport %q: want tcp or quic", transport)
+	return nil, fmt.Errorf("nodetest: transport %q: want tcp, quic or %s", transport, transportMemnet)
 }
+
+// transportMemnet is Options.Transport for p2p/p2ptest/memnet.
+const transportMemnet = "memnet"
 
 // newNode adds m's host to the mocknet (or, for a real member, lets the
 // node build its own) and builds its node on it.
@@ -300,7 +317,7 @@ func newNode(mn mocknet.Mocknet, m *Member) error {
 		return err
 	}
 	m.Registry = prometheus.NewRegistry()
-	deps := node.Deps{Host: h, Store: db, Identity: m.Key, Token: Token, Registry: m.Registry, AdmitAward: m.admit,
+	deps := node.Deps{Host: h, Transports: m.transports, Store: db, Identity: m.Key, Token: Token, Registry: m.Registry, AdmitAward: m.admit,
 		ReplayExecutor: m.replay}
 	if m.withhold != nil {
 		deps.WithholdPayment = m.withhold(m.Index)
