@@ -20,6 +20,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
 	basicconnmgr "github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 
@@ -94,8 +97,9 @@ type Member struct {
 	// Registry holds the member's metrics.
 	Registry *prometheus.Registry
 
-	workDir string // the provider's work directory, removed on stop
-	real    bool   // a real libp2p host (Options.Transport), not mocknet
+	workDir string       // the provider's work directory, removed on stop
+	real    bool         // a real libp2p host (Options.Transport), not mocknet
+	host    *limitedHost // the mocknet host (nil on a real transport)
 	// transports replace a real host's own (memnet); nil: TCP and QUIC.
 	transports []libp2p.Option
 
@@ -309,7 +313,7 @@ func newNode(mn mocknet.Mocknet, m *Member) error {
 		if err != nil {
 			return err
 		}
-		h, closeHost = lh, func() { _ = lh.Close() }
+		h, closeHost, m.host = lh, func() { _ = lh.Close() }, lh
 	}
 	db, err := store.Open("", store.Options{InMemory: true})
 	if err != nil {
@@ -372,13 +376,55 @@ const DemoModule = demo.CID
 // builds hosts with a null one, and the DHT and gossipsub read
 // host.ConnManager() once, at construction, to tag and protect peers; so
 // without this the cluster would silently ignore cfg.P2P's water marks.
+//
+// It also keeps Cluster.Cut's peers off: see NewStream.
 type limitedHost struct {
 	host.Host
 	cm *basicconnmgr.BasicConnMgr
+
+	mu  sync.Mutex
+	cut map[peer.ID]bool // peers Cluster.Cut took this host off from
 }
 
 func (h *limitedHost) ConnManager() connmgr.ConnManager { return h.cm }
 func (h *limitedHost) Close() error                     { return errors.Join(h.Host.Close(), h.cm.Close()) }
+
+// NewStream refuses a peer this host is cut off from, even when mocknet
+// opened the stream. Mocknet closes a connection by resetting its streams
+// first and dropping the connection from its peer's list after; a stream
+// opened in between (gossipsub reopens its stream at once, with no
+// backoff, when the old one is reset and the peer is still listed as
+// connected) is added to the closed connection, escapes the reset, and,
+// as a mocknet stream is an in-process pipe that no link or connection
+// carries, goes on delivering between peers that have no connection left.
+// Cut marks both sides before it closes anything, so a stream that
+// returns here after the close began is seen cut and reset (which breaks
+// both ends of the pipe); one opened before is reset by the close.
+func (h *limitedHost) NewStream(ctx context.Context, p peer.ID, pids ...protocol.ID) (network.Stream, error) {
+	s, err := h.Host.NewStream(ctx, p, pids...)
+	if err == nil && h.isCut(p) {
+		_ = s.Reset()
+		return nil, fmt.Errorf("nodetest: %s is cut off from %s", h.ID(), p)
+	}
+	return s, err
+}
+
+// setCut marks p cut off from this host, or (cut false) reachable again.
+func (h *limitedHost) setCut(p peer.ID, cut bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if cut {
+		h.cut[p] = true
+	} else {
+		delete(h.cut, p)
+	}
+}
+
+func (h *limitedHost) isCut(p peer.ID) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cut[p]
+}
 
 // limitedPeer adds m to the mocknet behind a connection manager built from
 // m's water marks and grace period.
@@ -396,7 +442,7 @@ func limitedPeer(mn mocknet.Mocknet, m *Member) (*limitedHost, error) {
 	// What bhost.NewHost does with a manager: it learns of connections
 	// through the network's notifications.
 	h.Network().Notify(cm.Notifee())
-	return &limitedHost{Host: h, cm: cm}, nil
+	return &limitedHost{Host: h, cm: cm, cut: map[peer.ID]bool{}}, nil
 }
 
 // WaitReady waits until every member's routing table is non-empty.

@@ -35,6 +35,9 @@ func (c *Cluster) Restart(i int) error {
 	}
 	for _, o := range c.Members {
 		if o != m {
+			if o.host != nil {
+				o.host.setCut(id, false) // a cut member restarted is reachable again
+			}
 			if _, err := c.Net.LinkPeers(id, o.Node.ID()); err != nil {
 				return fmt.Errorf("restart member %d: link: %w", i, err)
 			}
@@ -65,12 +68,24 @@ func (c *Cluster) Stop(i int) error {
 // lost link does: every link to it is removed and its connections are
 // closed, while the node itself runs on alone until Close. Mocknet
 // clusters only.
+//
+// Its host and every other member's refuse streams between them first:
+// closing the connections alone let a stream opened during the close
+// outlive them on mocknet (limitedHost.NewStream), and the cut member's
+// gossip went on reaching the others through it.
 func (c *Cluster) Cut(i int) error {
 	m := c.Members[i]
 	if m.real {
 		return fmt.Errorf("cut member %d: not supported on real transports", i)
 	}
-	c.unlink(m, m.Node.ID())
+	id := m.Node.ID()
+	for _, o := range c.Members {
+		if o != m && o.host != nil {
+			m.host.setCut(o.host.ID(), true)
+			o.host.setCut(id, true)
+		}
+	}
+	c.unlink(m, id)
 	return nil
 }
 
