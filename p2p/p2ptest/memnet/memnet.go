@@ -161,7 +161,7 @@ func (t *Transport) dial(ctx context.Context, raddr ma.Multiaddr, p peer.ID, sco
 	if err != nil {
 		return nil, err
 	}
-	ours, theirs := net.Pipe()
+	ours, theirs := newPipe()
 	select {
 	case l.accept <- &conn{Conn: theirs, local: l.addr, remote: local}:
 	case <-l.closed:

@@ -1,0 +1,228 @@
+package memnet
+
+import (
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+)
+
+// socketBuffer is how many bytes one direction of a connection holds
+// before a write waits for the reader, as a loopback TCP socket's send
+// and receive buffers do. net.Pipe holds none: every write waits for the
+// far end's read, so a busy reader stalls the writer's whole yamux
+// session, its keepalives time out (yamux gives a write 10 s), and
+// connections that TCP would have kept are closed.
+const socketBuffer = 4 << 20
+
+// newPipe returns the two ends of a buffered, in-memory, full-duplex
+// connection with deadlines.
+func newPipe() (net.Conn, net.Conn) {
+	ab, ba := newBuffer(), newBuffer()
+	a := &pipeEnd{in: ba, out: ab, readDL: newDeadline(), writeDL: newDeadline(), local: pipeAddr{}, remote: pipeAddr{}}
+	b := &pipeEnd{in: ab, out: ba, readDL: newDeadline(), writeDL: newDeadline(), local: pipeAddr{}, remote: pipeAddr{}}
+	return a, b
+}
+
+// buffer is one direction: what the writer wrote and the reader has not
+// read yet.
+type buffer struct {
+	mu   sync.Mutex
+	data []byte
+	eof  bool // the writer closed: reads drain, then io.EOF
+	gone bool // the reader closed: writes fail
+	// readable and writable each hold a token when the state may have
+	// changed for a reader or a writer; a waiter takes it and looks
+	// again. One token wakes one waiter, who passes it on while there is
+	// more for the next (data left, room left), and closing leaves one
+	// there for good, as each waiter puts it back on its way out.
+	readable, writable chan struct{}
+}
+
+func newBuffer() *buffer {
+	return &buffer{readable: make(chan struct{}, 1), writable: make(chan struct{}, 1)}
+}
+
+// signal leaves a token in ch unless one is there already.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// pipeEnd is one end of a pipe.
+type pipeEnd struct {
+	in, out         *buffer
+	readDL, writeDL *deadline
+	local, remote   net.Addr
+	closeOnce       sync.Once
+}
+
+func (p *pipeEnd) Read(b []byte) (int, error) {
+	if isClosed(p.readDL.wait()) {
+		return 0, os.ErrDeadlineExceeded
+	}
+	for {
+		p.in.mu.Lock()
+		switch {
+		case p.in.gone:
+			p.in.mu.Unlock()
+			signal(p.in.readable)
+			return 0, net.ErrClosed
+		case len(p.in.data) > 0:
+			n := copy(b, p.in.data)
+			p.in.data = p.in.data[n:]
+			if len(p.in.data) == 0 {
+				p.in.data = nil // let a large burst's buffer go
+			} else {
+				signal(p.in.readable)
+			}
+			signal(p.in.writable)
+			p.in.mu.Unlock()
+			return n, nil
+		case p.in.eof:
+			p.in.mu.Unlock()
+			signal(p.in.readable)
+			return 0, io.EOF
+		}
+		p.in.mu.Unlock()
+		select {
+		case <-p.in.readable:
+		case <-p.readDL.wait():
+			return 0, os.ErrDeadlineExceeded
+		}
+	}
+}
+
+func (p *pipeEnd) Write(b []byte) (int, error) {
+	if isClosed(p.writeDL.wait()) {
+		return 0, os.ErrDeadlineExceeded
+	}
+	written := 0
+	for {
+		p.out.mu.Lock()
+		switch {
+		case p.out.eof:
+			p.out.mu.Unlock()
+			signal(p.out.writable)
+			return written, net.ErrClosed
+		case p.out.gone:
+			p.out.mu.Unlock()
+			signal(p.out.writable)
+			return written, io.ErrClosedPipe
+		}
+		if room := socketBuffer - len(p.out.data); room > 0 {
+			n := min(room, len(b)-written)
+			p.out.data = append(p.out.data, b[written:written+n]...)
+			written += n
+			signal(p.out.readable)
+		}
+		if written == len(b) {
+			if len(p.out.data) < socketBuffer {
+				signal(p.out.writable)
+			}
+			p.out.mu.Unlock()
+			return written, nil
+		}
+		p.out.mu.Unlock()
+		select {
+		case <-p.out.writable:
+		case <-p.writeDL.wait():
+			return written, os.ErrDeadlineExceeded
+		}
+	}
+}
+
+// Close ends both directions: the far end reads what was written, then
+// io.EOF; its writes fail.
+func (p *pipeEnd) Close() error {
+	p.closeOnce.Do(func() {
+		p.out.mu.Lock()
+		p.out.eof = true
+		signal(p.out.readable)
+		signal(p.out.writable)
+		p.out.mu.Unlock()
+		p.in.mu.Lock()
+		p.in.gone = true
+		p.in.data = nil
+		signal(p.in.writable)
+		signal(p.in.readable)
+		p.in.mu.Unlock()
+	})
+	return nil
+}
+
+func (p *pipeEnd) LocalAddr() net.Addr  { return p.local }
+func (p *pipeEnd) RemoteAddr() net.Addr { return p.remote }
+
+func (p *pipeEnd) SetDeadline(t time.Time) error {
+	p.readDL.set(t)
+	p.writeDL.set(t)
+	return nil
+}
+
+func (p *pipeEnd) SetReadDeadline(t time.Time) error  { p.readDL.set(t); return nil }
+func (p *pipeEnd) SetWriteDeadline(t time.Time) error { p.writeDL.set(t); return nil }
+
+// pipeAddr is what net.Addr a pipe end reports; libp2p reads the
+// multiaddrs memnet's conn wraps around it instead.
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "memnet" }
+func (pipeAddr) String() string  { return "memnet" }
+
+// deadline is a settable deadline whose wait channel is closed when it
+// passes (as in net.Pipe).
+type deadline struct {
+	mu     sync.Mutex
+	timer  *time.Timer
+	passed chan struct{}
+}
+
+func newDeadline() *deadline { return &deadline{passed: make(chan struct{})} }
+
+// set moves the deadline to t (zero: none).
+func (d *deadline) set(t time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timer != nil && !d.timer.Stop() {
+		<-d.passed // the timer fired: wait for it to close passed
+	}
+	d.timer = nil
+	closed := isClosed(d.passed)
+	if t.IsZero() {
+		if closed {
+			d.passed = make(chan struct{})
+		}
+		return
+	}
+	if dur := time.Until(t); dur > 0 {
+		if closed {
+			d.passed = make(chan struct{})
+		}
+		passed := d.passed
+		d.timer = time.AfterFunc(dur, func() { close(passed) })
+		return
+	}
+	if !closed {
+		close(d.passed)
+	}
+}
+
+// wait is closed once the deadline passes.
+func (d *deadline) wait() chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.passed
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
