@@ -15,7 +15,9 @@
 # (default "200 500"); each gets BENCH_S seconds (default 200) before it is
 # stopped, and what it printed so far is kept; BENCH_ARGS are added to each
 # (-auctionbench.transport=quic: the machine caps open files at 20,000,
-# which TCP exceeds at 200 nodes). GPU_CHECK=0 skips the GPU part.
+# which TCP exceeds at 200 nodes; -auctionbench.transport=memnet: no
+# descriptors and no handshakes, the protocols' own cost alone).
+# GPU_CHECK=0 skips the GPU part.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/device-check.sh OUTDIR [SIZES]}
