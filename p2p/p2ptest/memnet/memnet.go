@@ -161,6 +161,11 @@ func (t *Transport) dial(ctx context.Context, raddr ma.Multiaddr, p peer.ID, sco
 	if err != nil {
 		return nil, err
 	}
+	select {
+	case <-l.closed: // closed but not yet unregistered
+		return nil, fmt.Errorf("dial %s: %w", raddr, ErrRefused)
+	default:
+	}
 	ours, theirs := newPipe()
 	select {
 	case l.accept <- &conn{Conn: theirs, local: l.addr, remote: local}:
