@@ -54,7 +54,7 @@ func TestModelConsistent(t *testing.T) {
 		if math.Abs(r.BidsPerRFQ-r.ExpectedBids) > 0.25*r.ExpectedBids {
 			t.Errorf("row %d: drawn %.2f bids per RFQ, expected %.2f", i, r.BidsPerRFQ, r.ExpectedBids)
 		}
-		if sum := r.RFQKBps + r.DigestKBps + r.AttestKBps + r.CPUKBps; math.Abs(sum-r.ProviderKBps) > 1e-9 {
+		if sum := r.RFQKBps + r.DigestKBps + r.AttestKBps + r.CPUKBps + r.FixedControlKBps; math.Abs(sum-r.ProviderKBps) > 1e-9 {
 			t.Errorf("row %d: parts %.3f, total %.3f", i, sum, r.ProviderKBps)
 		}
 		if r.OutKBps < r.ProviderKBps {

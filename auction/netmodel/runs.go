@@ -149,6 +149,21 @@ var BenchmarkRuns = []Run{
 	{Code: "2026-12-04, 50 nodes, as built, run 2", Nodes: 50, Providers: 48, JobsPerSec: 1.63, RFQsPerSec: 8.01, DigestsPerSec: 2.07, AttestPerSec: 3.22,
 		RFQCopies: 7.59, DigestCopies: 8.00, RFQBytes: 776, DigestBytes: 688, AttestBytes: 1952, ControlPerMsg: 980, InKBps: 127.89, Gossip: BuiltFanout,
 		DigestRefresh: time.Minute, BeatEvery: 10 * time.Minute, Beats: BeatsNone, Seconds: 24.6, Fit: true},
+	// 2026-12-04, thirteenth session: the same code on memnet (real
+	// hosts on in-process pipes, no handshakes; the gossip bytes are
+	// the same). At 100 nodes, the machine idle but saturated by the
+	// cluster itself, jobs from 89 s after start, past the providers'
+	// first heartbeats: fitted, so that the fit spans two sizes and a
+	// fifth of the message rate, which is what tells control's fixed
+	// part from its part per message. At 50 nodes the machine was
+	// shared with a test run (jobs from 17 s, before any heartbeat):
+	// checked only.
+	{Code: "2026-12-04, 100 nodes, as built, memnet", Nodes: 100, Providers: 98, JobsPerSec: 0.204, RFQsPerSec: 1.01, DigestsPerSec: 1.79, AttestPerSec: 0.58,
+		RFQCopies: 8.25, DigestCopies: 8.26, RFQBytes: 777, DigestBytes: 692, AttestBytes: 2248, ControlPerMsg: 1590, InKBps: 40.46, Gossip: BuiltFanout,
+		DigestRefresh: time.Minute, BeatEvery: 10 * time.Minute, Beats: BeatsSteady, Seconds: 196.3, Fit: true},
+	{Code: "2026-12-04, 50 nodes, as built, memnet, machine shared (checked only)", Nodes: 50, Providers: 48, JobsPerSec: 1.087, RFQsPerSec: 5.34, DigestsPerSec: 2.45, AttestPerSec: 2.15,
+		RFQCopies: 7.56, DigestCopies: 7.90, RFQBytes: 775, DigestBytes: 688, AttestBytes: 1680, ControlPerMsg: 1096, InKBps: 90.72, Gossip: BuiltFanout,
+		DigestRefresh: time.Minute, BeatEvery: 10 * time.Minute, Beats: BeatsNone, Seconds: 36.8},
 }
 
 // FitCalibration fits the gossip costs to the runs marked Fit: copies per
@@ -161,13 +176,16 @@ var BenchmarkRuns = []Run{
 func FitCalibration(runs []Run, beatBytes, summaryBytes int) Calibration {
 	c := Calibration{FrameBytes: 150, AttestBytes: beatBytes, SummaryBytes: summaryBytes}
 	var n, dxy, dxx, axy float64
+	var cx, cy []float64 // control: gossip peers x messages a second, bytes a second
 	for _, r := range runs {
 		if !r.Fit || r.DigestRefresh <= 0 || r.BeatEvery <= 0 {
 			continue
 		}
 		n++
 		c.Copies += (r.RFQCopies + r.DigestCopies) / 2
-		c.ControlPerGossipPeer += r.ControlPerMsg / r.gossipPeers()
+		msgs := r.messagesPerSec()
+		cx = append(cx, r.gossipPeers()*msgs)
+		cy = append(cy, r.ControlPerMsg*msgs)
 		x := r.JobsPerSec
 		dxy += x * (r.DigestsPerSec - float64(r.Providers)/r.DigestRefresh.Seconds())
 		axy += x * (r.AttestPerSec - r.beatsPerSec())
@@ -177,10 +195,35 @@ func FitCalibration(runs []Run, beatBytes, summaryBytes int) Calibration {
 		return c
 	}
 	c.Copies /= n
-	c.ControlPerGossipPeer /= n
+	c.ControlPerGossipPeer, c.ControlFixed = fitLine(cx, cy)
 	c.DigestsPerRFQ, c.AttestPerRFQ = max(dxy/dxx, 0), max(axy/dxx, 0)
 	return c
 }
+
+// fitLine is the least-squares line y = slope x + intercept, the
+// intercept held at 0 or above (a line through the origin when the
+// points are too alike to tell an intercept, or it would be negative).
+func fitLine(x, y []float64) (slope, intercept float64) {
+	var n, sx, sy, sxx, sxy float64
+	for i := range x {
+		n++
+		sx, sy, sxx, sxy = sx+x[i], sy+y[i], sxx+x[i]*x[i], sxy+x[i]*y[i]
+	}
+	if n == 0 || sxx == 0 {
+		return 0, 0
+	}
+	if den := n*sxx - sx*sx; den > 1e-9*n*sxx {
+		slope = (n*sxy - sx*sy) / den
+		if intercept = (sy - slope*sx) / n; intercept >= 0 {
+			return slope, intercept
+		}
+	}
+	return sxy / sxx, 0
+}
+
+// messagesPerSec are the first copies the run's control is counted
+// against (BenchmarkAuction's "control B per message").
+func (r Run) messagesPerSec() float64 { return r.RFQsPerSec + r.DigestsPerSec + r.AttestPerSec }
 
 // Predicted is the model's account of a Run.
 type Predicted struct {
@@ -207,11 +250,14 @@ func PredictRun(r Run) (Predicted, error) {
 	}
 	p.AttestPerSec = r.beatsPerSec() + c.AttestPerRFQ*r.JobsPerSec
 	control := c.ControlPerGossipPeer * r.gossipPeers()
-	p.ControlPerMsg = control
+	if msgs := r.RFQsPerSec + p.DigestsPerSec + p.AttestPerSec; msgs > 0 {
+		p.ControlPerMsg = control + c.ControlFixed/msgs
+	}
 	perDigest := c.Copies*r.DigestBytes + control
 	in := r.RFQsPerSec*(c.Copies*r.RFQBytes+control) +
 		(p.DigestsPerSec+cpuDigests)*perDigest + // the A10 shard and the CPU shard
-		p.AttestPerSec*(c.Copies*r.AttestBytes+control)
+		p.AttestPerSec*(c.Copies*r.AttestBytes+control) +
+		c.ControlFixed
 	p.InKBps = in / 1000
 	return p, nil
 }

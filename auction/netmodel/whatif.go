@@ -59,15 +59,15 @@ func WhatIfs() ([]Row, error) {
 // FormatWhatIfs renders WhatIfs' rows, each named by its WhatIfList entry.
 func FormatWhatIfs(rows []Row) string {
 	var b strings.Builder
-	b.WriteString("| change (cumulative) | largest shard | digests/s on it | attest msgs/s | RFQ kB/s | digest kB/s | attest kB/s | CPU shard kB/s | **provider in kB/s** | out kB/s |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| change (cumulative) | largest shard | digests/s on it | attest msgs/s | RFQ kB/s | digest kB/s | attest kB/s | CPU shard kB/s | fixed control kB/s | **provider in kB/s** | out kB/s |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for i, r := range rows {
 		name := ""
 		if i < len(WhatIfList) {
 			name = WhatIfList[i].Name
 		}
-		fmt.Fprintf(&b, "| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | **%.1f** | %.1f |\n",
-			name, r.ShardProviders, r.DigestsPerSec, r.HeartbeatsPerSec, r.RFQKBps, r.DigestKBps, r.AttestKBps, r.CPUKBps, r.ProviderKBps, r.OutKBps)
+		fmt.Fprintf(&b, "| %s | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | **%.1f** | %.1f |\n",
+			name, r.ShardProviders, r.DigestsPerSec, r.HeartbeatsPerSec, r.RFQKBps, r.DigestKBps, r.AttestKBps, r.CPUKBps, r.FixedControlKBps, r.ProviderKBps, r.OutKBps)
 	}
 	return b.String()
 }
