@@ -67,7 +67,7 @@ func newHost(cfg *Config, transports []libp2p.Option, closes *closeReasons, muxe
 	}
 	opts = append(opts, transports...)
 	if reg != nil {
-		opts = append(opts, libp2p.PrometheusRegisterer(reg))
+		opts = append(opts, libp2p.PrometheusRegisterer(withoutRcmgrMetrics{reg}))
 	} else {
 		opts = append(opts, libp2p.DisableMetrics())
 	}
@@ -148,6 +148,7 @@ func newResourceManager(cfg *Config) (network.ResourceManager, int, error) {
 	perIP := orDefault(cfg.ConnsPerIP, 8)
 	perSubnet := orDefault(cfg.ConnsPerSubnet, 32)
 	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(final),
+		rcmgr.WithMetricsDisabled(), // see resourceCollector
 		rcmgr.WithAllowlistedMultiaddrs(allow),
 		rcmgr.WithLimitPerSubnet(
 			[]rcmgr.ConnLimitPerSubnet{{PrefixLength: 32, ConnCount: perIP}, {PrefixLength: 24, ConnCount: perSubnet}},

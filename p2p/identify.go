@@ -8,6 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
 )
 
 const (
@@ -63,7 +64,7 @@ func (n *Node) redoFailedIdentify(ctx context.Context) {
 	asks := map[peer.ID]int{} // tracked peers: asks made so far
 	inFlight := 0
 	needsRepair := func(p peer.ID) bool {
-		if protos, err := n.host.Peerstore().GetProtocols(p); err == nil && len(protos) > 0 {
+		if identified(n.host.Peerstore(), p) {
 			return false // identified on another connection, or before
 		}
 		return n.host.Network().Connectedness(p) == network.Connected
@@ -131,4 +132,20 @@ func (n *Node) redoFailedIdentify(ctx context.Context) {
 			ask(p)
 		}
 	}
+}
+
+// agentVersionKey is where identify, and reidentify after it, store the
+// agent a peer named: the one mark that a peer's identify record arrived.
+const agentVersionKey = "AgentVersion"
+
+// identified reports whether p's identify record ever arrived. Known
+// protocols are no sign of it: a stream this node opens records the
+// protocol it negotiated, so a peer whose identify failed (it was dialled
+// before it registered its identify handler) and that took this node's
+// gossipsub stream a moment later had protocols, the repair left it, and
+// the DHT never took it into the routing table.
+func identified(ps peerstore.Peerstore, p peer.ID) bool {
+	v, err := ps.Get(p, agentVersionKey)
+	_, ok := v.(string)
+	return err == nil && ok
 }

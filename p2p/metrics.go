@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -98,6 +99,7 @@ func newMetrics(n *Node) *metrics {
 			Namespace: "idlegrid", Subsystem: "p2p", Name: "abuse_tracked_peers",
 			Help: "Peers the abuse guard keeps state for (bounded).",
 		}, func() float64 { return float64(n.guard.Tracked()) }),
+		newResourceCollector(func() network.ResourceManager { return n.host.Network().ResourceManager() }),
 	}
 	return m
 }

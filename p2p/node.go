@@ -352,7 +352,7 @@ func (n *Node) Peers() []PeerInfo {
 			pi.Addrs = append(pi.Addrs, c.RemoteMultiaddr())
 			pi.Direction = c.Stat().Direction
 		}
-		if v, err := ps.Get(p, "AgentVersion"); err == nil {
+		if v, err := ps.Get(p, agentVersionKey); err == nil {
 			pi.Agent, _ = v.(string)
 		}
 		if protos, err := ps.GetProtocols(p); err == nil {

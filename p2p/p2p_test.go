@@ -16,6 +16,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/goleak"
 )
 
@@ -356,13 +357,46 @@ func TestRealHostTCPAndQUIC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := false
+	found, libp2pSeries := false, 0
+	inbound := -1.0
 	for _, mf := range mfs {
-		if mf.GetName() == "idlegrid_dht_routing_table_size" {
+		name := mf.GetName()
+		switch {
+		case name == "idlegrid_dht_routing_table_size":
 			found = true
+		case name == "idlegrid_p2p_resources_in_use":
+			for _, m := range mf.GetMetric() {
+				if labelsAre(m.GetLabel(), "scope", "system", "resource", "conns_inbound") {
+					inbound = m.GetGauge().GetValue()
+				}
+			}
+		case strings.HasPrefix(name, rcmgrMetricPrefix):
+			t.Errorf("%s exported: the resource manager's own metrics are off, and would read 0", name)
+		case strings.HasPrefix(name, "libp2p_"):
+			libp2pSeries++
 		}
 	}
 	if !found {
 		t.Fatal("routing table gauge missing from the injected registry")
 	}
+	if inbound < 1 {
+		t.Errorf("the bootstrap's resource manager counts %v inbound connections, want the client's", inbound)
+	}
+	if libp2pSeries == 0 {
+		t.Error("no libp2p series (swarm, identify, event bus) in the injected registry")
+	}
+}
+
+func labelsAre(got []*dto.LabelPair, kv ...string) bool {
+	want := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		want[kv[i]] = kv[i+1]
+	}
+	for _, l := range got {
+		if v, ok := want[l.GetName()]; ok && v != l.GetValue() {
+			return false
+		}
+		delete(want, l.GetName())
+	}
+	return len(want) == 0
 }

@@ -100,6 +100,9 @@ func (n *Node) reidentify(ctx context.Context, p peer.ID, em *identifyEmitters) 
 	// bookkeeping, which would downgrade a connected TTL at the last
 	// disconnect; a connected TTL set here could outlive the peer.
 	ps.AddAddrs(p, got.addrs, peerstore.RecentlyConnectedAddrTTL)
+	// Stored as identify stores them: the agent marks the peer identified.
+	_ = ps.Put(p, "ProtocolVersion", got.version)
+	_ = ps.Put(p, agentVersionKey, got.agent)
 	added := slices.DeleteFunc(slices.Clone(got.protocols), func(q protocol.ID) bool { return slices.Contains(before, q) })
 	_ = em.updated.Emit(event.EvtPeerProtocolsUpdated{Peer: p, Added: added})
 	_ = em.completed.Emit(event.EvtPeerIdentificationCompleted{

@@ -9,6 +9,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/protocol/identify"
 	"github.com/libp2p/go-libp2p/p2p/protocol/identify/pb"
 	"github.com/libp2p/go-msgio/pbio"
@@ -19,10 +20,23 @@ import (
 // identifyFailed makes n's identify of its peer b look failed: b's
 // protocols forgotten, b out of the routing table, and the failure event
 // libp2p emits.
-func identifyFailed(t *testing.T, n, b *Node) {
+func identifyFailed(t *testing.T, n, b *Node, negotiated ...protocol.ID) {
 	t.Helper()
-	known, _ := n.host.Peerstore().GetProtocols(b.ID())
-	if err := n.host.Peerstore().RemoveProtocols(b.ID(), known...); err != nil {
+	ps := n.host.Peerstore()
+	known, _ := ps.GetProtocols(b.ID())
+	if err := ps.RemoveProtocols(b.ID(), known...); err != nil {
+		t.Fatal(err)
+	}
+	// The peerstore cannot delete a key: a value that is not a string
+	// stands for an agent never heard.
+	if err := ps.Put(b.ID(), agentVersionKey, nil); err != nil {
+		t.Fatal(err)
+	}
+	if identified(ps, b.ID()) {
+		t.Fatal("still counted identified")
+	}
+	// What this node's own streams would have recorded meanwhile.
+	if err := ps.AddProtocols(b.ID(), negotiated...); err != nil {
 		t.Fatal(err)
 	}
 	n.dht.RoutingTable().RemovePeer(b.ID())
@@ -65,6 +79,28 @@ func TestFailedIdentifyAskedAgain(t *testing.T) {
 	}
 	if conn.IsClosed() {
 		t.Fatal("the connection was closed: want it kept")
+	}
+}
+
+// TestFailedIdentifyRepairedDespiteNegotiatedProtocols: a peer dialled
+// before it registered its identify handler fails identify, and this
+// node's gossipsub stream to it, accepted a moment later, records a
+// protocol. That is not an identify: the peer is still asked again and
+// taken back into the routing table (a CI run's renter once never saw the
+// bootstrap peer it dialled 30 ms early).
+func TestFailedIdentifyRepairedDespiteNegotiatedProtocols(t *testing.T) {
+	nodes := mockNet(t, 2, nil)
+	boot, a := nodes[0], nodes[1]
+	inTable := func() bool { return slices.Contains(a.dht.RoutingTable().ListPeers(), boot.ID()) }
+	waitFor(t, "the bootstrap peer in the routing table", 20*time.Second, inTable)
+
+	identifyFailed(t, a, boot, "/meshsub/1.1.0")
+	waitFor(t, "the identify asked again and answered", 20*time.Second, func() bool {
+		return testutil.ToFloat64(a.metrics.reasked.WithLabelValues("answered")) == 1
+	})
+	waitFor(t, "the bootstrap peer back in the routing table", 20*time.Second, inTable)
+	if !identified(a.host.Peerstore(), boot.ID()) {
+		t.Fatal("not counted identified after the answer")
 	}
 }
 
