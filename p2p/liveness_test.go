@@ -23,8 +23,10 @@ func TestSilentPeerIsDisconnected(t *testing.T) {
 	if a.silent(t.Context(), live) {
 		t.Fatal("a peer that answers pings was found silent")
 	}
-	// The dead peer reads pings and never answers.
+	// The dead peer reads pings and never answers; its own liveness
+	// pings, which a dead peer would not send, go unnoted at a.
 	dead.host.SetStreamHandler(ping.ID, func(s network.Stream) { _, _ = io.Copy(io.Discard, s) })
+	a.host.SetStreamHandler(ping.ID, (&ping.PingService{Host: a.host}).PingHandler)
 	start := time.Now()
 	if !a.silent(t.Context(), dead.ID()) {
 		t.Fatal("a peer that never answers was found live")
@@ -61,5 +63,56 @@ func TestManySilentPeersAreKept(t *testing.T) {
 		if got := len(silentToClose(ids(c.silent), c.probed)); got != c.closed {
 			t.Errorf("%d silent of %d probed: %d closed, want %d", c.silent, c.probed, got, c.closed)
 		}
+	}
+}
+
+// TestPeerThatPingsUsIsNotSilent: a peer too busy to answer this node's
+// pings in time, but whose own ping reached this node meanwhile, is live.
+func TestPeerThatPingsUsIsNotSilent(t *testing.T) {
+	nodes := mockNet(t, 2, nil)
+	a, busy := nodes[0], nodes[1]
+	waitFor(t, "connection", 20*time.Second, func() bool {
+		return a.host.Network().Connectedness(busy.ID()) == network.Connected
+	})
+	probed := make(chan struct{}, 2)
+	busy.host.SetStreamHandler(ping.ID, func(s network.Stream) {
+		select {
+		case probed <- struct{}{}:
+		default:
+		}
+		_, _ = io.Copy(io.Discard, s)
+	})
+	go func() { // its own ping, once a's first arrived
+		<-probed
+		_ = ping.Ping(network.WithAllowLimitedConn(t.Context(), "test"), busy.host, a.ID())
+	}()
+	if a.silent(t.Context(), busy.ID()) {
+		t.Fatal("a peer that pinged this node during the probe was found silent")
+	}
+}
+
+// TestProbeSkipsPeersThatPingedUs: a round probes a peer that pinged this
+// node within the round only when its round trip was last measured over
+// livenessMeasureEvery ago, and it forgets peers no longer connected.
+func TestProbeSkipsPeersThatPingedUs(t *testing.T) {
+	s := newPingsSeen()
+	now := time.Now()
+	quiet, pinger, stale, gone := peer.ID("quiet"), peer.ID("pinger"), peer.ID("stale"), peer.ID("gone")
+	s.pingedUs(pinger, now.Add(-livenessEvery/2))
+	s.answered(pinger, now.Add(-livenessMeasureEvery/2))
+	s.pingedUs(stale, now.Add(-livenessEvery/2))
+	s.answered(stale, now.Add(-livenessMeasureEvery-time.Second))
+	s.pingedUs(gone, now)
+	s.answered(gone, now)
+	got := s.toProbe([]peer.ID{quiet, pinger, stale}, now)
+	if fmt.Sprint(got) != fmt.Sprint([]peer.ID{quiet, stale}) {
+		t.Fatalf("probed %v, want the quiet peer and the one measured too long ago", got)
+	}
+	if s.heardSince(gone, now) {
+		t.Fatal("a peer no longer connected is still remembered")
+	}
+	// A ping a round ago no longer vouches.
+	if got := s.toProbe([]peer.ID{pinger}, now.Add(livenessEvery)); len(got) != 1 {
+		t.Fatalf("probed %v a round later, want the peer", got)
 	}
 }

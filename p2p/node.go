@@ -26,6 +26,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	drouting "github.com/libp2p/go-libp2p/p2p/discovery/routing"
+	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 	ma "github.com/multiformats/go-multiaddr"
 )
 
@@ -43,6 +44,8 @@ type Node struct {
 	host host.Host
 	// closes remembers why this node closes each connection (metrics).
 	closes *closeReasons
+	// pings are the peers' pings of this node, for the liveness watch.
+	pings *pingsSeen
 	// muxer counts yamux's reports of failed connections (metrics).
 	muxer *muxerFailures
 	// blocklist gates connections (fraudulent peers).
@@ -146,6 +149,8 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 		}
 	}
 	undo = append(undo, n.host.Close)
+	n.pings = newPingsSeen()
+	n.host.SetStreamHandler(ping.ID, n.answerPing)
 	for _, b := range cfg.Bootstrap {
 		n.host.Peerstore().AddAddrs(b.ID, b.Addrs, time.Hour)
 	}
