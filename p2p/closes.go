@@ -14,12 +14,13 @@ import (
 // a connection that ends without one was closed by the remote peer or the
 // transport (a stream muxer's keep-alive, a reset).
 const (
-	ClosedConnManager = "conn_manager"      // trimmed above the high water mark
-	ClosedAdmission   = "admission"         // evicted by inbound admission
-	ClosedSilent      = "liveness_silent"   // two pings unanswered
-	ClosedGossipHeal  = "gossip_heal"       // gossipsub lost the peer's subscriptions
-	ClosedBlocked     = "blocked"           // banned or blocked peer
-	ClosedRemote      = "remote_or_network" // none of the above: the other side or the transport
+	ClosedConnManager  = "conn_manager"      // trimmed above the high water mark
+	ClosedAdmission    = "admission"         // evicted by inbound admission
+	ClosedSilent       = "liveness_silent"   // two pings unanswered
+	ClosedGossipHeal   = "gossip_heal"       // gossipsub lost the peer's subscriptions
+	ClosedBlocked      = "blocked"           // banned or blocked peer
+	ClosedUnidentified = "unidentified"      // identify never answered while the routing table was empty
+	ClosedRemote       = "remote_or_network" // none of the above: the other side or the transport
 )
 
 // closeReasons remembers why this node is closing each connection, until

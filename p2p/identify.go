@@ -11,12 +11,16 @@ import (
 	"github.com/libp2p/go-libp2p/core/peerstore"
 )
 
+// reaskBackoff is the wait before a peer that did not answer a second
+// identify is asked again; it doubles after each unanswered ask. (A
+// variable for the tests.)
+var reaskBackoff = 15 * time.Second
+
 const (
-	// reaskBackoff is the wait before a peer that did not answer a second
-	// identify is asked again; it doubles after each unanswered ask.
-	reaskBackoff = 15 * time.Second
 	// reaskAttempts is how many times a peer is asked before it is left
-	// as it is: connected, unknown, and the connection manager's to trim.
+	// as it is: connected, unknown, and the connection manager's to trim;
+	// or, when this node's routing table is empty, disconnected to be
+	// dialled afresh.
 	reaskAttempts = 4
 	// reaskTracked bounds the peers being asked or waiting to be.
 	reaskTracked = 256
@@ -112,8 +116,18 @@ func (n *Node) redoFailedIdentify(ctx context.Context) {
 				delete(asks, a.p)
 			case asks[a.p] >= reaskAttempts:
 				n.metrics.identifyUnanswered()
-				n.log.Debug("identify asked again, never answered; left to the connection manager", "peer", a.p)
 				delete(asks, a.p)
+				if n.dht.RoutingTable().Size() > 0 {
+					n.log.Debug("identify asked again, never answered; left to the connection manager", "peer", a.p)
+					break
+				}
+				// This connection may be the node's only way in (a
+				// newcomer whose one bootstrap peer was too busy to
+				// answer): kept, it would stay unknown and the node
+				// isolated. A new connection is identified anew, and the
+				// reconnect loop dials one.
+				n.log.Info("a peer never answered identify and no other peer is known: reconnecting to it", "peer", a.p)
+				n.closePeer(a.p, ClosedUnidentified)
 			default:
 				n.metrics.identifyUnanswered()
 				later(a.p, reaskBackoff<<(asks[a.p]-1))

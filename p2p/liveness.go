@@ -2,6 +2,7 @@ package p2p
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -54,6 +55,10 @@ const (
 	// livenessMeasureEvery is the longest a peer goes without a ping of
 	// this node's own, however often it pings this node.
 	livenessMeasureEvery = time.Minute
+	// livenessSlow is the median round trip of a round's answers above
+	// which none of its silent peers is closed: a fifth of the timeout,
+	// over any path on the internet.
+	livenessSlow = livenessTimeout / 5
 )
 
 // pingsSeen is what the liveness watch knows of each connected peer
@@ -64,6 +69,7 @@ type pingsSeen struct {
 	mu       sync.Mutex
 	heard    map[peer.ID]time.Time
 	measured map[peer.ID]time.Time
+	rtts     []time.Duration // this round's answers
 }
 
 func newPingsSeen() *pingsSeen {
@@ -76,10 +82,31 @@ func (s *pingsSeen) pingedUs(p peer.ID, now time.Time) {
 	s.heard[p] = now
 }
 
-func (s *pingsSeen) answered(p peer.ID, now time.Time) {
+func (s *pingsSeen) answered(p peer.ID, now time.Time, rtt time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.measured[p] = now
+	if len(s.rtts) < maxRoundRTTs {
+		s.rtts = append(s.rtts, rtt)
+	}
+}
+
+// maxRoundRTTs bounds the round trips a round keeps: the connection
+// manager's high mark is far below it.
+const maxRoundRTTs = 1024
+
+// endRound returns the median round trip of the answers since the last
+// call (0 if none) and starts counting afresh.
+func (s *pingsSeen) endRound() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rtts := s.rtts
+	s.rtts = nil
+	if len(rtts) == 0 {
+		return 0
+	}
+	slices.Sort(rtts)
+	return rtts[len(rtts)/2]
 }
 
 // heardSince reports whether p pinged this node at or after t.
@@ -124,9 +151,12 @@ func (n *Node) answerPing(s network.Stream) {
 }
 
 // silentToClose is the rule above: the silent peers of a round of probed
-// are closed only when there are few of them.
-func silentToClose(silent []peer.ID, probed int) []peer.ID {
-	if len(silent) > max(livenessMaxSilent, probed/livenessSilentShare) || len(silent) > probed-len(silent) {
+// are closed only when there are few of them, and only when the peers that
+// answered did so promptly (typical is their median round trip): when
+// answers take seconds, this node or its link is slow, and silence is
+// likelier the same slowness than a dead peer.
+func silentToClose(silent []peer.ID, probed int, typical time.Duration) []peer.ID {
+	if len(silent) > max(livenessMaxSilent, probed/livenessSilentShare) || len(silent) > probed-len(silent) || typical > livenessSlow {
 		return nil
 	}
 	return silent
@@ -144,13 +174,15 @@ func (n *Node) watchLiveness(ctx context.Context) {
 		case <-t.C:
 		}
 		peers := n.host.Network().Peers()
+		n.pings.endRound()
 		silent := n.probeRound(ctx, n.pings.toProbe(peers, time.Now()))
 		if ctx.Err() != nil {
 			return
 		}
-		closing := silentToClose(silent, len(peers))
+		typical := n.pings.endRound()
+		closing := silentToClose(silent, len(peers), typical)
 		if len(closing) == 0 && len(silent) > 0 {
-			n.log.Debug("many peers silent at once: keeping them", "silent", len(silent), "probed", len(peers))
+			n.log.Debug("many peers silent at once, or answers slow: keeping them", "silent", len(silent), "peers", len(peers), "median_rtt", typical)
 		}
 		for _, p := range closing {
 			n.log.Debug("peer silent: disconnecting", "peer", p, "timeout", livenessTimeout)
@@ -215,7 +247,7 @@ func (n *Node) unanswered(ctx context.Context, p peer.ID) bool {
 	defer cancel()
 	res, ok := <-ping.Ping(pctx, n.host, p)
 	if ok && res.Error == nil {
-		n.pings.answered(p, time.Now())
+		n.pings.answered(p, time.Now(), res.RTT)
 		return false
 	}
 	// An error before the deadline is an answer (a refusal, a reset).

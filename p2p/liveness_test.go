@@ -47,22 +47,42 @@ func TestManySilentPeersAreKept(t *testing.T) {
 		}
 		return out
 	}
+	const prompt = 80 * time.Millisecond
 	for _, c := range []struct {
 		silent, probed, closed int
+		typical                time.Duration
 	}{
-		{1, 1, 0}, // this node's only peer: kept
-		{1, 2, 1},
-		{2, 3, 0}, // more silent than answered
-		{2, 4, 2},
-		{3, 3, 0},
-		{8, 100, 8},
-		{12, 100, 12},
-		{13, 100, 0},
-		{100, 100, 0},
+		{1, 1, 0, 0}, // this node's only peer: kept
+		{1, 2, 1, prompt},
+		{2, 3, 0, prompt}, // more silent than answered
+		{2, 4, 2, prompt},
+		{3, 3, 0, 0},
+		{8, 100, 8, prompt},
+		{12, 100, 12, prompt},
+		{13, 100, 0, prompt},
+		{100, 100, 0, 0},
+		{1, 100, 1, livenessSlow},
+		{1, 100, 0, livenessSlow + time.Millisecond}, // the answers slow: this node or its link
 	} {
-		if got := len(silentToClose(ids(c.silent), c.probed)); got != c.closed {
-			t.Errorf("%d silent of %d probed: %d closed, want %d", c.silent, c.probed, got, c.closed)
+		if got := len(silentToClose(ids(c.silent), c.probed, c.typical)); got != c.closed {
+			t.Errorf("%d silent of %d probed, answers in %s: %d closed, want %d", c.silent, c.probed, c.typical, got, c.closed)
 		}
+	}
+}
+
+// TestRoundMedianRTT: a round's typical answer is the median of its round
+// trips, and each round counts afresh.
+func TestRoundMedianRTT(t *testing.T) {
+	s := newPingsSeen()
+	now := time.Now()
+	for i, ms := range []int{5, 4000, 30, 20, 3000} {
+		s.answered(peer.ID(fmt.Sprint(i)), now, time.Duration(ms)*time.Millisecond)
+	}
+	if got := s.endRound(); got != 30*time.Millisecond {
+		t.Fatalf("median %s, want 30ms", got)
+	}
+	if got := s.endRound(); got != 0 {
+		t.Fatalf("a round without answers: %s, want 0", got)
 	}
 }
 
@@ -99,11 +119,11 @@ func TestProbeSkipsPeersThatPingedUs(t *testing.T) {
 	now := time.Now()
 	quiet, pinger, stale, gone := peer.ID("quiet"), peer.ID("pinger"), peer.ID("stale"), peer.ID("gone")
 	s.pingedUs(pinger, now.Add(-livenessEvery/2))
-	s.answered(pinger, now.Add(-livenessMeasureEvery/2))
+	s.answered(pinger, now.Add(-livenessMeasureEvery/2), time.Millisecond)
 	s.pingedUs(stale, now.Add(-livenessEvery/2))
-	s.answered(stale, now.Add(-livenessMeasureEvery-time.Second))
+	s.answered(stale, now.Add(-livenessMeasureEvery-time.Second), time.Millisecond)
 	s.pingedUs(gone, now)
-	s.answered(gone, now)
+	s.answered(gone, now, time.Millisecond)
 	got := s.toProbe([]peer.ID{quiet, pinger, stale}, now)
 	if fmt.Sprint(got) != fmt.Sprint([]peer.ID{quiet, stale}) {
 		t.Fatalf("probed %v, want the quiet peer and the one measured too long ago", got)

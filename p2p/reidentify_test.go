@@ -105,26 +105,20 @@ func TestFailedIdentifyRepairedDespiteNegotiatedProtocols(t *testing.T) {
 }
 
 // TestFailedIdentifyUnansweredKeepsTheConnection: a peer that does not
-// answer the second identify either is not disconnected: a redial would
-// cost a handshake on both sides, and a dead connection is closed by the
+// answer the second identify either, nor the asks after it, is not
+// disconnected while this node knows other peers: a redial would cost a
+// handshake on both sides, and a dead connection is closed by the
 // keep-alives.
 func TestFailedIdentifyUnansweredKeepsTheConnection(t *testing.T) {
-	nodes := mockNet(t, 2, nil)
-	boot, a := nodes[0], nodes[1]
-	waitFor(t, "connection", 20*time.Second, func() bool {
-		return a.host.Network().Connectedness(boot.ID()) == network.Connected
+	fastReasks(t)
+	nodes := mockNet(t, 3, nil)
+	boot, a, other := nodes[0], nodes[1], nodes[2]
+	waitFor(t, "a routing table with the other peer", 20*time.Second, func() bool {
+		return slices.Contains(a.dht.RoutingTable().ListPeers(), other.ID())
 	})
-	conn := a.host.Network().ConnsToPeer(boot.ID())[0]
-	// Its push of the change (protocols without identify's) must land
-	// first, or it would tell a the protocols again.
-	boot.host.RemoveStreamHandler(identify.ID)
-	waitFor(t, "the push without identify", 20*time.Second, func() bool {
-		protos := a.protocolsOf(boot)
-		return len(protos) > 0 && !slices.Contains(protos, string(identify.ID))
-	})
-	identifyFailed(t, a, boot)
-	waitFor(t, "the second identify unanswered", 20*time.Second, func() bool {
-		return testutil.ToFloat64(a.metrics.reasked.WithLabelValues("unanswered")) >= 1
+	conn := unansweringIdentify(t, a, boot)
+	waitFor(t, "every ask unanswered", 20*time.Second, func() bool {
+		return testutil.ToFloat64(a.metrics.reasked.WithLabelValues("unanswered")) >= reaskAttempts
 	})
 	if conn.IsClosed() {
 		t.Fatal("the connection was closed")
@@ -132,6 +126,50 @@ func TestFailedIdentifyUnansweredKeepsTheConnection(t *testing.T) {
 	if got := testutil.ToFloat64(a.metrics.reasked.WithLabelValues("answered")); got != 0 {
 		t.Fatalf("%v answers counted from a peer without identify", got)
 	}
+}
+
+// TestFailedIdentifyUnansweredReconnectsWhenIsolated: when the peer that
+// never answers is all this node has (its routing table empty: a newcomer
+// whose bootstrap peer was too busy), the connection is closed after the
+// last ask and dialled again, so that a new identify can succeed.
+func TestFailedIdentifyUnansweredReconnectsWhenIsolated(t *testing.T) {
+	fastReasks(t)
+	nodes := mockNet(t, 2, nil)
+	boot, a := nodes[0], nodes[1]
+	conn := unansweringIdentify(t, a, boot)
+	waitFor(t, "the connection closed as unidentified", 20*time.Second, func() bool {
+		return testutil.ToFloat64(a.metrics.connCloses.WithLabelValues(ClosedUnidentified)) == 1
+	})
+	waitFor(t, "a new connection to the bootstrap peer", 20*time.Second, func() bool {
+		conns := a.host.Network().ConnsToPeer(boot.ID())
+		return len(conns) > 0 && conns[0] != conn
+	})
+}
+
+// fastReasks makes the asks after a failed identify come every 20 ms.
+func fastReasks(t *testing.T) {
+	was := reaskBackoff
+	reaskBackoff = 20 * time.Millisecond
+	t.Cleanup(func() { reaskBackoff = was })
+}
+
+// unansweringIdentify has b stop answering identify and fails a's
+// identify of it; it returns a's connection to b.
+func unansweringIdentify(t *testing.T, a, b *Node) network.Conn {
+	t.Helper()
+	waitFor(t, "connection", 20*time.Second, func() bool {
+		return a.host.Network().Connectedness(b.ID()) == network.Connected
+	})
+	conn := a.host.Network().ConnsToPeer(b.ID())[0]
+	// Its push of the change (protocols without identify's) must land
+	// first, or it would tell a the protocols again.
+	b.host.RemoveStreamHandler(identify.ID)
+	waitFor(t, "the push without identify", 20*time.Second, func() bool {
+		protos := a.protocolsOf(b)
+		return len(protos) > 0 && !slices.Contains(protos, string(identify.ID))
+	})
+	identifyFailed(t, a, b)
+	return conn
 }
 
 // TestParseIdentifyBounds: what a peer's record can make this node store

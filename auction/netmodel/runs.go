@@ -169,6 +169,14 @@ var BenchmarkRuns = []Run{
 	{Code: "2026-12-04, 50 nodes, as built, memnet, machine shared (checked only)", Nodes: 50, Providers: 48, JobsPerSec: 1.087, RFQsPerSec: 5.34, DigestsPerSec: 2.45, AttestPerSec: 2.15,
 		RFQCopies: 7.56, DigestCopies: 7.90, RFQBytes: 775, DigestBytes: 688, AttestBytes: 1680, ControlPerMsg: 1096, InKBps: 90.72, Gossip: BuiltFanout,
 		DigestRefresh: time.Minute, BeatEvery: 10 * time.Minute, Beats: BeatsNone, Seconds: 36.8},
+	// 2026-12-05, fourteenth session: 150 nodes on memnet, the 2-core
+	// machine saturated (formed at 3m01s): 40 jobs over 381.2 s, from
+	// 3 min after start, when the providers' first telemetry windows had
+	// closed during formation, so the steady heartbeats only. 147
+	// providers stretch the shard's digest refresh to 73.5 s.
+	{Code: "2026-12-05, 150 nodes, as built, memnet (checked only)", Nodes: 150, Providers: 147, JobsPerSec: 0.105, RFQsPerSec: 0.52, DigestsPerSec: 2.39, AttestPerSec: 0.44,
+		RFQCopies: 8.09, DigestCopies: 8.52, RFQBytes: 781, DigestBytes: 705, AttestBytes: 2703, ControlPerMsg: 1778, InKBps: 45.25, Gossip: BuiltFanout,
+		DigestRefresh: 73500 * time.Millisecond, BeatEvery: 10 * time.Minute, Beats: BeatsSteady, Seconds: 381.2},
 }
 
 // FitCalibration fits the gossip costs to the runs marked Fit: copies per

@@ -131,7 +131,7 @@ func refusals(m *Member) string {
 	for _, mf := range mfs {
 		switch mf.GetName() {
 		case "idlegrid_p2p_bans_total", "idlegrid_p2p_conn_refusals_total", "idlegrid_p2p_conns_closed_total", "idlegrid_p2p_redials_total", "idlegrid_p2p_abuse_events_total",
-			"libp2p_rcmgr_blocked_resources", "libp2p_swarm_connections_opened_total", "libp2p_swarm_dial_errors_total":
+			"idlegrid_p2p_identify_reasked_total", "libp2p_swarm_connections_opened_total", "libp2p_swarm_dial_errors_total":
 		case "libp2p_swarm_handshake_latency_seconds":
 			var sum float64
 			var cnt uint64
@@ -264,7 +264,8 @@ func logForming(n int, c *Cluster, t0 time.Time, waiting []string, first *Member
 			protos = append(protos, string(st.Protocol()))
 		}
 		known, _ := h.Peerstore().GetProtocols(cn.RemotePeer())
-		conns = append(conns, fmt.Sprintf("%s %s old, streams %v, knows %d protocols", cn.Stat().Direction, time.Since(cn.Stat().Opened).Round(time.Second), protos, len(known)))
+		_, noAgent := h.Peerstore().Get(cn.RemotePeer(), "AgentVersion")
+		conns = append(conns, fmt.Sprintf("%s %s old, streams %v, knows %d protocols, identified %t", cn.Stat().Direction, time.Since(cn.Stat().Opened).Round(time.Second), protos, len(known), noAgent == nil))
 	}
 	progress("nodes=%d: member %d: %v; %s", n, first.Index, conns, refusals(first))
 }
