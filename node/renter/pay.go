@@ -144,7 +144,15 @@ func (pm *payments) payLease(ctx context.Context, l *store.Lease) {
 			pm.log.Debug("attestation stream ended", "lease", lease.Short(l.ID), "err", err)
 		}
 		if py.ended() {
-			if tries++; py.sawEnd || tries >= endedTries {
+			// The last voucher the provider never answered (it went down
+			// between the lease's end and its receipt) is sent again: the
+			// provider takes a voucher after the end and issues the receipt
+			// over it. Left unsent, the renter would count as paid what
+			// the provider cannot claim.
+			if py.undelivered != nil {
+				py.send(ctx, py.undelivered)
+			}
+			if tries++; (py.sawEnd && py.undelivered == nil) || tries >= endedTries {
 				return
 			}
 		}

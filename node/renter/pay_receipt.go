@@ -55,15 +55,22 @@ func (pm *payments) fetchReceipt(ctx context.Context, l *store.Lease) {
 	}
 	pm.waitPayer(ctx, l.ID)
 	var latest *attest.Voucher
-	if raw, err := pm.db.Voucher(l.ID); err == nil {
+	raw, err := pm.db.Voucher(l.ID)
+	if err == nil {
 		latest, _ = attest.OpenVoucher(raw)
+	}
+	deliver := func() {
+		if latest == nil {
+			return
+		}
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		if _, fr, err := pm.call(cctx, p, &jobproto.Request{Op: jobproto.OpVoucher, Lease: l.ID, Voucher: raw}); err == nil {
 			_ = fr.Close()
 		}
 		cancel()
 	}
-	for attempt := range 8 {
+	deliver()
+	for attempt := range receiptAttempts {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		h, fr, err := pm.call(cctx, p, &jobproto.Request{Op: jobproto.OpReceipt, Lease: l.ID})
 		cancel()
@@ -76,7 +83,7 @@ func (pm *payments) fetchReceipt(ctx context.Context, l *store.Lease) {
 			}
 			// The provider re-issues the receipt when the last voucher
 			// reaches it; wait for the one over ours.
-			if latest == nil || v.Seq >= latest.Seq || attempt == 7 {
+			if latest == nil || v.Seq >= latest.Seq || attempt == receiptAttempts-1 {
 				if err := pm.db.PutReceipt(attest.RecordID(h.Receipt).String(), h.Receipt); err != nil {
 					pm.log.Warn("store receipt", "lease", lease.Short(l.ID), "err", err)
 					return
@@ -95,7 +102,15 @@ func (pm *payments) fetchReceipt(ctx context.Context, l *store.Lease) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(time.Duration(attempt+1) * 300 * time.Millisecond):
+		case <-time.After(min(time.Duration(attempt+1)*300*time.Millisecond, 5*time.Second)):
 		}
+		// A receipt older than our voucher, or none: the voucher did not
+		// reach the provider (it was restarting): send it again.
+		deliver()
 	}
 }
+
+// receiptAttempts bounds the receipt asks of fetchReceipt, about a minute
+// of them: long enough for a provider killed between a lease's end and
+// its receipt to restart and take the renter's last voucher.
+const receiptAttempts = 20

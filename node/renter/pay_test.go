@@ -110,3 +110,39 @@ func TestWithheldLeaseIsNotPaid(t *testing.T) {
 		t.Fatal("a withheld lease has a voucher")
 	}
 }
+
+// TestLastVoucherSentAfterTheEnd: a voucher the provider never answered
+// (it was killed between the lease's end and its receipt) is sent again
+// once the lease has ended, though no window is left to pay: the provider
+// takes it and receipts it, and both sides count the same pay.
+func TestLastVoucherSentAfterTheEnd(t *testing.T) {
+	r, me, provs := newRenter(t, 1)
+	f := provs[0]
+	l := renterLease(t, r, f, 1, 2_000_000)
+	py := &payer{d: &r.payments.payerDeps, l: l, provider: f.ID, lastWindow: r.now()}
+	f.mu.Lock()
+	f.drop = true
+	f.mu.Unlock()
+	me.Clock.Advance(time.Minute)
+	py.pay(context.Background(), time.UnixMilli(l.StartsAtMs).Add(time.Minute), "")
+	if py.undelivered == nil {
+		t.Fatal("a voucher the provider never answered counted as delivered")
+	}
+	f.mu.Lock()
+	f.drop = false
+	f.mu.Unlock()
+	if _, err := r.payments.leases.Update(l.ID, func(s *store.Lease) bool {
+		s.State = lease.Completed
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The provider (this fake) serves no attestation stream: the payer
+	// gives up on it after endedTries, having sent the voucher.
+	r.payments.payLease(t.Context(), l)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.vouchers) != 1 || f.vouchers[0].Seq != 1 {
+		t.Fatalf("the provider holds %d vouchers, want the renter's last (seq 1)", len(f.vouchers))
+	}
+}

@@ -64,6 +64,7 @@ type fakeProvider struct {
 	vouchers []*attest.Voucher
 	refuse   bool // refuse vouchers with a remote error
 	silent   bool // reset status requests, as a dead provider's host would
+	drop     bool // reset voucher requests unanswered, as a killed provider would
 
 	statusRefused int
 }
@@ -123,6 +124,9 @@ func (f *fakeProvider) serve(t *testing.T) {
 		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		if f.drop {
+			return errors.New("gone")
+		}
 		if f.refuse {
 			return lease.Refuse(send, jobproto.CodeInvalid, "refused")
 		}
