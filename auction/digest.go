@@ -234,18 +234,28 @@ func (d *Digest) Supersedes(old *Digest) bool {
 }
 
 // Shards returns the shards d is gossiped on, as ProviderShards does for
-// a record: its models' families (more GPUs first), then cpu for wasm.
+// a record: its models' families (more GPUs first), then cpu for a CPU
+// share.
 func (d *Digest) Shards() []Shard {
 	count := map[string]int{}
 	for _, m := range d.Models {
 		count[GPUFamily(m.Model)] += int(m.Total)
 	}
-	return familyShards(count, slices.Contains(d.Runtimes, RuntimeWasm) || d.CPU != nil)
+	return familyShards(count, d.CPU != nil)
 }
 
 // OnShard reports whether d belongs on shard s; a digest topic validator
 // rejects digests gossiped on a shard they are not part of.
 func (d *Digest) OnShard(s Shard) bool { return slices.Contains(d.Shards(), s) }
+
+// FormerlyOnShard reports whether a digest not on s by today's rule was
+// on it by the rule before 2026-12-05, which put every provider running
+// wasm on the CPU shard, CPU share or not. A node of an earlier release
+// still gossips and serves such digests there: they are dropped, not
+// rejected, since their sender followed its release's rule.
+func (d *Digest) FormerlyOnShard(s Shard) bool {
+	return s == ShardCPU && d.CPU == nil && slices.Contains(d.Runtimes, RuntimeWasm)
+}
 
 // Capacity expands d into a capacity record of the same shape as the one
 // it summarizes, for code that reads records (`market search`, CouldBid):

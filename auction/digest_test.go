@@ -46,7 +46,7 @@ func TestNewDigest(t *testing.T) {
 	if d.Seq != 9 || d.CapSeq != c.Seq || d.ExpiresAtMs != fixedNow.Add(5*time.Minute).UnixMilli() {
 		t.Errorf("seq %d cap_seq %d expires %d", d.Seq, d.CapSeq, d.ExpiresAtMs)
 	}
-	if got := d.Shards(); !reflect.DeepEqual(got, []Shard{"gpu/h100", "gpu/a100", ShardCPU}) || !d.OnShard("gpu/a100") || d.OnShard("gpu/t4") {
+	if got := d.Shards(); !reflect.DeepEqual(got, []Shard{"gpu/h100", "gpu/a100"}) || !d.OnShard("gpu/a100") || d.OnShard("gpu/t4") {
 		t.Errorf("shards %v", got)
 	}
 	// Monday's windows abut until midnight: the open period ends then.

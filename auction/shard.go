@@ -148,24 +148,25 @@ func ParseShardTopic(topic string) (ShardTopic, error) {
 
 // ProviderShards returns the shards a provider with capacity c serves:
 // the family of every GPU model it has (families with more GPUs first,
-// then by name; at most MaxShardsPerNode), then the CPU shard if it runs
-// wasm. A provider joins each shard's RFQ and digest topics. It counts
-// all GPUs, free or not: a busy GPU is free again soon, and re-joining
-// topics on every lease would churn the mesh.
+// then by name; at most MaxShardsPerNode), then the CPU shard if it
+// offers a CPU share (the only thing a CPU-only RFQ can lease). A
+// provider joins each shard's RFQ and digest topics. It counts all GPUs,
+// free or not: a busy GPU is free again soon, and re-joining topics on
+// every lease would churn the mesh.
 func ProviderShards(c *Capacity) []Shard {
 	count := map[string]int{}
 	for _, g := range c.GPUs {
 		count[GPUFamily(g.Model)]++
 	}
-	return familyShards(count, slices.Contains(c.Runtimes, RuntimeWasm) || c.CPU != nil)
+	return familyShards(count, c.CPU != nil)
 }
 
 // BeatShards are the shards whose attestation topics carry a provider's
 // heartbeats, of the shards it serves: its GPU shards, or the CPU shard
-// for a provider without GPUs. Nearly every provider also serves the CPU
-// shard (it runs wasm), so heartbeats there would reach every node, as
-// on one network-wide topic; the renters of a GPU provider's families
-// are the ones its uptime matters to.
+// for a provider without GPUs. A GPU provider may offer a CPU share too
+// (provider.cpu_beside_gpus); its heartbeats matter to the renters of
+// its GPU families, and on the CPU shard as well they would reach every
+// such provider.
 func BeatShards(served []Shard) []Shard {
 	out := make([]Shard, 0, len(served))
 	for _, s := range served {

@@ -118,10 +118,11 @@ func TestRFQOnShard(t *testing.T) {
 func TestProviderShards(t *testing.T) {
 	c := fixtureCapacity(t, 2) // two h100-80gb, docker and wasm
 	c.GPUs = append(c.GPUs, GPU{Index: 2, UUID: "u3", Model: "a100-40gb"})
+	c.CPU = &CPUOffer{Cores: 4, RAMMiB: 8192, FreeCores: 4, FreeRAMMiB: 8192, FloorMicro: 20_000}
 	if got, want := ProviderShards(c), []Shard{"gpu/h100", "gpu/a100", ShardCPU}; !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
-	c.Runtimes = []string{RuntimeDocker}
+	c.CPU = nil
 	c.GPUs = nil
 	for i := range 20 {
 		c.GPUs = append(c.GPUs, GPU{Index: uint32(i), Model: "m" + strings.Repeat("x", i) + "-8gb"})
@@ -129,6 +130,55 @@ func TestProviderShards(t *testing.T) {
 	got := ProviderShards(c)
 	if len(got) != MaxShardsPerNode || (len(got)+1)*3 > MaxShardTopicsPerNode {
 		t.Errorf("%d shards for 20 families, want %d", len(got), MaxShardsPerNode)
+	}
+}
+
+// TestCPUShardIsForCPUShares: the CPU shard carries the providers that
+// offer a CPU share, the only thing a CPU-only RFQ can lease; running
+// wasm no longer puts a provider there. A digest on it by the earlier
+// rule is told apart, so a validator drops it rather than rejects it.
+func TestCPUShardIsForCPUShares(t *testing.T) {
+	c := fixtureCapacity(t, 1) // one h100-80gb, docker and wasm, no CPU share
+	share := &CPUOffer{Cores: 4, RAMMiB: 8192, FreeCores: 0, FreeRAMMiB: 0, FloorMicro: 20_000}
+	gpuless := *c
+	gpuless.GPUs = nil
+	for _, tc := range []struct {
+		name     string
+		cap      Capacity
+		cpu      *CPUOffer
+		want     []Shard
+		formerly bool
+	}{
+		{"GPUs and wasm, no share", *c, nil, []Shard{"gpu/h100"}, true},
+		{"GPUs and a share (all of it leased)", *c, share, []Shard{"gpu/h100", ShardCPU}, false},
+		{"no GPU, wasm, no share", gpuless, nil, []Shard{}, true},
+		{"no GPU, a share", gpuless, share, []Shard{ShardCPU}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := tc.cap
+			rec.CPU = tc.cpu
+			if got := ProviderShards(&rec); !slices.Equal(got, tc.want) {
+				t.Errorf("record's shards %v, want %v", got, tc.want)
+			}
+			d, err := NewDigest(DigestInput{Capacity: &rec, Seq: 1, Now: fixedNow})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := d.Shards(); !slices.Equal(got, tc.want) {
+				t.Errorf("digest's shards %v, want %v", got, tc.want)
+			}
+			if got := d.FormerlyOnShard(ShardCPU); got != tc.formerly {
+				t.Errorf("FormerlyOnShard(cpu) = %v, want %v", got, tc.formerly)
+			}
+			if d.FormerlyOnShard("gpu/h100") || d.FormerlyOnShard("gpu/a100") {
+				t.Error("FormerlyOnShard is true of a GPU shard")
+			}
+		})
+	}
+	docker := gpuless
+	docker.Runtimes = []string{RuntimeDocker}
+	if d, err := NewDigest(DigestInput{Capacity: &docker, Seq: 1, Now: fixedNow}); err != nil || d.FormerlyOnShard(ShardCPU) {
+		t.Errorf("a docker-only provider without a share was never on the CPU shard (%v)", err)
 	}
 }
 

@@ -115,14 +115,17 @@ type Params struct {
 	// built; every entry, one a minute, before), where Heartbeats says.
 	HeartbeatEvery time.Duration
 	// CPUShare is the share of providers that are also on the CPU shard
-	// (auction.ProviderShards puts every provider offering wasm or CPU
-	// jobs there): each of their digests is published there too.
+	// (auction.ProviderShards puts every provider offering a CPU share
+	// there): each of their digests is published there too. As built,
+	// a host with GPUs offers none unless its operator sets
+	// provider.cpu_beside_gpus, so the share is that of the providers
+	// without GPUs, taken to be 5%.
 	CPUShare float64
-	// GPUHostsOnCPU: GPU providers are on the CPU shard too (as built:
-	// every one offering wasm), so the provider the row is for receives
-	// the CPU shard's digests. False is the what-if of a CPU shard of
-	// the CPUShare of providers without GPUs only: a GPU provider then
-	// carries none of it.
+	// GPUHostsOnCPU: GPU providers are on the CPU shard too (before
+	// 2026-12-05: every one running wasm), so the provider the row is
+	// for receives the CPU shard's digests. False, as built: the CPU
+	// shard is the CPUShare of providers without GPUs, and a GPU
+	// provider carries none of it.
 	GPUHostsOnCPU bool
 	// ChangesEverywhere: a digest changed by a GPU hold, lease or release
 	// goes to every shard of its provider, the CPU shard too (before);
@@ -159,7 +162,7 @@ func DefaultParams(providers int, rfqsPerSec float64) (Params, error) {
 	return Params{
 		Providers: providers, RFQsPerSec: rfqsPerSec, Families: DefaultFamilies,
 		WantBids: auction.DefaultWantBids, JobGPUs: 1, BidStreamBytes: 100,
-		DigestRefresh: 0, HeartbeatEvery: attest.DefaultBeatEvery, CPUShare: 1, GPUHostsOnCPU: true, Heartbeats: AttestShard,
+		DigestRefresh: 0, HeartbeatEvery: attest.DefaultBeatEvery, CPUShare: 0.05, GPUHostsOnCPU: false, Heartbeats: AttestShard,
 		TopicPeers: 192, Gossip: BuiltFanout, RegionGroups: 1, Calibration: MeasuredCalibration, Sizes: sz,
 	}, nil
 }

@@ -8,8 +8,9 @@ import (
 
 // Run is what one BenchmarkAuction run measured of gossip while its jobs
 // ran, per provider (the benchmark's "gossip cost" line;
-// docs/benchmarks.md, issue 26): providers on the A10 shard and the CPU
-// shard, jobs one at a time plus gossip probes on the A10 RFQ topic.
+// docs/benchmarks.md, issue 26): providers on the A10 shard and, before
+// 2026-12-05, the CPU shard, jobs one at a time plus gossip probes on the
+// A10 RFQ topic.
 type Run struct {
 	// Code says what the run measured, in words (the table's first
 	// column).
@@ -39,6 +40,9 @@ type Run struct {
 	// CPU shard (before 2026-12-04).
 	DigestRefresh, BeatEvery time.Duration
 	ChangesToCPU             bool
+	// OffCPU: the run's providers, all with GPUs, were not on the CPU
+	// shard (since 2026-12-05, unless provider.cpu_beside_gpus is set).
+	OffCPU bool
 	// Beats says which heartbeats fell in the run; Seconds is how long
 	// its jobs ran.
 	Beats   RunBeats
@@ -177,6 +181,14 @@ var BenchmarkRuns = []Run{
 	{Code: "2026-12-05, 150 nodes, as built, memnet (checked only)", Nodes: 150, Providers: 147, JobsPerSec: 0.105, RFQsPerSec: 0.52, DigestsPerSec: 2.39, AttestPerSec: 0.44,
 		RFQCopies: 8.09, DigestCopies: 8.52, RFQBytes: 781, DigestBytes: 705, AttestBytes: 2703, ControlPerMsg: 1778, InKBps: 45.25, Gossip: BuiltFanout,
 		DigestRefresh: 73500 * time.Millisecond, BeatEvery: 10 * time.Minute, Beats: BeatsSteady, Seconds: 381.2},
+	// 2026-12-05, fifteenth session: 50 nodes on memnet, the providers
+	// (one A10 each, wasm) off the CPU shard, which now takes a CPU share
+	// (provider.cpu_beside_gpus off): formed at 3.0 s, 40 jobs over
+	// 24.0 s, all before the first telemetry window closed. Its digests
+	// include the digesters' early re-sends, which the model leaves out.
+	{Code: "2026-12-05, 50 nodes, GPU hosts off the CPU shard, memnet (checked only)", Nodes: 50, Providers: 48, JobsPerSec: 1.667, RFQsPerSec: 8.18, DigestsPerSec: 3.79, AttestPerSec: 3.29,
+		RFQCopies: 7.33, DigestCopies: 7.75, RFQBytes: 775, DigestBytes: 628, AttestBytes: 1793, ControlPerMsg: 886, InKBps: 121.16, Gossip: BuiltFanout,
+		DigestRefresh: time.Minute, BeatEvery: 10 * time.Minute, OffCPU: true, Beats: BeatsNone, Seconds: 24.0},
 }
 
 // FitCalibration fits the gossip costs to the runs marked Fit: copies per
@@ -244,7 +256,7 @@ type Predicted struct {
 }
 
 // PredictRun is the model of a run's network: its providers on one GPU
-// shard and the CPU shard, its job and RFQ rates, the measured
+// shard and (unless OffCPU) the CPU shard, its job and RFQ rates, the measured
 // calibration, and the run's own message sizes.
 func PredictRun(r Run) (Predicted, error) {
 	if r.Providers <= 0 {
@@ -258,7 +270,10 @@ func PredictRun(r Run) (Predicted, error) {
 	refreshes := float64(r.Providers) / r.DigestRefresh.Seconds()
 	p.DigestsPerSec = refreshes + c.DigestsPerRFQ*r.JobsPerSec
 	cpuDigests := refreshes // the CPU shard
-	if r.ChangesToCPU {
+	switch {
+	case r.OffCPU:
+		cpuDigests = 0
+	case r.ChangesToCPU:
 		cpuDigests = p.DigestsPerSec
 	}
 	p.AttestPerSec = r.beatsPerSec() + c.AttestPerRFQ*r.JobsPerSec

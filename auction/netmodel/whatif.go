@@ -31,9 +31,9 @@ var WhatIfList = []WhatIf{
 	{"and one heartbeat per 10-minute slot", 1, 1, true, true, AttestShard, attest.DefaultBeatEvery, time.Minute, LibraryFanout},
 	{"and digest refreshes stretched in large shards", 1, 1, true, true, AttestShard, attest.DefaultBeatEvery, 0, LibraryFanout},
 	{"and a GPU change's digest to its family's shard only", 1, 1, true, false, AttestShard, attest.DefaultBeatEvery, 0, LibraryFanout},
-	{"and IHAVE to 8 peers a heartbeat, not a quarter of them (as built)", 1, 1, true, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout},
-	{"what-if: and 8 region groups", 8, 1, true, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout},
-	{"what-if: and the CPU shard only for the 5% without GPUs", 8, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout},
+	{"and IHAVE to 8 peers a heartbeat, not a quarter of them", 1, 1, true, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout},
+	{"and the CPU shard only for hosts offering a CPU share, by default those without GPUs, 5% (as built)", 1, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout},
+	{"what-if: and 8 region groups", 8, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout},
 	{"what-if: and no heartbeat gossip", 8, 0.05, false, false, HeartbeatsNone, attest.DefaultBeatEvery, 0, BuiltFanout},
 }
 

@@ -16,7 +16,7 @@ import (
 // a provider whose only GPU is leased to other work; the capacity record
 // shows the share leased while it runs and free again after.
 func TestCPUOnlyJobRunsBesideLeasedGPUs(t *testing.T) {
-	c, renter := auctionCluster(t, []provOpts{{gpus: 1, bronze: 0.5}}, nodetest.Options{})
+	c, renter := auctionCluster(t, []provOpts{{gpus: 1, bronze: 0.5, cpuBeside: true}}, nodetest.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	prov := c.ByRole(node.RoleProvider)[0].Node
@@ -87,7 +87,7 @@ func TestCPUOnlyJobRunsBesideLeasedGPUs(t *testing.T) {
 // the renter pays it by the voucher interval; the provider keeps running
 // it well past the grace after which unpaid work stops.
 func TestCPUOnlyLeaseIsPaidByTime(t *testing.T) {
-	_, renter := auctionCluster(t, []provOpts{{gpus: 1, bronze: 0.5}}, nodetest.Options{Configure: fastAttest})
+	_, renter := auctionCluster(t, []provOpts{{gpus: 1, bronze: 0.5, cpuBeside: true}}, nodetest.Options{Configure: fastAttest})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	j, err := renter.Renter().Submit([]byte("name: cpu-paid\nmodule: " + nodetest.DemoModule +

@@ -73,6 +73,9 @@ type provOpts struct {
 	bronze  float64
 	tiers   []string
 	notice  time.Duration
+	// cpuBeside offers the CPU share beside the GPUs
+	// (provider.cpu_beside_gpus).
+	cpuBeside bool
 }
 
 func auctionCluster(t *testing.T, provs []provOpts, o nodetest.Options) (*nodetest.Cluster, *node.Node) {
@@ -102,6 +105,7 @@ func auctionCluster(t *testing.T, provs []provOpts, o nodetest.Options) (*nodete
 		if p.notice > 0 {
 			cfg.Provider.PreemptNotice = p.notice
 		}
+		cfg.Provider.CPUBesideGPUs = p.cpuBeside
 	}
 	c := nodetest.New(t, n, o)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute+time.Duration(len(provs))*time.Second)

@@ -266,7 +266,7 @@ func TestReplicaCPUCheaterNotPaidItsLastStretch(t *testing.T) {
 			return []executor.Executor{fake}
 		},
 	}
-	c, renter := auctionCluster(t, []provOpts{{gpus: 1, bronze: 0.5}, {gpus: 1, bronze: 0.6}}, o)
+	c, renter := auctionCluster(t, []provOpts{{gpus: 1, bronze: 0.5, cpuBeside: true}, {gpus: 1, bronze: 0.6, cpuBeside: true}}, o)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	cheat := c.ByRole(node.RoleProvider)[0].Node.ID().String()

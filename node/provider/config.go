@@ -60,6 +60,12 @@ type OfferConfig struct {
 	// none. CPUFloorUSD is its lowest price per core-hour, in USD.
 	CPUShare    float64 `toml:"cpu_share"`
 	CPUFloorUSD float64 `toml:"cpu_floor_usd"`
+	// CPUBesideGPUs offers the CPU share on a host with GPUs too. Off by
+	// default: CPU-only jobs would take the cores the host's GPU jobs
+	// feed their GPUs with (renters then see free GPUs no provider can
+	// bid on), and the CPU shard every such host joins would carry the
+	// digests of nearly every provider (docs/benchmarks.md, issue 26).
+	CPUBesideGPUs bool `toml:"cpu_beside_gpus"`
 	// Host resources offered to jobs; 0 means detect.
 	CPUCores      int `toml:"cpu_cores"`
 	RAMMiB        int `toml:"ram_mib"`

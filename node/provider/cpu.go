@@ -1,10 +1,12 @@
 package provider
 
 import (
+	"log/slog"
 	"math"
 	"sync"
 
 	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/store"
 )
 
@@ -19,6 +21,24 @@ type cpuPool struct {
 
 	mu     sync.Mutex
 	leases map[string]cpuUse // lease ID -> what it holds
+}
+
+// cpuShare is the share of the host offered to CPU-only work: the
+// configured one on a host without GPUs, or with provider.cpu_beside_gpus
+// set; none on a host with GPUs otherwise (OfferConfig.CPUBesideGPUs says
+// why). A host counts as having GPUs when its backend reports any at
+// start, even if it could not read them all.
+func cpuShare(offer OfferConfig, gpus gpu.Backend, log *slog.Logger) float64 {
+	if offer.CPUShare <= 0 || offer.CPUBesideGPUs {
+		return offer.CPUShare
+	}
+	devs, _ := gpus.Devices()
+	if len(devs) == 0 {
+		return offer.CPUShare
+	}
+	log.Info("no CPU share offered for CPU-only jobs on a host with GPUs; set provider.cpu_beside_gpus = true to offer it",
+		"gpus", len(devs), "cpu_share", offer.CPUShare)
+	return 0
 }
 
 // cpuUse is what one CPU-only lease holds.

@@ -1,9 +1,11 @@
 package provider
 
 import (
+	"log/slog"
 	"testing"
 
 	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/store"
 )
 
@@ -53,5 +55,33 @@ func TestCPUPool(t *testing.T) {
 	p.restore(&store.Lease{ID: "old", CPUCores: 8, RAMMiB: 900})
 	if o := p.offer(); o.FreeCores != 0 || o.FreeRAMMiB != 0 {
 		t.Fatalf("after restoring an oversized lease: %+v", o)
+	}
+}
+
+// TestCPUShareOnAHostWithGPUs: a host with GPUs offers no CPU share unless
+// provider.cpu_beside_gpus is set; a host without offers the configured
+// one.
+func TestCPUShareOnAHostWithGPUs(t *testing.T) {
+	sim, err := gpu.NewSim(gpu.SimConfig{Profiles: []string{"a10"}, Seed: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Close() })
+	log := slog.New(slog.DiscardHandler)
+	for _, tc := range []struct {
+		name    string
+		backend gpu.Backend
+		beside  bool
+		share   float64
+		want    float64
+	}{
+		{"GPUs, default", sim, false, 0.5, 0},
+		{"GPUs, beside set", sim, true, 0.5, 0.5},
+		{"no GPU", gpu.NewNone(), false, 0.5, 0.5},
+		{"no GPU, no share", gpu.NewNone(), false, 0, 0},
+	} {
+		if got := cpuShare(OfferConfig{CPUShare: tc.share, CPUBesideGPUs: tc.beside}, tc.backend, log); got != tc.want {
+			t.Errorf("%s: share %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

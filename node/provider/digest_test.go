@@ -67,6 +67,7 @@ func TestDigestGoesWhereItChanged(t *testing.T) {
 	base := &auction.Digest{
 		Peer: "p", Seq: 1, Runtimes: []string{auction.RuntimeDocker, auction.RuntimeWasm},
 		Models: []auction.DigestModel{{Model: "a10-24gb", Total: 2, Free: 2}},
+		CPU:    &auction.CPUOffer{Cores: 4, RAMMiB: 8192, FreeCores: 4, FreeRAMMiB: 8192, FloorMicro: 20_000},
 	}
 	a10, cpu := auction.GPUShard("a10"), auction.ShardCPU
 	now := time.Unix(1_800_000_000, 0)

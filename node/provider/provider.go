@@ -159,7 +159,7 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	}
 	p.firm = newFirmHolds(offer.FirmHold, offer.FirmHoldGPUs, now)
 	host := hostFacts(offer, cfg.Home)
-	p.cpu = newCPUPool(host, offer.CPUShare, offer.CPUFloorUSD)
+	p.cpu = newCPUPool(host, cpuShare(offer, gpus, log), offer.CPUFloorUSD)
 	digestDue := newWakeup()
 	if p.adv, err = newAdvertiser(offer, advertiserDeps{
 		log: log.With("component", "advertiser"), now: now, key: key, p2p: network, db: db, gpus: gpus, host: host, version: cfg.Version,

@@ -146,6 +146,9 @@ func TestDigestValidatorAndBook(t *testing.T) {
 	if v := tr.ValidateDigest(auction.GPUShard("h100").DigestTopic())(ctx, prov.ID, prov.ID, raw); v != p2p.Reject {
 		t.Fatalf("digest on a shard its provider does not serve: %v, want reject", v)
 	}
+	if v := tr.ValidateDigest(auction.ShardCPU.DigestTopic())(ctx, prov.ID, prov.ID, raw); v != p2p.Ignore {
+		t.Fatalf("digest of a wasm provider without a CPU share on the CPU shard, as an earlier release sends it: %v, want ignore", v)
+	}
 	if v := tr.ValidateDigest(a10)(ctx, peers[0].ID, peers[0].ID, raw); v != p2p.Reject {
 		t.Fatalf("digest re-published by another peer: %v, want reject", v)
 	}

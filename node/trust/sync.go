@@ -315,7 +315,7 @@ func (t *Trust) takePage(ctx context.Context, p peer.ID, shard auction.Shard, wa
 		switch {
 		case err != nil || signer.String() != d.Peer:
 			return 0, bad("a digest that does not open: %v", err)
-		case shard != "" && !d.OnShard(shard):
+		case shard != "" && !d.OnShard(shard) && !d.FormerlyOnShard(shard):
 			return 0, bad("a digest of %s off shard %s", d.Peer, shard)
 		case !want.Has(auction.DigestBucket(d.Peer)):
 			return 0, bad("a digest of %s outside the buckets asked for", d.Peer)
@@ -323,6 +323,9 @@ func (t *Trust) takePage(ctx context.Context, p peer.ID, shard auction.Shard, wa
 			return 0, bad("digests out of order at %s", d.Peer)
 		}
 		last = d.Peer
+		if shard != "" && !d.OnShard(shard) {
+			continue // an earlier release's shard rule (auction.Digest.FormerlyOnShard)
+		}
 		if t.sync.known(raw, now) || d.CheckTime(now) != nil {
 			continue
 		}

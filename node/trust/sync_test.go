@@ -242,3 +242,41 @@ func TestDigestSyncRetakesADroppedDigest(t *testing.T) {
 		t.Fatalf("%d backed; want the provider backed once its record is found", len(offers))
 	}
 }
+
+// TestDigestSyncDropsAnEarlierReleasesCPUShardDigest: a sync source of an
+// earlier release serves, on the CPU shard, digests of providers that run
+// wasm without a CPU share (its rule put them there). They are skipped,
+// not held against the source, and the rest of the page is taken.
+func TestDigestSyncDropsAnEarlierReleasesCPUShardDigest(t *testing.T) {
+	peers := roomtest.Peers(t, 2)
+	client := newTrust(t, peers[1])
+	recs := fakeRecords(client)
+	now := client.now()
+	sk, _ := provider(t, recs, now) // wasm and an A10, no CPU share
+	former := sealedDigest(t, sk, now, 1)
+	shareKey, _ := provider(t, nil, now)
+	withShare := testCapacity(shareKey, now)
+	withShare.CPU = &auction.CPUOffer{Cores: 2, RAMMiB: 4096, FreeCores: 2, FreeRAMMiB: 4096, FloorMicro: 20_000}
+	recs.put(withShare)
+	current := sealDigestOf(t, shareKey, withShare, now, 1)
+	page := [][]byte{former, current}
+	first := func(raw []byte) string { d, _, _ := auction.OpenDigest(raw); return d.Peer }
+	if !auction.SyncBefore(first(former), first(current)) {
+		page[0], page[1] = page[1], page[0]
+	}
+	var all auction.BucketSet
+	for b := range auction.DigestBuckets {
+		all.Add(b)
+	}
+	added, err := client.takePage(context.Background(), peers[0].ID, auction.ShardCPU, &all, "", digestsPage{V: syncVersion, Digests: page})
+	if err != nil || added != 1 {
+		t.Fatalf("a page of one current and one former CPU-shard digest: %d added, %v; want 1 and no error", added, err)
+	}
+	dockerKey, _ := provider(t, nil, now)
+	docker := testCapacity(dockerKey, now)
+	docker.Runtimes = []string{auction.RuntimeDocker}
+	never := sealDigestOf(t, dockerKey, docker, now, 1)
+	if _, err := client.takePage(context.Background(), peers[0].ID, auction.ShardCPU, &all, "", digestsPage{V: syncVersion, Digests: [][]byte{never}}); err == nil {
+		t.Fatal("a digest never on the CPU shard, served there: no error")
+	}
+}
