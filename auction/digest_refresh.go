@@ -32,7 +32,7 @@ func DigestRefresh(shardProviders int, base, most time.Duration) time.Duration {
 // and of the models only those of s's family (none on the CPU shard). A
 // provider re-gossips a digest on a shard it did not change for only at
 // the shard's refresh: a GPU hold or lease on an A10 host says nothing to
-// the CPU shard's nodes, which all the wasm-capable providers are on, nor
+// the CPU shard's nodes, where the host may also offer a CPU share, nor
 // to its H100 shard's. nil prev: changed.
 func DigestChangedFor(prev, cur *Digest, s Shard) bool {
 	if prev == nil || cur == nil {

@@ -89,9 +89,21 @@ func gossipFeatures(feat pubsub.GossipSubFeature, p protocol.ID) bool {
 // advertisements, 19 with 150 holders among 192 peers.
 const gossipDlazy = 8
 
+// gossipDhi is the most mesh peers a node keeps in a topic before its
+// heartbeat prunes it back to D (6): the library's 12 let meshes sit
+// near 8 to 9 peers as others grafted on, and a node receives a message
+// about once from each mesh peer, so every gossiped byte arrived about
+// 8 times. With 8, copies per message fell from 7.3-8.3 to 6.5-6.9 at
+// 50 and 100 nodes, and the gossip p95 did not rise (docs/benchmarks.md,
+// issue 26).
+// D, Dlo (5) and Dout (2), which make a mesh hard to eclipse, are the
+// library's.
+const gossipDhi = 8
+
 func gossipParams(cfg *Config) pubsub.GossipSubParams {
 	p := pubsub.DefaultGossipSubParams()
 	p.Dlazy, p.GossipFactor = gossipDlazy, 0
+	p.Dhi = gossipDhi
 	p.HeartbeatInterval = cfg.GossipHeartbeat
 	if cfg.GossipHeartbeat < p.HeartbeatInitialDelay {
 		p.HeartbeatInitialDelay = cfg.GossipHeartbeat

@@ -261,8 +261,18 @@ func (n *Node) Run(ctx context.Context) error {
 	return nil
 }
 
-// Close stops gossipsub, the DHT and the host, in that order. It is
-// idempotent.
+// Close stops gossipsub, the DHT, the network and the host, in that
+// order. It is idempotent.
+//
+// The network closes before the host so that no identify message is
+// handled once the host's Close has begun. That Close first stops
+// libp2p's observed-address manager, whose loop then returns without
+// closing its identify subscription (go-libp2p v0.52.0); identify
+// messages handled after that filled the subscription, and the next one
+// blocked forever holding the event bus's lock for the event, which the
+// host's AutoNAT Close then waited on. At 150 nodes on two cores, where a
+// closing node receives identify pushes from its closing peers, 6 or 7
+// members never stopped (docs/benchmarks.md, issue 26).
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		n.mu.Lock()
@@ -276,6 +286,9 @@ func (n *Node) Close() error {
 		var errs []error
 		if err := n.dht.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("dht close: %w", err))
+		}
+		if err := n.host.Network().Close(); err != nil {
+			errs = append(errs, fmt.Errorf("network close: %w", err))
 		}
 		if err := n.host.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("host close: %w", err))

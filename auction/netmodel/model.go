@@ -45,10 +45,12 @@ var DefaultFamilies = []FamilyShare{
 // BenchmarkAuction.
 type Calibration struct {
 	// Copies of each gossip message a subscriber receives (the first and
-	// the duplicates). Theory says D-1 = 5 for mesh degree 6 with no
-	// IDONTWANT (messages under 1 KiB); meshes run above D between
-	// heartbeats, and flood publishing adds the publisher's direct copies.
-	Copies float64
+	// the duplicates) with meshes of at most 8 peers, as built. Theory
+	// says D-1 = 5 for mesh degree 6 with no IDONTWANT (messages under
+	// 1 KiB); meshes run above D between heartbeats, and flood publishing
+	// adds the publisher's direct copies. LibraryMeshCopies are those
+	// with the library's bound of 12 (before 2026-12-05).
+	Copies, LibraryMeshCopies float64
 	// FrameBytes is the gossip envelope around a payload (from, seqno,
 	// signature, topic, protobuf framing): bytes per copy received less
 	// the sealed message.
@@ -88,6 +90,26 @@ type Calibration struct {
 	// SummaryBytes is one award summary or receipt as gossiped.
 	SummaryBytes int
 }
+
+// CopiesFor is the copies per message with the mesh bound m.
+func (c Calibration) CopiesFor(m Mesh) float64 {
+	if m == LibraryMesh {
+		return c.LibraryMeshCopies
+	}
+	return c.Copies
+}
+
+// Mesh is gossipsub's mesh bound: how many peers a node keeps in a
+// topic's mesh before its heartbeat prunes it back to D (6).
+type Mesh int
+
+// Mesh bounds.
+const (
+	// LibraryMesh: the library's Dhi, 12 (before 2026-12-05).
+	LibraryMesh Mesh = iota
+	// BuiltMesh: at most 8 (p2p's gossipDhi), as built.
+	BuiltMesh
+)
 
 // MeasuredCalibration is fitted to the BenchmarkAuction runs marked Fit
 // (FitCalibration, docs/benchmarks.md, issue 26); TestModelAgainstRuns
@@ -141,6 +163,8 @@ type Params struct {
 	// whom its own publications are flooded to (at most its connection
 	// manager's high water mark).
 	TopicPeers int
+	// Mesh is the mesh bound, which sets the copies per message.
+	Mesh Mesh
 	// Gossip is the nodes' IHAVE fanout (BuiltFanout as built).
 	Gossip Fanout
 	// RegionGroups splits every family shard by region group (1: scheme
@@ -163,7 +187,7 @@ func DefaultParams(providers int, rfqsPerSec float64) (Params, error) {
 		Providers: providers, RFQsPerSec: rfqsPerSec, Families: DefaultFamilies,
 		WantBids: auction.DefaultWantBids, JobGPUs: 1, BidStreamBytes: 100,
 		DigestRefresh: 0, HeartbeatEvery: attest.DefaultBeatEvery, CPUShare: 0.05, GPUHostsOnCPU: false, Heartbeats: AttestShard,
-		TopicPeers: 192, Gossip: BuiltFanout, RegionGroups: 1, Calibration: MeasuredCalibration, Sizes: sz,
+		TopicPeers: 192, Mesh: BuiltMesh, Gossip: BuiltFanout, RegionGroups: 1, Calibration: MeasuredCalibration, Sizes: sz,
 	}, nil
 }
 
@@ -222,7 +246,7 @@ type Row struct {
 // Model evaluates p.
 func Model(p Params) (Row, error) {
 	c := p.Calibration
-	if p.Providers <= 0 || p.RFQsPerSec < 0 || len(p.Families) == 0 || c.Copies < 1 || p.DigestRefresh < 0 || p.HeartbeatEvery <= 0 {
+	if p.Providers <= 0 || p.RFQsPerSec < 0 || len(p.Families) == 0 || c.CopiesFor(p.Mesh) < 1 || p.DigestRefresh < 0 || p.HeartbeatEvery <= 0 {
 		return Row{}, fmt.Errorf("netmodel.Model: bad params %+v", p)
 	}
 	share := 0.0
@@ -237,10 +261,11 @@ func Model(p Params) (Row, error) {
 	r.BidsPerRFQ, r.ExpectedBids, r.EveryoneBids = bids, exp, r.ShardProviders
 	frame := float64(c.FrameBytes)
 	control := c.ControlPerGossipPeer * p.Gossip.Targets(min(p.TopicPeers, r.ShardProviders-1))
-	perRFQ := c.Copies*(float64(p.Sizes.RFQ)+frame) + control
-	perDigest := c.Copies*(float64(p.Sizes.Digest)+frame) + control
-	perBeat := c.Copies*float64(c.AttestBytes) + control
-	perSummary := c.Copies*float64(c.SummaryBytes) + control
+	copies := c.CopiesFor(p.Mesh)
+	perRFQ := copies*(float64(p.Sizes.RFQ)+frame) + control
+	perDigest := copies*(float64(p.Sizes.Digest)+frame) + control
+	perBeat := copies*float64(c.AttestBytes) + control
+	perSummary := copies*float64(c.SummaryBytes) + control
 	cpuProviders := float64(p.Providers) * p.CPUShare
 	refresh := p.DigestRefresh
 	if refresh == 0 {
@@ -268,8 +293,8 @@ func Model(p Params) (Row, error) {
 		summaries = c.AttestPerRFQ * r.ShardRFQsPerSec
 	}
 	r.HeartbeatsPerSec = beats + summaries
-	r.RFQCopies = c.Copies * r.ShardRFQsPerSec
-	r.DigestCopies = c.Copies * r.DigestsPerSec
+	r.RFQCopies = copies * r.ShardRFQsPerSec
+	r.DigestCopies = copies * r.DigestsPerSec
 	r.BidsSent = r.ShardRFQsPerSec * r.ExpectedBids / float64(r.ShardProviders)
 	r.RFQKBps = r.ShardRFQsPerSec * perRFQ / 1000
 	r.DigestKBps = r.DigestsPerSec * perDigest / 1000

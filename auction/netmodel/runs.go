@@ -43,6 +43,9 @@ type Run struct {
 	// OffCPU: the run's providers, all with GPUs, were not on the CPU
 	// shard (since 2026-12-05, unless provider.cpu_beside_gpus is set).
 	OffCPU bool
+	// Mesh is the gossipsub mesh bound of the run's code: the library's
+	// (LibraryMesh) before 2026-12-05, at most 8 peers (BuiltMesh) since.
+	Mesh Mesh
 	// Beats says which heartbeats fell in the run; Seconds is how long
 	// its jobs ran.
 	Beats   RunBeats
@@ -143,10 +146,9 @@ var BenchmarkRuns = []Run{
 		RFQCopies: 7.86, DigestCopies: 8.02, RFQBytes: 776, DigestBytes: 690, AttestBytes: 2512, ControlPerMsg: 1342, InKBps: 49.99, Gossip: BuiltFanout,
 		DigestRefresh: time.Minute, BeatEvery: 10 * time.Minute, Beats: BeatsSteady, Seconds: 201.3},
 	// 2026-12-04, twelfth session, the 2-core machine idle: the code as
-	// built (IHAVE to 8 peers, firm holds off the digests), two runs at
-	// 50 nodes, measured from 13-14 s after start, before any heartbeat.
-	// The calibration is fitted to these two only, so the extrapolation
-	// is of the code as built.
+	// built then (IHAVE to 8 peers, firm holds off the digests), two runs
+	// at 50 nodes, measured from 13-14 s after start, before any
+	// heartbeat. Fitted, with the three of 2026-12-05 below.
 	{Code: "2026-12-04, 50 nodes, as built, run 1", Nodes: 50, Providers: 48, JobsPerSec: 1.64, RFQsPerSec: 8.04, DigestsPerSec: 2.36, AttestPerSec: 3.24,
 		RFQCopies: 8.16, DigestCopies: 8.02, RFQBytes: 776, DigestBytes: 688, AttestBytes: 1990, ControlPerMsg: 992, InKBps: 139.36, Gossip: BuiltFanout,
 		DigestRefresh: time.Minute, BeatEvery: 10 * time.Minute, Beats: BeatsNone, Seconds: 24.4, Fit: true},
@@ -189,10 +191,27 @@ var BenchmarkRuns = []Run{
 	{Code: "2026-12-05, 50 nodes, GPU hosts off the CPU shard, memnet (checked only)", Nodes: 50, Providers: 48, JobsPerSec: 1.667, RFQsPerSec: 8.18, DigestsPerSec: 3.79, AttestPerSec: 3.29,
 		RFQCopies: 7.33, DigestCopies: 7.75, RFQBytes: 775, DigestBytes: 628, AttestBytes: 1793, ControlPerMsg: 886, InKBps: 121.16, Gossip: BuiltFanout,
 		DigestRefresh: time.Minute, BeatEvery: 10 * time.Minute, OffCPU: true, Beats: BeatsNone, Seconds: 24.0},
+	// 2026-12-05, fifteenth session, the code as built: meshes of at most
+	// 8 peers (p2p's gossipDhi; the library's 12 before), GPU hosts off
+	// the CPU shard. Two runs at 50 nodes (jobs before any heartbeat) and
+	// one at 100 (formed at 24 s, its jobs spanning the providers' first
+	// telemetry windows). They give the copies of the mesh as built; the
+	// rest is fitted to them and the three runs of 2026-12-04 above.
+	{Code: "2026-12-05, 50 nodes, mesh at most 8, memnet, run 1", Nodes: 50, Providers: 48, JobsPerSec: 1.709, RFQsPerSec: 8.39, DigestsPerSec: 4.22, AttestPerSec: 3.38,
+		RFQCopies: 6.56, DigestCopies: 6.55, RFQBytes: 775, DigestBytes: 628, AttestBytes: 1837, ControlPerMsg: 876, InKBps: 113.57, Gossip: BuiltFanout,
+		DigestRefresh: time.Minute, BeatEvery: 10 * time.Minute, OffCPU: true, Mesh: BuiltMesh, Beats: BeatsNone, Seconds: 23.4, Fit: true},
+	{Code: "2026-12-05, 50 nodes, mesh at most 8, memnet, run 2", Nodes: 50, Providers: 48, JobsPerSec: 1.732, RFQsPerSec: 8.50, DigestsPerSec: 3.64, AttestPerSec: 3.42,
+		RFQCopies: 6.50, DigestCopies: 6.61, RFQBytes: 775, DigestBytes: 628, AttestBytes: 1758, ControlPerMsg: 875, InKBps: 110.29, Gossip: BuiltFanout,
+		DigestRefresh: time.Minute, BeatEvery: 10 * time.Minute, OffCPU: true, Mesh: BuiltMesh, Beats: BeatsNone, Seconds: 23.1, Fit: true},
+	{Code: "2026-12-05, 100 nodes, mesh at most 8, memnet", Nodes: 100, Providers: 98, JobsPerSec: 0.739, RFQsPerSec: 3.68, DigestsPerSec: 2.62, AttestPerSec: 3.26,
+		RFQCopies: 6.86, DigestCopies: 6.85, RFQBytes: 775, DigestBytes: 628, AttestBytes: 2896, ControlPerMsg: 1036, InKBps: 101.99, Gossip: BuiltFanout,
+		DigestRefresh: time.Minute, BeatEvery: 10 * time.Minute, OffCPU: true, Mesh: BuiltMesh, Beats: BeatsFirst, Seconds: 54.1, Fit: true},
 }
 
 // FitCalibration fits the gossip costs to the runs marked Fit: copies per
-// message and control bytes per message and gossip peer are their means;
+// message are the mean of those with the mesh as built (those of the
+// library's mesh bound, libraryMeshCopies), control bytes per message
+// and gossip peer a line through them all;
 // digests and attest messages
 // per job are least-squares slopes through the origin of what each run
 // measured above what its code sends on timers (digest refreshes,
@@ -200,14 +219,16 @@ var BenchmarkRuns = []Run{
 // given (they are measured, not fitted); the frame is protobuf's.
 func FitCalibration(runs []Run, beatBytes, summaryBytes int) Calibration {
 	c := Calibration{FrameBytes: 150, AttestBytes: beatBytes, SummaryBytes: summaryBytes}
-	var n, dxy, dxx, axy float64
+	var n, nBuilt, dxy, dxx, axy float64
 	var cx, cy []float64 // control: gossip peers x messages a second, bytes a second
 	for _, r := range runs {
 		if !r.Fit || r.DigestRefresh <= 0 || r.BeatEvery <= 0 {
 			continue
 		}
 		n++
-		c.Copies += (r.RFQCopies + r.DigestCopies) / 2
+		if r.Mesh == BuiltMesh {
+			c.Copies, nBuilt = c.Copies+(r.RFQCopies+r.DigestCopies)/2, nBuilt+1
+		}
 		msgs := r.messagesPerSec()
 		cx = append(cx, r.gossipPeers()*msgs)
 		cy = append(cy, r.ControlPerMsg*msgs)
@@ -219,10 +240,28 @@ func FitCalibration(runs []Run, beatBytes, summaryBytes int) Calibration {
 	if n == 0 || dxx == 0 {
 		return c
 	}
-	c.Copies /= n
+	c.Copies /= max(nBuilt, 1)
+	c.LibraryMeshCopies = libraryMeshCopies(runs)
 	c.ControlPerGossipPeer, c.ControlFixed = fitLine(cx, cy)
 	c.DigestsPerRFQ, c.AttestPerRFQ = max(dxy/dxx, 0), max(axy/dxx, 0)
 	return c
+}
+
+// libraryMeshCopies are the copies per message of the library's mesh
+// bound: the mean over every run that had it. Copies are measured
+// directly, not predicted, so the runs only checked against the model
+// give them as well as fitted ones would.
+func libraryMeshCopies(runs []Run) float64 {
+	var sum, n float64
+	for _, r := range runs {
+		if r.Mesh == LibraryMesh {
+			sum, n = sum+(r.RFQCopies+r.DigestCopies)/2, n+1
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / n
 }
 
 // fitLine is the least-squares line y = slope x + intercept, the
@@ -263,7 +302,8 @@ func PredictRun(r Run) (Predicted, error) {
 		return Predicted{}, fmt.Errorf("netmodel.PredictRun: %d providers", r.Providers)
 	}
 	c := MeasuredCalibration
-	p := Predicted{Copies: c.Copies}
+	copies := c.CopiesFor(r.Mesh)
+	p := Predicted{Copies: copies}
 	if r.DigestRefresh <= 0 || r.BeatEvery <= 0 {
 		return Predicted{}, fmt.Errorf("netmodel.PredictRun: %d nodes: no digest refresh or heartbeat period", r.Nodes)
 	}
@@ -281,10 +321,10 @@ func PredictRun(r Run) (Predicted, error) {
 	if msgs := r.RFQsPerSec + p.DigestsPerSec + p.AttestPerSec; msgs > 0 {
 		p.ControlPerMsg = control + c.ControlFixed/msgs
 	}
-	perDigest := c.Copies*r.DigestBytes + control
-	in := r.RFQsPerSec*(c.Copies*r.RFQBytes+control) +
+	perDigest := copies*r.DigestBytes + control
+	in := r.RFQsPerSec*(copies*r.RFQBytes+control) +
 		(p.DigestsPerSec+cpuDigests)*perDigest + // the A10 shard and the CPU shard
-		p.AttestPerSec*(c.Copies*r.AttestBytes+control) +
+		p.AttestPerSec*(copies*r.AttestBytes+control) +
 		c.ControlFixed
 	p.InKBps = in / 1000
 	return p, nil

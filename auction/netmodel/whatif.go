@@ -20,21 +20,23 @@ type WhatIf struct {
 	HeartbeatEvery    time.Duration
 	DigestRefresh     time.Duration
 	Gossip            Fanout
+	Mesh              Mesh
 }
 
 // WhatIfList are the rows of WhatIfs, in order: how the traffic came
 // down, then the splits not built.
 var WhatIfList = []WhatIf{
-	{"before: one network-wide attest topic, every telemetry entry, digests every minute and on every change to every shard", 1, 1, true, true, HeartbeatsNetwork, time.Minute, time.Minute, LibraryFanout},
-	{"heartbeats on the shards' topics (summaries network-wide)", 1, 1, true, true, HeartbeatsShard, time.Minute, time.Minute, LibraryFanout},
-	{"and summaries and receipts on the shards' topics", 1, 1, true, true, AttestShard, time.Minute, time.Minute, LibraryFanout},
-	{"and one heartbeat per 10-minute slot", 1, 1, true, true, AttestShard, attest.DefaultBeatEvery, time.Minute, LibraryFanout},
-	{"and digest refreshes stretched in large shards", 1, 1, true, true, AttestShard, attest.DefaultBeatEvery, 0, LibraryFanout},
-	{"and a GPU change's digest to its family's shard only", 1, 1, true, false, AttestShard, attest.DefaultBeatEvery, 0, LibraryFanout},
-	{"and IHAVE to 8 peers a heartbeat, not a quarter of them", 1, 1, true, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout},
-	{"and the CPU shard only for hosts offering a CPU share, by default those without GPUs, 5% (as built)", 1, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout},
-	{"what-if: and 8 region groups", 8, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout},
-	{"what-if: and no heartbeat gossip", 8, 0.05, false, false, HeartbeatsNone, attest.DefaultBeatEvery, 0, BuiltFanout},
+	{"before: one network-wide attest topic, every telemetry entry, digests every minute and on every change to every shard", 1, 1, true, true, HeartbeatsNetwork, time.Minute, time.Minute, LibraryFanout, LibraryMesh},
+	{"heartbeats on the shards' topics (summaries network-wide)", 1, 1, true, true, HeartbeatsShard, time.Minute, time.Minute, LibraryFanout, LibraryMesh},
+	{"and summaries and receipts on the shards' topics", 1, 1, true, true, AttestShard, time.Minute, time.Minute, LibraryFanout, LibraryMesh},
+	{"and one heartbeat per 10-minute slot", 1, 1, true, true, AttestShard, attest.DefaultBeatEvery, time.Minute, LibraryFanout, LibraryMesh},
+	{"and digest refreshes stretched in large shards", 1, 1, true, true, AttestShard, attest.DefaultBeatEvery, 0, LibraryFanout, LibraryMesh},
+	{"and a GPU change's digest to its family's shard only", 1, 1, true, false, AttestShard, attest.DefaultBeatEvery, 0, LibraryFanout, LibraryMesh},
+	{"and IHAVE to 8 peers a heartbeat, not a quarter of them", 1, 1, true, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, LibraryMesh},
+	{"and the CPU shard only for hosts offering a CPU share, by default those without GPUs, 5%", 1, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, LibraryMesh},
+	{"and meshes of at most 8 peers, not 12 (as built)", 1, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh},
+	{"what-if: and 8 region groups", 8, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh},
+	{"what-if: and no heartbeat gossip", 8, 0.05, false, false, HeartbeatsNone, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh},
 }
 
 // WhatIfs evaluates WhatIfList at 100,000 providers and 100 RFQs/s.
@@ -46,7 +48,7 @@ func WhatIfs() ([]Row, error) {
 			return nil, err
 		}
 		p.RegionGroups, p.CPUShare, p.GPUHostsOnCPU, p.ChangesEverywhere = w.RegionGroups, w.CPUShare, w.GPUHostsOnCPU, w.ChangesEverywhere
-		p.Heartbeats, p.HeartbeatEvery, p.DigestRefresh, p.Gossip = w.Heartbeats, w.HeartbeatEvery, w.DigestRefresh, w.Gossip
+		p.Heartbeats, p.HeartbeatEvery, p.DigestRefresh, p.Gossip, p.Mesh = w.Heartbeats, w.HeartbeatEvery, w.DigestRefresh, w.Gossip, w.Mesh
 		r, err := Model(p)
 		if err != nil {
 			return nil, err
