@@ -5,23 +5,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
-	ma "github.com/multiformats/go-multiaddr"
 )
 
 // TestBlockClosesAndRefuses: on real TCP hosts, Block closes the peer's
 // connections and the gater refuses new ones in both directions.
 func TestBlockClosesAndRefuses(t *testing.T) {
 	mk := func() *Node {
-		sk, _, err := crypto.GenerateEd25519Key(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := DefaultConfig()
-		cfg.Identity = sk
+		cfg := hostConfig(t, "/ip4/127.0.0.1/tcp/0")
 		cfg.DHTServer = true
-		cfg.ListenAddrs = []ma.Multiaddr{ma.StringCast("/ip4/127.0.0.1/tcp/0")}
 		n, err := New(cfg, Deps{})
 		if err != nil {
 			t.Fatal(err)

@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
-	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/idlegrid/idlegrid/p2p/p2ptest/memnet"
 )
@@ -30,15 +28,9 @@ func TestNodesCloseTogether(t *testing.T) {
 	nodes := make([]*Node, n)
 	var boot peer.AddrInfo
 	for i := range n {
-		sk, _, err := crypto.GenerateEd25519Key(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := DefaultConfig()
-		cfg.Identity = sk
+		cfg := hostConfig(t, fmt.Sprintf("/ip4/10.9.%d.1/tcp/7401", i+1))
 		cfg.DHTServer = true
 		cfg.GossipHeartbeat = 100 * time.Millisecond
-		cfg.ListenAddrs = []ma.Multiaddr{ma.StringCast(fmt.Sprintf("/ip4/10.9.%d.1/tcp/7401", i+1))}
 		if i == 0 {
 			cfg.Bootstrapper = true
 		} else {

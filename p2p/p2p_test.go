@@ -100,6 +100,22 @@ func mockNet(t *testing.T, n int, tweak func(i int, c *Config)) []*Node {
 	return nodes
 }
 
+// hostConfig is DefaultConfig for a real host of a fresh identity,
+// listening on listen.
+func hostConfig(t *testing.T, listen ...string) Config {
+	t.Helper()
+	sk, _, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Identity = sk
+	for _, a := range listen {
+		cfg.ListenAddrs = append(cfg.ListenAddrs, ma.StringCast(a))
+	}
+	return cfg
+}
+
 type memBook struct {
 	mu    sync.Mutex
 	peers map[peer.ID]peer.AddrInfo
@@ -311,16 +327,10 @@ func TestReconnectAfterDisconnect(t *testing.T) {
 
 func TestRealHostTCPAndQUIC(t *testing.T) {
 	mk := func(boot []peer.AddrInfo, reg prometheus.Registerer) *Node {
-		sk, _, err := crypto.GenerateEd25519Key(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := DefaultConfig()
-		cfg.Identity = sk
+		cfg := hostConfig(t, "/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1")
 		cfg.DHTServer = true
 		cfg.Bootstrap = boot
 		cfg.Bootstrapper = boot == nil
-		cfg.ListenAddrs = []ma.Multiaddr{ma.StringCast("/ip4/127.0.0.1/tcp/0"), ma.StringCast("/ip4/127.0.0.1/udp/0/quic-v1")}
 		n, err := New(cfg, Deps{Registerer: reg})
 		if err != nil {
 			t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
 	ma "github.com/multiformats/go-multiaddr"
@@ -19,13 +18,7 @@ import (
 // runs it until the test ends and closes it.
 func realNode(t *testing.T, tweak func(c *Config)) *Node {
 	t.Helper()
-	sk, _, err := crypto.GenerateEd25519Key(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.Identity = sk
-	cfg.ListenAddrs = []ma.Multiaddr{ma.StringCast("/ip4/127.0.0.1/tcp/0")}
+	cfg := hostConfig(t, "/ip4/127.0.0.1/tcp/0")
 	if tweak != nil {
 		tweak(&cfg)
 	}
