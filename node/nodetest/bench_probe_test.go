@@ -142,12 +142,16 @@ func (pr *prober) publish(ctx context.Context, kind byte) (uint64, error) {
 func (pr *prober) waitMesh(b *testing.B, ctx context.Context) {
 	b.Helper()
 	const dlo = 5 // gossipsub's default; p2p keeps it
+	// Each ListTopicPeers waits on that node's pubsub event loop, which on
+	// saturated cores can take seconds: one pass over 200 providers took
+	// minutes, past the formation deadline. The pass stops at the first
+	// provider short of peers, and at the deadline.
 	if err := WaitFor(ctx, "rfq topic peers", func() bool {
 		if len(pr.renter.Node.P2P().ListTopicPeers(pr.topic)) == 0 {
 			return false
 		}
 		return !slices.ContainsFunc(pr.providers, func(m *Member) bool {
-			return len(m.Node.P2P().ListTopicPeers(pr.topic)) < min(dlo, len(pr.providers)-1)
+			return ctx.Err() != nil || len(m.Node.P2P().ListTopicPeers(pr.topic)) < min(dlo, len(pr.providers)-1)
 		})
 	}); err != nil {
 		b.Fatal(err)
