@@ -136,6 +136,13 @@ func TestFailedIdentifyUnansweredReconnectsWhenIsolated(t *testing.T) {
 	fastReasks(t)
 	nodes := mockNet(t, 2, nil)
 	boot, a := nodes[0], nodes[1]
+	// The peer answers the DHT no more than identify, as one too busy
+	// would. Were it to answer, the DHT's own refresh of an empty table
+	// (a query whose stream records the protocol) could put it back in
+	// the table before the last ask, and the node would not be isolated.
+	// The test timed out once in CI, on a loaded machine; this and the
+	// late push (unansweringIdentify) are the two ways it could.
+	boot.host.RemoveStreamHandler(DHTProtocol)
 	conn := unansweringIdentify(t, a, boot)
 	waitFor(t, "the connection closed as unidentified", 20*time.Second, func() bool {
 		return testutil.ToFloat64(a.metrics.connCloses.WithLabelValues(ClosedUnidentified)) == 1
@@ -168,6 +175,10 @@ func unansweringIdentify(t *testing.T, a, b *Node) network.Conn {
 		protos := a.protocolsOf(b)
 		return len(protos) > 0 && !slices.Contains(protos, string(identify.ID))
 	})
+	// No later push may answer for b either: b's host pushes identify
+	// again whenever its addresses change, and one arriving after the
+	// failure would count b identified and end the asks early.
+	a.host.RemoveStreamHandler(identify.IDPush)
 	identifyFailed(t, a, b)
 	return conn
 }
