@@ -218,7 +218,7 @@ func newPubSub(ctx context.Context, h host.Host, cfg *Config, disc discovery.Dis
 		pubsub.WithPeerExchange(cfg.Bootstrapper),
 		pubsub.WithBlacklist(gossipBlacklist{g.blocklist}),
 		pubsub.WithAppSpecificRpcInspector(g.guard.rpcInspector(h.ID(), g.graylisted, g.throttled)),
-		pubsub.WithPeerScoreInspect(pubsub.ExtendedPeerScoreInspectFn(inspect), time.Second),
+		pubsub.WithPeerScoreInspect(pubsub.ExtendedPeerScoreInspectFn(inspect), scoreInspectEvery),
 		pubsub.WithRawTracer(trace),
 	}
 	if disc != nil {

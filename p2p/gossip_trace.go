@@ -48,7 +48,12 @@ func (t gossipTrace) DuplicateMessage(m *pubsub.Message) {
 	t.n.metrics.copies.WithLabelValues(t.label(m.GetTopic()), "duplicate").Inc()
 }
 
-func (t gossipTrace) RecvRPC(rpc *pubsub.RPC) { t.bytes(rpc, "in") }
+// RecvRPC also tells the liveness watch that the sender is alive
+// (liveness.go): its gossip is as good an answer as a ping.
+func (t gossipTrace) RecvRPC(rpc *pubsub.RPC) {
+	t.n.pings.heardFrom(rpc.From(), time.Now())
+	t.bytes(rpc, "in")
+}
 
 func (t gossipTrace) SendRPCCompleted(rpc *pubsub.RPC, _ peer.ID, _ time.Duration) {
 	t.bytes(rpc, "out")

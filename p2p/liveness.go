@@ -35,13 +35,15 @@ import (
 // muxer keep-alive and QUIC's idle timeout still close the rest if they
 // are really gone.
 //
-// A peer that pinged this node within the round needs no probe: its
-// process answers and so does the connection. So each pair of peers
-// mostly pings one way, and a node short of time does not find silent the
-// peers whose pings it is too busy to answer promptly, and whose own
-// pings it was busy enough to receive: at 150 nodes on one machine the
-// liveness watch closed 3,289 live connections while the network formed
-// (docs/benchmarks.md). A peer is still pinged at least every
+// A peer that pinged this node, or sent it a gossip RPC, within the round
+// needs no probe: its process answers and so does the connection. So each
+// pair of peers mostly pings one way, busy gossip peers hardly at all, and
+// a node short of time does not find silent the peers whose pings it is
+// too busy to answer promptly but whose own pings or gossip it was busy
+// enough to receive: at 150 nodes on one machine the liveness watch closed
+// 3,289 live connections while the network formed, and at 200 nodes,
+// counting pings alone, over 7,000 in 5 minutes (docs/benchmarks.md). A
+// peer is still pinged at least every
 // livenessMeasureEvery, since only this node's own pings measure the
 // round-trip time that renters match latency SLAs with.
 const (
@@ -62,7 +64,8 @@ const (
 )
 
 // pingsSeen is what the liveness watch knows of each connected peer
-// besides its answers: when it last pinged this node (heard) and when this
+// besides its answers: when it last pinged this node or sent it gossip
+// (heard) and when this
 // node last measured its round trip (measured). It holds only peers that
 // had a connection, and each round drops those no longer connected.
 type pingsSeen struct {
@@ -76,7 +79,8 @@ func newPingsSeen() *pingsSeen {
 	return &pingsSeen{heard: map[peer.ID]time.Time{}, measured: map[peer.ID]time.Time{}}
 }
 
-func (s *pingsSeen) pingedUs(p peer.ID, now time.Time) {
+// heardFrom notes that p pinged this node or sent it a gossip RPC.
+func (s *pingsSeen) heardFrom(p peer.ID, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.heard[p] = now
@@ -109,7 +113,8 @@ func (s *pingsSeen) endRound() time.Duration {
 	return rtts[len(rtts)/2]
 }
 
-// heardSince reports whether p pinged this node at or after t.
+// heardSince reports whether p pinged this node or sent it gossip at or
+// after t.
 func (s *pingsSeen) heardSince(p peer.ID, t time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -117,9 +122,8 @@ func (s *pingsSeen) heardSince(p peer.ID, t time.Time) bool {
 	return ok && !at.Before(t)
 }
 
-// toProbe is peers less those that pinged this node within the last
-// round and whose round trip was measured within livenessMeasureEvery.
-// It forgets the peers not in peers (no longer connected).
+// toProbe is peers less those heard from within the last round and whose
+// round trip was measured within livenessMeasureEvery. It forgets the peers not in peers (no longer connected).
 func (s *pingsSeen) toProbe(peers []peer.ID, now time.Time) []peer.ID {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -146,7 +150,7 @@ func (s *pingsSeen) toProbe(peers []peer.ID, now time.Time) []peer.ID {
 
 // answerPing is the ping handler: libp2p's, with the peer's ping noted.
 func (n *Node) answerPing(s network.Stream) {
-	n.pings.pingedUs(s.Conn().RemotePeer(), time.Now())
+	n.pings.heardFrom(s.Conn().RemotePeer(), time.Now())
 	(&ping.PingService{Host: n.host}).PingHandler(s)
 }
 
@@ -221,8 +225,8 @@ func (n *Node) probeRound(ctx context.Context, peers []peer.ID) []peer.ID {
 	return silent
 }
 
-// silent reports whether p left two pings in a row unanswered and did
-// not ping this node meanwhile.
+// silent reports whether p left two pings in a row unanswered and was not
+// heard from meanwhile.
 func (n *Node) silent(ctx context.Context, p peer.ID) bool {
 	start := time.Now()
 	for try := range 2 {

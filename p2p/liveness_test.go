@@ -3,6 +3,7 @@ package p2p
 import (
 	"fmt"
 	"io"
+	"slices"
 	"testing"
 	"time"
 
@@ -24,8 +25,10 @@ func TestSilentPeerIsDisconnected(t *testing.T) {
 		t.Fatal("a peer that answers pings was found silent")
 	}
 	// The dead peer reads pings and never answers; its own liveness
-	// pings, which a dead peer would not send, go unnoted at a.
+	// pings and its gossip, which a dead peer would not send, go unnoted
+	// at a.
 	dead.host.SetStreamHandler(ping.ID, func(s network.Stream) { _, _ = io.Copy(io.Discard, s) })
+	dead.psCancel()
 	a.host.SetStreamHandler(ping.ID, (&ping.PingService{Host: a.host}).PingHandler)
 	start := time.Now()
 	if !a.silent(t.Context(), dead.ID()) {
@@ -111,6 +114,52 @@ func TestPeerThatPingsUsIsNotSilent(t *testing.T) {
 	}
 }
 
+// TestPeerThatGossipsIsNotSilent: a peer too busy to answer this node's
+// pings in time, but whose gossip reached this node meanwhile, is live
+// (a round skips peers heard from, by gossip or ping alike:
+// TestProbeSkipsPeersThatPingedUs).
+func TestPeerThatGossipsIsNotSilent(t *testing.T) {
+	nodes := mockNet(t, 3, nil)
+	a, busy := nodes[1], nodes[2]
+	ctx := t.Context()
+	got := make(chan struct{}, 1)
+	if err := a.Subscribe(ctx, TopicAttest, func(Message) {
+		select {
+		case got <- struct{}{}:
+		default:
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := busy.Subscribe(ctx, TopicAttest, func(Message) {}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a topic peer", 20*time.Second, func() bool { return slices.Contains(a.ListTopicPeers(TopicAttest), busy.ID()) })
+	probed := make(chan struct{}, 2)
+	busy.host.SetStreamHandler(ping.ID, func(s network.Stream) {
+		select {
+		case probed <- struct{}{}:
+		default:
+		}
+		_, _ = io.Copy(io.Discard, s)
+	})
+	// Its own liveness pings go unnoted at a: only its gossip speaks
+	// for it.
+	a.host.SetStreamHandler(ping.ID, (&ping.PingService{Host: a.host}).PingHandler)
+	go func() { // its gossip, once a's first ping arrived
+		<-probed
+		_ = busy.Publish(ctx, TopicAttest, []byte("still here"), 1)
+	}()
+	if a.silent(ctx, busy.ID()) {
+		t.Fatal("a peer whose gossip reached this node during the probe was found silent")
+	}
+	select {
+	case <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the gossip was not delivered, so the test proved nothing")
+	}
+}
+
 // TestProbeSkipsPeersThatPingedUs: a round probes a peer that pinged this
 // node within the round only when its round trip was last measured over
 // livenessMeasureEvery ago, and it forgets peers no longer connected.
@@ -118,11 +167,11 @@ func TestProbeSkipsPeersThatPingedUs(t *testing.T) {
 	s := newPingsSeen()
 	now := time.Now()
 	quiet, pinger, stale, gone := peer.ID("quiet"), peer.ID("pinger"), peer.ID("stale"), peer.ID("gone")
-	s.pingedUs(pinger, now.Add(-livenessEvery/2))
+	s.heardFrom(pinger, now.Add(-livenessEvery/2))
 	s.answered(pinger, now.Add(-livenessMeasureEvery/2), time.Millisecond)
-	s.pingedUs(stale, now.Add(-livenessEvery/2))
+	s.heardFrom(stale, now.Add(-livenessEvery/2))
 	s.answered(stale, now.Add(-livenessMeasureEvery-time.Second), time.Millisecond)
-	s.pingedUs(gone, now)
+	s.heardFrom(gone, now)
 	s.answered(gone, now, time.Millisecond)
 	got := s.toProbe([]peer.ID{quiet, pinger, stale}, now)
 	if fmt.Sprint(got) != fmt.Sprint([]peer.ID{quiet, stale}) {

@@ -44,7 +44,8 @@ type Node struct {
 	host host.Host
 	// closes remembers why this node closes each connection (metrics).
 	closes *closeReasons
-	// pings are the peers' pings of this node, for the liveness watch.
+	// pings is what the liveness watch hears of the peers: their pings of
+	// this node and their gossip.
 	pings *pingsSeen
 	// muxer counts yamux's reports of failed connections (metrics).
 	muxer *muxerFailures

@@ -198,9 +198,12 @@ func benchAuction(b *testing.B, n int) {
 	providers := c.ByRole(node.RoleProvider)
 	shard := auction.GPUShard("a10")
 	progress("nodes=%d: routing tables ready after %s", n, rtReady.Round(time.Millisecond))
+	stopForming := reportForming(n, c)
+	defer stopForming()
 	arrivals := &rfqArrivals{at: map[string][]time.Time{}}
 	pr := newProber(b, ctx, c, uint64(n)+7, shard.RFQTopic(), shardProbeSpec, arrivals.add)
 	pr.waitMesh(b, formCtx)
+	stopForming()
 	formed := time.Since(t0)
 	stopProfile()
 	progress("nodes=%d: formed after %s; record checks by where the record came from: %v; asks of peers by outcome: %v", n, formed.Round(time.Millisecond),
@@ -360,6 +363,28 @@ func benchAuction(b *testing.B, n int) {
 
 // churn sums what the cluster's connections went through: redials,
 // evictions by admission, gossip peers reconnected by the heal loop.
+// reportForming tells a -v run, every 20 s until it is stopped, how many
+// connections the members hold and why they closed others: the waits of
+// formation read pubsub's event loops, which can be minutes behind, and
+// would otherwise leave a stalled run silent.
+func reportForming(n int, c *Cluster) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(20 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				mean, most := connStats(c)
+				progress("nodes=%d: forming; connections per node %.1f (most %d); closed by reason: %s", n, mean, most, connsClosed(c))
+			}
+		}
+	}()
+	return sync.OnceFunc(func() { close(done) })
+}
+
 func churn(c *Cluster) string {
 	s := counterSums(c, "idlegrid_p2p_redials_total", "idlegrid_p2p_conn_refusals_total",
 		"idlegrid_gossip_healed_peers_total")
