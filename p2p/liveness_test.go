@@ -89,6 +89,20 @@ func TestRoundMedianRTT(t *testing.T) {
 	}
 }
 
+// neverAnswerPings makes n read pings and never answer them, as a peer
+// too busy to would; the channel receives when the first arrives.
+func neverAnswerPings(n *Node) <-chan struct{} {
+	probed := make(chan struct{}, 1)
+	n.host.SetStreamHandler(ping.ID, func(s network.Stream) {
+		select {
+		case probed <- struct{}{}:
+		default:
+		}
+		_, _ = io.Copy(io.Discard, s)
+	})
+	return probed
+}
+
 // TestPeerThatPingsUsIsNotSilent: a peer too busy to answer this node's
 // pings in time, but whose own ping reached this node meanwhile, is live.
 func TestPeerThatPingsUsIsNotSilent(t *testing.T) {
@@ -97,14 +111,7 @@ func TestPeerThatPingsUsIsNotSilent(t *testing.T) {
 	waitFor(t, "connection", 20*time.Second, func() bool {
 		return a.host.Network().Connectedness(busy.ID()) == network.Connected
 	})
-	probed := make(chan struct{}, 2)
-	busy.host.SetStreamHandler(ping.ID, func(s network.Stream) {
-		select {
-		case probed <- struct{}{}:
-		default:
-		}
-		_, _ = io.Copy(io.Discard, s)
-	})
+	probed := neverAnswerPings(busy)
 	go func() { // its own ping, once a's first arrived
 		<-probed
 		_ = ping.Ping(network.WithAllowLimitedConn(t.Context(), "test"), busy.host, a.ID())
@@ -135,14 +142,7 @@ func TestPeerThatGossipsIsNotSilent(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "a topic peer", 20*time.Second, func() bool { return slices.Contains(a.ListTopicPeers(TopicAttest), busy.ID()) })
-	probed := make(chan struct{}, 2)
-	busy.host.SetStreamHandler(ping.ID, func(s network.Stream) {
-		select {
-		case probed <- struct{}{}:
-		default:
-		}
-		_, _ = io.Copy(io.Discard, s)
-	})
+	probed := neverAnswerPings(busy)
 	// Its own liveness pings go unnoted at a: only its gossip speaks
 	// for it.
 	a.host.SetStreamHandler(ping.ID, (&ping.PingService{Host: a.host}).PingHandler)
