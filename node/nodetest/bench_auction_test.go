@@ -361,8 +361,6 @@ func benchAuction(b *testing.B, n int) {
 	}
 }
 
-// churn sums what the cluster's connections went through: redials,
-// evictions by admission, gossip peers reconnected by the heal loop.
 // reportForming tells a -v run, every 20 s until it is stopped, how many
 // connections the members hold and why they closed others: the waits of
 // formation read pubsub's event loops, which can be minutes behind, and
@@ -385,6 +383,8 @@ func reportForming(n int, c *Cluster) (stop func()) {
 	return sync.OnceFunc(func() { close(done) })
 }
 
+// churn sums what the cluster's connections went through: redials,
+// evictions by admission, gossip peers reconnected by the heal loop.
 func churn(c *Cluster) string {
 	s := counterSums(c, "idlegrid_p2p_redials_total", "idlegrid_p2p_conn_refusals_total",
 		"idlegrid_gossip_healed_peers_total")
