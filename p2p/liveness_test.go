@@ -141,6 +141,12 @@ func TestPeerThatGossipsIsNotSilent(t *testing.T) {
 	if err := busy.Subscribe(ctx, TopicAttest, func(Message) {}); err != nil {
 		t.Fatal(err)
 	}
+	// The two meet through the bootstrap peer's DHT only if a lookup
+	// happens to dial; the attest topic is never looked up (every node
+	// joins it), so connect them.
+	if err := a.host.Connect(ctx, peer.AddrInfo{ID: busy.ID(), Addrs: busy.host.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "a topic peer", 20*time.Second, func() bool { return slices.Contains(a.ListTopicPeers(TopicAttest), busy.ID()) })
 	probed := neverAnswerPings(busy)
 	// Its own liveness pings go unnoted at a: only its gossip speaks
