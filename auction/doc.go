@@ -6,9 +6,9 @@
 //     [OpenCapacity] (attest codec, 16 KiB limit, structural validation);
 //   - [CapacityValidator], the DHT validator for the "idlegrid-cap"
 //     namespace: signer == key owner, not expired, highest Seq wins;
-//   - [CapabilityKeys] and [CapabilityCID], the content IDs of canonical
-//     capability strings ("idlegrid:gpu:h100-80gb") a provider announces
-//     with Provide so renters can find it without scanning the network.
+//   - [CapabilityKeys] and [CapabilityCID], the content IDs a provider
+//     announces with Provide ("idlegrid:provider" and its datasets) so
+//     renters can list the market and find cached data.
 //
 // The reverse auction (DESIGN.md §6) has one signed message kind per step:
 // [RFQ], [Bid], [Award], [LeaseAcceptance], [Decline], [PreemptNotice] and

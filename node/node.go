@@ -265,6 +265,7 @@ func (n *Node) p2pConfig() (p2p.Config, error) {
 	c.Relay.CircuitDuration, c.Relay.CircuitBytes = n.cfg.P2P.RelayCircuitDuration, int64(n.cfg.P2P.RelayCircuitKiB)<<10
 	c.UserAgent = "idlegrid/" + Version
 	c.TopicPolicy = shardTopic
+	c.TopicRendezvous = shardRendezvous(n.cfg.Role == RoleProvider)
 	c.PresenceTopic = p2p.TopicFraud // every role subscribes to it (subscribedTopics)
 	return c, nil
 }

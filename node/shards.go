@@ -23,6 +23,37 @@ func shardTopic(topic string) bool {
 	return err == nil
 }
 
+// shardRendezvous is the topic rendezvous (p2p.Config.TopicRendezvous)
+// of a provider (provider true) or another role. A shard's providers
+// subscribe to all three of its topics, so the key of its RFQ topic finds
+// them for all three, and only they announce it: one DHT announcement and
+// one lookup per shard where there were three of each. Renters announce
+// nothing on shard topics; nobody looks for them there.
+//
+// Providers also announce the digest topic's own key, for as long as
+// renters of earlier releases run: those look each topic up under its own
+// key, and the digest topic is how their market view fills. Such a node
+// finds providers of this release on a shard's attestation topic only
+// through peer exchange and the connections its other lookups make.
+func shardRendezvous(provider bool) func(topic string) (find, announce string) {
+	return func(topic string) (string, string) {
+		st, err := auction.ParseShardTopic(topic)
+		if err != nil {
+			return topic, topic
+		}
+		key := st.Shard.RFQTopic()
+		switch {
+		case !provider:
+			return key, ""
+		case st.Kind == auction.ShardTopicDigest:
+			return key, topic
+		case st.Kind == auction.ShardTopicRFQ:
+			return key, key
+		}
+		return key, ""
+	}
+}
+
 // shardValidator is the validator of a shard topic.
 func (n *Node) shardValidator(topic string) p2p.Validator {
 	st, err := auction.ParseShardTopic(topic)

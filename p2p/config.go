@@ -78,6 +78,13 @@ type Config struct {
 	// topics whose names are not known in advance); nil admits none. A
 	// peer's subscriptions to other topics are dropped.
 	TopicPolicy func(topic string) bool
+	// TopicRendezvous says under which topic's DHT key the subscribers of
+	// topic are looked up (find) and which topic's key joining it
+	// announces (announce; "" announces nothing). Topics that share their
+	// subscribers share one key, so a node joining three topics of one
+	// shard makes one announcement and one lookup, not three of each.
+	// Nil: every topic is its own key, announced by every subscriber.
+	TopicRendezvous func(topic string) (find, announce string)
 	// MaxTopics bounds the topics a peer may announce and this node may
 	// join (0: 160).
 	MaxTopics int

@@ -26,12 +26,16 @@ import (
 //   - a node runs one advertisement at a time, a failed one again after a
 //     backoff, and re-advertises well within the hour DHT nodes keep
 //     provider records;
-//   - a topic is looked up at most once per findGap, for at most findLimit
+//   - topics whose subscribers are the same nodes share one key
+//     (Config.TopicRendezvous): one announcement and one lookup serve them
+//     all;
+//   - a key is looked up at most once per findGap, for at most findLimit
 //     peers: gossipsub dials every peer a lookup returns, at once (the
 //     DHT's default is 100), while a mesh needs a handful.
 type topicDiscovery struct {
 	discovery.Discovery
-	static func(topic string) bool
+	static     func(topic string) bool
+	rendezvous func(topic string) (find, announce string)
 	// advertising admits one advertisement at a time.
 	advertising chan struct{}
 
@@ -49,17 +53,32 @@ const (
 	findLimit      = 12
 )
 
-func newTopicDiscovery(d discovery.Discovery, static func(topic string) bool) *topicDiscovery {
-	return &topicDiscovery{Discovery: d, static: static, advertising: make(chan struct{}, 1),
+// newTopicDiscovery wraps d; rendezvous may be nil (every topic is its
+// own key).
+func newTopicDiscovery(d discovery.Discovery, static func(topic string) bool, rendezvous func(topic string) (find, announce string)) *topicDiscovery {
+	if rendezvous == nil {
+		rendezvous = func(topic string) (string, string) { return topic, topic }
+	}
+	return &topicDiscovery{Discovery: d, static: static, rendezvous: rendezvous, advertising: make(chan struct{}, 1),
 		failures: map[string]int{}, found: map[string]time.Time{}}
 }
 
+// gossipsub's rendezvous prefix: the DHT key of a topic is the CID of
+// "floodsub:<topic>", in every release.
+const rendezvousPrefix = "floodsub:"
+
 // topicOf strips gossipsub's rendezvous prefix.
-func topicOf(ns string) string { return strings.TrimPrefix(ns, "floodsub:") }
+func topicOf(ns string) string { return strings.TrimPrefix(ns, rendezvousPrefix) }
 
 func (d *topicDiscovery) Advertise(ctx context.Context, ns string, opts ...discovery.Option) (time.Duration, error) {
 	topic := topicOf(ns)
 	if d.static(topic) {
+		return advertiseEvery, nil
+	}
+	if _, announce := d.rendezvous(topic); announce != topic {
+		// Another topic's key stands for this one (announced when that
+		// topic is joined), or nothing does: this node need not be found
+		// through this topic.
 		return advertiseEvery, nil
 	}
 	select {
@@ -81,11 +100,12 @@ func (d *topicDiscovery) Advertise(ctx context.Context, ns string, opts ...disco
 
 func (d *topicDiscovery) FindPeers(ctx context.Context, ns string, opts ...discovery.Option) (<-chan peer.AddrInfo, error) {
 	topic := topicOf(ns)
+	find, _ := d.rendezvous(topic)
 	now := time.Now()
 	d.mu.Lock()
-	due := !d.static(topic) && now.Sub(d.found[topic]) >= findGap
+	due := !d.static(topic) && find != "" && now.Sub(d.found[find]) >= findGap
 	if due {
-		d.found[topic] = now
+		d.found[find] = now
 	}
 	d.mu.Unlock()
 	if !due {
@@ -93,5 +113,5 @@ func (d *topicDiscovery) FindPeers(ctx context.Context, ns string, opts ...disco
 		close(none)
 		return none, nil
 	}
-	return d.Discovery.FindPeers(ctx, ns, append(opts, discovery.Limit(findLimit))...)
+	return d.Discovery.FindPeers(ctx, rendezvousPrefix+find, append(opts, discovery.Limit(findLimit))...)
 }

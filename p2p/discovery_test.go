@@ -3,6 +3,7 @@ package p2p
 import (
 	"context"
 	"errors"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -54,7 +55,7 @@ func (c *countingDiscovery) FindPeers(_ context.Context, ns string, opts ...disc
 
 func TestTopicDiscoveryKeepsTheDHTQuiet(t *testing.T) {
 	inner := &countingDiscovery{advertised: map[string]int{}, found: map[string]int{}}
-	d := newTopicDiscovery(inner, func(topic string) bool { return topic == TopicAttest })
+	d := newTopicDiscovery(inner, func(topic string) bool { return topic == TopicAttest }, nil)
 	ctx := t.Context()
 
 	// Static topics: no DHT traffic at all.
@@ -112,5 +113,42 @@ func TestTopicDiscoveryKeepsTheDHTQuiet(t *testing.T) {
 	}
 	if last != advertiseMax {
 		t.Fatalf("retries end at %s, want %s", last, advertiseMax)
+	}
+}
+
+// TestTopicsWithOneRendezvousShareItsKey: three topics with the same
+// subscribers are announced under one key and looked up under it, once
+// per findGap for all three; a topic that announces nothing reaches the
+// DHT only through lookups.
+func TestTopicsWithOneRendezvousShareItsKey(t *testing.T) {
+	inner := &countingDiscovery{advertised: map[string]int{}, found: map[string]int{}}
+	rendezvous := func(topic string) (string, string) {
+		switch topic {
+		case "shard/rfq":
+			return "shard/rfq", "shard/rfq"
+		case "shard/digest", "shard/attest":
+			return "shard/rfq", ""
+		}
+		return topic, topic
+	}
+	d := newTopicDiscovery(inner, func(string) bool { return false }, rendezvous)
+	ctx := t.Context()
+	for _, topic := range []string{"shard/rfq", "shard/digest", "shard/attest", "other"} {
+		if _, err := d.Advertise(ctx, rendezvousPrefix+topic); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.FindPeers(ctx, rendezvousPrefix+topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inner.mu.Lock()
+	defer inner.mu.Unlock()
+	wantAdvertised := map[string]int{rendezvousPrefix + "shard/rfq": 1, rendezvousPrefix + "other": 1}
+	wantFound := map[string]int{rendezvousPrefix + "shard/rfq": 1, rendezvousPrefix + "other": 1}
+	if !maps.Equal(inner.advertised, wantAdvertised) {
+		t.Errorf("advertised %v, want %v", inner.advertised, wantAdvertised)
+	}
+	if !maps.Equal(inner.found, wantFound) {
+		t.Errorf("looked up %v, want %v", inner.found, wantFound)
 	}
 }

@@ -70,9 +70,12 @@ type Node struct {
 	admit     *admission
 	protected atomic.Pointer[func(peer.ID) bool]
 
-	routing  *drouting.RoutingDiscovery
-	psCancel context.CancelFunc
-	boot     map[peer.ID]bool
+	routing *drouting.RoutingDiscovery
+	// topicDisc finds topic subscribers; nil on bootstrap peers, which
+	// join no topic.
+	topicDisc *topicDiscovery
+	psCancel  context.CancelFunc
+	boot      map[peer.ID]bool
 
 	mu     sync.Mutex
 	topics map[string]*pubsub.Topic
@@ -191,7 +194,8 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	n.routing = drouting.NewRoutingDiscovery(n.dht)
 	var disc discovery.Discovery
 	if !cfg.Bootstrapper {
-		disc = newTopicDiscovery(n.routing, func(topic string) bool { return slices.Contains(n.cfg.Topics, topic) })
+		n.topicDisc = newTopicDiscovery(n.routing, func(topic string) bool { return slices.Contains(n.cfg.Topics, topic) }, cfg.TopicRendezvous)
+		disc = n.topicDisc
 	}
 	n.ps, err = newPubSub(psCtx, n.host, &n.cfg, disc, n.isBootstrap, (&scoreWatch{log: n.log, set: n.setScores, explained: map[peer.ID]time.Time{}}).inspect,
 		gossipGuard{guard: n.guard, blocklist: n.blocklist, graylisted: n.isGraylisted, throttled: n.metrics.throttled}, gossipTrace{n})

@@ -176,12 +176,16 @@ const envelopeOverhead = 1 << 10
 
 func (n *Node) maxPayload() int { return n.cfg.MaxMessageSize - envelopeOverhead }
 
-// connectTopicPeers finds subscribers of a topic through the DHT (pubsub
-// advertises under the topic name) and dials up to want of them.
+// connectTopicPeers finds subscribers of a topic through the DHT, under
+// the key gossipsub's discovery announces (the topic's rendezvous), and
+// dials up to want of them.
 func (n *Node) connectTopicPeers(ctx context.Context, topic string, want int) {
+	if n.topicDisc == nil {
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	peers, err := n.routing.FindPeers(ctx, topic)
+	peers, err := n.topicDisc.FindPeers(ctx, rendezvousPrefix+topic)
 	if err != nil {
 		n.log.Debug("find topic peers", "topic", topic, "err", err)
 		return

@@ -81,7 +81,8 @@ type OfferSlot struct {
 type OfferDetail struct {
 	// RecordKey is the DHT key of the record.
 	RecordKey string `json:"record_key"`
-	// Capabilities are the capability strings the provider announces.
+	// Capabilities are the DHT keys the provider announces: the
+	// provider key, then the CIDs of its datasets.
 	Capabilities []string `json:"capabilities"`
 }
 

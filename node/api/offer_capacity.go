@@ -60,7 +60,11 @@ func OfferFromCapacity(c *auction.Capacity, reliability float64, detail bool) Of
 		})
 	}
 	if detail {
-		o.Extra = &OfferDetail{RecordKey: "/" + auction.CapacityNamespace + "/" + c.Peer, Capabilities: auction.CapabilityStrings(c)}
+		caps := []string{auction.CapabilityProvider}
+		for _, k := range auction.CapabilityKeys(c)[1:] {
+			caps = append(caps, k.String()) // the datasets
+		}
+		o.Extra = &OfferDetail{RecordKey: "/" + auction.CapacityNamespace + "/" + c.Peer, Capabilities: caps}
 	}
 	return o
 }

@@ -176,17 +176,6 @@ func TestMarketSearchMatchesGroundTruth(t *testing.T) {
 	if _, err := renter.Trust().Search(ctx, "regoin=de", "", 0, false); err == nil || !strings.Contains(err.Error(), `did you mean "region"`) {
 		t.Fatalf("misspelt field: %v", err)
 	}
-	// The distinct GPU models announced as capability keys are findable.
-	key := auction.CapabilityCID(auction.CapabilityGPU + "h100-80gb")
-	found := map[peer.ID]bool{}
-	for ai := range renter.P2P().DHT().FindProvidersAsync(ctx, key, 0) {
-		found[ai.ID] = true
-	}
-	for id, s := range byPeer {
-		if profileFacts[s.profile].family == "h100" && !found[id] {
-			t.Errorf("provider %s with h100 GPUs is not found under %s", id, key)
-		}
-	}
 	if t.Failed() {
 		t.Logf("providers: %v", slices.Collect(maps.Keys(byPeer)))
 	}
