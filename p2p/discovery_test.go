@@ -152,3 +152,20 @@ func TestTopicsWithOneRendezvousShareItsKey(t *testing.T) {
 		t.Errorf("looked up %v, want %v", inner.found, wantFound)
 	}
 }
+
+// TestPublisherLooksUpTheAnnouncedKey: a publisher outside the mesh looks
+// a topic's subscribers up under the key gossipsub's discovery announces
+// ("floodsub:" + topic), through the same rate limit; it once asked for
+// the bare topic name, a key nobody announces.
+func TestPublisherLooksUpTheAnnouncedKey(t *testing.T) {
+	inner := &countingDiscovery{advertised: map[string]int{}, found: map[string]int{}}
+	n := &Node{topicDisc: newTopicDiscovery(inner, func(string) bool { return false }, nil)}
+	for range 3 {
+		n.connectTopicPeers(t.Context(), "t", 1)
+	}
+	inner.mu.Lock()
+	defer inner.mu.Unlock()
+	if want := map[string]int{rendezvousPrefix + "t": 1}; !maps.Equal(inner.found, want) {
+		t.Errorf("looked up %v, want %v", inner.found, want)
+	}
+}
