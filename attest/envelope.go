@@ -230,3 +230,21 @@ func findVersionField(t reflect.Type) int {
 	}
 	return idx
 }
+
+// ClaimedSigner returns the peer whose key a canonical Ed25519 envelope
+// names, without checking its signature: cheap enough for a budget that
+// decides whether the signature is worth checking at all. A false claim
+// costs whoever passed it on the rejection Open gives it next. false: raw
+// is no such envelope (Open decides what it is).
+func ClaimedSigner(raw []byte) (peer.ID, bool) {
+	e, ok := parseCanonicalEd25519(raw)
+	if !ok {
+		return "", false
+	}
+	pub, err := unmarshalEd25519(e.pubKey)
+	if err != nil {
+		return "", false
+	}
+	id, err := e.peerID(pub)
+	return id, err == nil
+}

@@ -311,3 +311,38 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+// TestClaimedSignerNamesTheKeyWithoutChecking: the claimed signer of a
+// sealed record is its author, also when the signature is spoiled (Open
+// then refuses it), and nothing is claimed for bytes that are no
+// canonical envelope.
+func TestClaimedSignerNamesTheKeyWithoutChecking(t *testing.T) {
+	priv := testKey(t, 7)
+	want, err := peer.IDFromPrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := Seal(&testRec{V: 1, Name: "claimed"}, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Open[testRec](raw, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := ClaimedSigner(raw); !ok || got != want {
+		t.Fatalf("ClaimedSigner = %s, %v; want %s", got, ok, want)
+	}
+	spoiled := bytes.Clone(raw)
+	spoiled[len(spoiled)-1] ^= 1
+	if got, ok := ClaimedSigner(spoiled); !ok || got != want {
+		t.Fatalf("spoiled signature: ClaimedSigner = %s, %v; want %s", got, ok, want)
+	}
+	if _, _, err := Open[testRec](spoiled, 0); err == nil {
+		t.Fatal("a spoiled signature opened")
+	}
+	for _, bad := range [][]byte{nil, {0x0a}, raw[:len(raw)-3], append(bytes.Clone(raw), 0)} {
+		if got, ok := ClaimedSigner(bad); ok {
+			t.Errorf("ClaimedSigner(%x...) = %s, want nothing", bad[:min(len(bad), 8)], got)
+		}
+	}
+}

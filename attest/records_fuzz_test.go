@@ -25,7 +25,12 @@ func FuzzOpenEntry(f *testing.F) {
 		f.Add(forged)
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
+		claimed, claims := ClaimedSigner(raw)
 		e, err := OpenEntry(raw)
+		if err == nil && (!claims || claimed.String() != e.Provider) {
+			// Every honest envelope is canonical, and its claim is its signer.
+			t.Fatalf("an entry of %s opened, but ClaimedSigner says %q (%v)", e.Provider, claimed, claims)
+		}
 		if err != nil {
 			if e != nil {
 				t.Fatal("entry returned with an error")

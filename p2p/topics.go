@@ -21,7 +21,9 @@ var ErrTooManyTopics = errors.New("too many topics")
 // Message is a validated gossip message.
 type Message struct {
 	Topic string
-	// From is the peer that signed and first published it.
+	// From is the peer that signed and first published it; "" when the
+	// message carries no gossip signature (the record inside names its
+	// author).
 	From peer.ID
 	// ReceivedFrom is the peer that forwarded it to us.
 	ReceivedFrom peer.ID
@@ -85,7 +87,7 @@ func (n *Node) RegisterValidator(topic string, v Validator) error {
 	}
 	v = n.guard.GuardValidator(n.host.ID(), v)
 	counted := func(ctx context.Context, from peer.ID, m *pubsub.Message) pubsub.ValidationResult {
-		verdict := v(ctx, from, m.GetFrom(), m.GetData())
+		verdict := v(ctx, from, gossipSigner(m), m.GetData())
 		n.metrics.validated(topic, verdict)
 		switch verdict {
 		case Accept:
@@ -122,7 +124,7 @@ func (n *Node) Subscribe(ctx context.Context, topic string, fn func(Message)) er
 				return
 			}
 			n.metrics.received(topic)
-			fn(Message{Topic: topic, From: m.GetFrom(), ReceivedFrom: m.ReceivedFrom, Data: m.GetData()})
+			fn(Message{Topic: topic, From: gossipSigner(m), ReceivedFrom: m.ReceivedFrom, Data: m.GetData()})
 		}
 	}()
 	return nil

@@ -2,16 +2,11 @@ package nodetest_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"testing"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
-	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/crypto"
-	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/protocol"
-	ma "github.com/multiformats/go-multiaddr"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idlegrid/idlegrid/attest"
@@ -34,58 +29,14 @@ func TestOtherVersionRecordsCostTheirSenderNothing(t *testing.T) {
 	if err := c.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	h, err := c.Net.GenPeer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Net.LinkAll(); err != nil {
-		t.Fatal(err)
-	}
-	key := h.Peerstore().PrivKey(h.ID())
-	ps, err := pubsub.NewGossipSub(ctx, h,
-		pubsub.WithGossipSubProtocols([]protocol.ID{p2p.GossipProtocol}, func(f pubsub.GossipSubFeature, p protocol.ID) bool {
-			return p == p2p.GossipProtocol && f == pubsub.GossipSubFeatureMesh
-		}),
-		pubsub.WithMessageSignaturePolicy(pubsub.StrictSign),
-		pubsub.WithMessageIdFn(func(m *pb.Message) string { s := sha256.Sum256(m.Data); return string(s[:]) }))
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The providers' RFQ shard (nodetest's simulated GPUs are A10s).
 	rfqTopic := auction.GPUShard("a10").RFQTopic()
-	topics := map[string]*pubsub.Topic{}
-	for _, name := range []string{rfqTopic, p2p.TopicAttest} {
-		tp, err := ps.Join(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tp.Close()
-		topics[name] = tp
-	}
 	targets := c.Members[1:4]
-	for _, m := range targets {
-		if err := h.Connect(ctx, peer.AddrInfo{ID: m.Node.ID(), Addrs: []ma.Multiaddr{m.Addr}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := nodetest.WaitFor(ctx, "the later node in both topics", func() bool {
-		return len(topics[rfqTopic].ListPeers()) >= 2 && len(topics[p2p.TopicAttest].ListPeers()) >= 2
-	}); err != nil {
-		t.Fatal(err)
-	}
+	later := newLaterNode(t, ctx, c, []pubsub.Option{pubsub.WithMessageSignaturePolicy(pubsub.StrictSign)}, targets, rfqTopic, p2p.TopicAttest)
+	h, topics := later.h, later.topics
+	key := h.Peerstore().PrivKey(h.ID())
 
-	spec, err := auction.ParseJobSpec([]byte("module: " + auction.CapabilityCID("m").String() + "\ngpus: 1\nmax_price: 1\nduration: 1m\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rfq, err := spec.RFQ(h.ID(), []byte("0123456789abcdef"), time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rfqRaw, err := auction.SealRFQ(rfq, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rfqRaw := a10RFQBy(t, key, "0123456789abcdef")
 	chain, err := attest.NewChain(key, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -106,10 +106,10 @@ func (t *Trust) ValidateDigest(topic string) p2p.Validator {
 		if attest.FromOtherVersion(err) {
 			return p2p.Skip
 		}
-		if err == nil && author == signer && d.FormerlyOnShard(st.Shard) {
+		if err == nil && gossipSignedBy(author, signer) && d.FormerlyOnShard(st.Shard) {
 			return p2p.Ignore // an earlier release's shard rule (auction.Digest.FormerlyOnShard)
 		}
-		if err != nil || author != signer || !d.OnShard(st.Shard) {
+		if err != nil || !gossipSignedBy(author, signer) || !d.OnShard(st.Shard) {
 			return p2p.Reject
 		}
 		if err := d.CheckTime(t.now()); err != nil {

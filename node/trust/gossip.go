@@ -35,9 +35,20 @@ const (
 	attestAbandon
 )
 
+// gossipSignedBy reports whether a record by author may come in a gossip
+// message signed by signer: the same peer, or no gossip signature at all
+// (a later release's unsigned message, p2p.Validator; the record's own
+// signature, which opening it checked, is what proves its author).
+func gossipSignedBy(author, signer peer.ID) bool { return signer == "" || author == signer }
+
+// attestSignedBy is gossipSignedBy for an author in text form.
+func attestSignedBy(author string, signer peer.ID) bool {
+	return signer == "" || author == signer.String()
+}
+
 // openAttestMessage opens a message of an attestation topic as whichever
-// record it is, and returns its author (the signer that must equal the
-// gossip author).
+// record it is, and returns its author (the record's signer, which a
+// gossip signer must equal).
 func openAttestMessage(data []byte) (attestKind, any, string, int64) {
 	if sum, author, err := auction.OpenAwardSummary(data); err == nil {
 		return attestSummary, sum, author.String(), sum.AtMs
@@ -78,7 +89,7 @@ func (t *Trust) ValidateAttest(_ context.Context, _, signer peer.ID, data []byte
 	if kind == attestUnknown && attestFromOtherVersion(data) {
 		return p2p.Skip
 	}
-	if kind == attestUnknown || author != signer.String() {
+	if kind == attestUnknown || !attestSignedBy(author, signer) {
 		return p2p.Reject
 	}
 	if kind != attestAbandon {

@@ -57,11 +57,21 @@ func NewRFQGate(deps RFQGateDeps) *RFQGate {
 // Check is the gate's verdict on an RFQ published on topic that from
 // forwarded, and the RFQ when it passes. The gossip signer is the renter
 // (the router checked its signature; a record signed by another is
-// rejected), so a fresh renter's RFQ over its forwarder's budget is
-// withheld before its record's signature costs a check.
+// rejected); an unsigned message (a later release's, p2p.Validator) names
+// the renter by its record's key, checked when the record is opened. So a
+// fresh renter's RFQ over its forwarder's budget is withheld before its
+// record's signature costs a check.
 func (g *RFQGate) Check(topic string, from, signer peer.ID, data []byte) (*auction.RFQ, p2p.Verdict) {
 	now := g.now()
-	renowned := g.renowned(signer.String())
+	claimed := signer
+	if claimed == "" {
+		// An unsigned message: the record's key, not yet checked (a
+		// false claim is rejected below and costs its forwarder); none
+		// for a key type idlegrid nodes do not use, whose RFQ is then
+		// budgeted as a fresh renter's.
+		claimed, _ = attest.ClaimedSigner(data)
+	}
+	renowned := claimed != "" && g.renowned(claimed.String())
 	if !renowned && !g.limits.entry(from, g.subnet(from), now) {
 		return nil, p2p.Withhold
 	}
@@ -69,7 +79,7 @@ func (g *RFQGate) Check(topic string, from, signer peer.ID, data []byte) (*aucti
 	if attest.FromOtherVersion(err) {
 		return nil, p2p.Skip
 	}
-	if err != nil || author != signer {
+	if err != nil || !gossipSignedBy(author, signer) {
 		return nil, p2p.Reject
 	}
 	if v := rfqTimeliness(rfq, now); v != p2p.Accept {

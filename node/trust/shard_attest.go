@@ -40,7 +40,7 @@ func (t *Trust) ValidateShardAttest(topic string) p2p.Validator {
 		if kind == attestUnknown && attestFromOtherVersion(data) {
 			return p2p.Skip
 		}
-		if author != signer.String() || !onAttestShard(kind, rec, st.Shard) {
+		if !attestSignedBy(author, signer) || !onAttestShard(kind, rec, st.Shard) {
 			return p2p.Reject
 		}
 		if time.UnixMilli(atMs).After(t.now().Add(MaxClockSkew)) {
