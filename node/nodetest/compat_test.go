@@ -32,7 +32,7 @@ func TestOtherVersionRecordsCostTheirSenderNothing(t *testing.T) {
 	// The providers' RFQ shard (nodetest's simulated GPUs are A10s).
 	rfqTopic := auction.GPUShard("a10").RFQTopic()
 	targets := c.Members[1:4]
-	later := newLaterNode(t, ctx, c, []pubsub.Option{pubsub.WithMessageSignaturePolicy(pubsub.StrictSign)}, targets, rfqTopic, p2p.TopicAttest)
+	later := newBareClient(t, ctx, c, []pubsub.Option{pubsub.WithMessageSignaturePolicy(pubsub.StrictSign)}, targets, rfqTopic, p2p.TopicAttest)
 	h, topics := later.h, later.topics
 	key := h.Peerstore().PrivKey(h.ID())
 

@@ -22,16 +22,16 @@ import (
 	"github.com/idlegrid/idlegrid/p2p"
 )
 
-// laterNode is a bare gossipsub client standing in for a node of a later
-// release, with that release's signature options, joined to topics and
-// connected to targets, each of them a peer on every topic (a publish then
-// reaches each target directly).
-type laterNode struct {
+// bareClient is a bare gossipsub client on the cluster's network, standing
+// in for a node of a later release or a hostile one, with the signature
+// options given, joined to topics and connected to targets, each of them
+// a peer on every topic (a publish then reaches each target directly).
+type bareClient struct {
 	h      host.Host
 	topics map[string]*pubsub.Topic
 }
 
-func newLaterNode(t *testing.T, ctx context.Context, c *nodetest.Cluster, policy []pubsub.Option, targets []*nodetest.Member, topics ...string) *laterNode {
+func newBareClient(t *testing.T, ctx context.Context, c *nodetest.Cluster, policy []pubsub.Option, targets []*nodetest.Member, topics ...string) *bareClient {
 	t.Helper()
 	h, err := c.Net.GenPeer()
 	if err != nil {
@@ -49,7 +49,7 @@ func newLaterNode(t *testing.T, ctx context.Context, c *nodetest.Cluster, policy
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &laterNode{h: h, topics: map[string]*pubsub.Topic{}}
+	n := &bareClient{h: h, topics: map[string]*pubsub.Topic{}}
 	for _, name := range topics {
 		tp, err := ps.Join(name)
 		if err != nil {
@@ -63,7 +63,7 @@ func newLaterNode(t *testing.T, ctx context.Context, c *nodetest.Cluster, policy
 			t.Fatal(err)
 		}
 	}
-	if err := nodetest.WaitFor(ctx, "every target a topic peer of the later node", func() bool {
+	if err := nodetest.WaitFor(ctx, "every target a topic peer of the bare client", func() bool {
 		for _, tp := range n.topics {
 			peers := tp.ListPeers()
 			for _, m := range targets {
@@ -95,7 +95,7 @@ func TestUnsignedGossipOfTheNextReleaseIsDelivered(t *testing.T) {
 	targets := c.Members[1:4]
 	// The next release: no signature, and no author or sequence number
 	// either (the release after it refuses messages with any of them).
-	later := newLaterNode(t, ctx, c, []pubsub.Option{pubsub.WithMessageSignaturePolicy(pubsub.LaxNoSign), pubsub.WithNoAuthor()}, targets, rfqTopic)
+	later := newBareClient(t, ctx, c, []pubsub.Option{pubsub.WithMessageSignaturePolicy(pubsub.LaxNoSign), pubsub.WithNoAuthor()}, targets, rfqTopic)
 	other, _, err := crypto.GenerateEd25519Key(rand.Reader)
 	if err != nil {
 		t.Fatal(err)

@@ -2,16 +2,10 @@ package nodetest_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"testing"
 	"time"
 
-	pubsub "github.com/libp2p/go-libp2p-pubsub"
-	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/crypto"
-	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/protocol"
-	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/auction"
@@ -111,37 +105,7 @@ func TestFalseFraudProofChangesOnlyTheSendersScore(t *testing.T) {
 	accused := c.Members[1]
 
 	// The hostile client: a bare gossipsub on the same mocknet.
-	h, err := c.Net.GenPeer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Net.LinkAll(); err != nil {
-		t.Fatal(err)
-	}
-	ps, err := pubsub.NewGossipSub(ctx, h,
-		pubsub.WithGossipSubProtocols([]protocol.ID{p2p.GossipProtocol}, func(f pubsub.GossipSubFeature, p protocol.ID) bool {
-			return p == p2p.GossipProtocol && f == pubsub.GossipSubFeatureMesh
-		}),
-		pubsub.WithMessageSignaturePolicy(pubsub.StrictSign),
-		pubsub.WithMessageIdFn(func(m *pb.Message) string { s := sha256.Sum256(m.Data); return string(s[:]) }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	topic, err := ps.Join(p2p.TopicFraud)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer topic.Close()
-	var targets []*nodetest.Member
-	for _, m := range c.Members[2:5] {
-		if err := h.Connect(ctx, peer.AddrInfo{ID: m.Node.ID(), Addrs: []ma.Multiaddr{m.Addr}}); err != nil {
-			t.Fatal(err)
-		}
-		targets = append(targets, m)
-	}
-	if err := nodetest.WaitFor(ctx, "hostile client in the fraud topic", func() bool { return len(topic.ListPeers()) >= 2 }); err != nil {
-		t.Fatal(err)
-	}
+	h, topic, targets := hostileFraudClient(t, ctx, c)
 
 	entry, _ := forkedEntries(t, accused.Key)
 	proof, err := attest.Seal(&attest.FraudProof{

@@ -2,7 +2,6 @@ package nodetest_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,12 +10,9 @@ import (
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
-	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/protocol"
-	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/auction"
@@ -250,36 +246,7 @@ func fakeOutput(t *testing.T, args ...string) string {
 // validators) connected to three members, the targets.
 func hostileFraudClient(t *testing.T, ctx context.Context, c *nodetest.Cluster) (host.Host, *pubsub.Topic, []*nodetest.Member) {
 	t.Helper()
-	h, err := c.Net.GenPeer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Net.LinkAll(); err != nil {
-		t.Fatal(err)
-	}
-	ps, err := pubsub.NewGossipSub(ctx, h,
-		pubsub.WithGossipSubProtocols([]protocol.ID{p2p.GossipProtocol}, func(f pubsub.GossipSubFeature, p protocol.ID) bool {
-			return p == p2p.GossipProtocol && f == pubsub.GossipSubFeatureMesh
-		}),
-		pubsub.WithMessageSignaturePolicy(pubsub.StrictSign),
-		pubsub.WithMessageIdFn(func(m *pb.Message) string { s := sha256.Sum256(m.Data); return string(s[:]) }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	topic, err := ps.Join(p2p.TopicFraud)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = topic.Close() })
-	var targets []*nodetest.Member
-	for _, m := range c.Members[2:5] {
-		if err := h.Connect(ctx, peer.AddrInfo{ID: m.Node.ID(), Addrs: []ma.Multiaddr{m.Addr}}); err != nil {
-			t.Fatal(err)
-		}
-		targets = append(targets, m)
-	}
-	if err := nodetest.WaitFor(ctx, "hostile client in the fraud topic", func() bool { return len(topic.ListPeers()) >= 2 }); err != nil {
-		t.Fatal(err)
-	}
-	return h, topic, targets
+	targets := c.Members[2:5]
+	hostile := newBareClient(t, ctx, c, []pubsub.Option{pubsub.WithMessageSignaturePolicy(pubsub.StrictSign)}, targets, p2p.TopicFraud)
+	return hostile.h, hostile.topics[p2p.TopicFraud], targets
 }
