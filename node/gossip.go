@@ -6,8 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/peer"
-
 	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/p2p"
 )
@@ -17,21 +15,17 @@ import (
 // anything else on the node sees a message. The gossip signer must be the
 // record's own author, so a record cannot be re-published under someone
 // else's name.
-func (n *Node) topicValidators() map[string]p2p.Validator {
-	return map[string]p2p.Validator{
-		p2p.TopicRFQ:    n.validateRFQ,
+func (n *Node) topicValidators() map[string]p2p.RecordValidator {
+	return map[string]p2p.RecordValidator{
+		p2p.TopicRFQ:    n.rfqGate.Validator(p2p.TopicRFQ),
 		p2p.TopicAttest: n.trust.ValidateAttest,
-		p2p.TopicFraud:  n.trust.ValidateFraud,
+		p2p.TopicFraud:  p2p.NoRecord(n.trust.ValidateFraud),
 	}
-}
-
-func (n *Node) validateRFQ(ctx context.Context, from, signer peer.ID, data []byte) p2p.Verdict {
-	return n.rfqGate.Validator(p2p.TopicRFQ)(ctx, from, signer, data)
 }
 
 func (n *Node) registerValidators() error {
 	for topic, v := range n.topicValidators() {
-		if err := n.p2p.RegisterValidator(topic, v); err != nil {
+		if err := n.p2p.RegisterRecordValidator(topic, v); err != nil {
 			return err
 		}
 	}

@@ -207,7 +207,7 @@ func (n *Node) onGossip(ctx context.Context, topic string) func(p2p.Message) {
 				n.provider.HandleRFQ(ctx, m)
 			}()
 		case p2p.TopicAttest:
-			n.trust.OnAttest(ctx, m.Data)
+			n.trust.OnAttest(ctx, m.Data, m.Record)
 		case p2p.TopicFraud:
 			n.trust.ApplyFraud(m.Data)
 		}

@@ -54,27 +54,29 @@ func shardRendezvous(provider bool) func(topic string) (find, announce string) {
 	}
 }
 
-// shardValidator is the validator of a shard topic.
-func (n *Node) shardValidator(topic string) p2p.Validator {
+// shardValidator is the validator of a shard topic. RFQ and attestation
+// validators hand on the record they opened (p2p.RecordValidator), which
+// the bidder and trust then read instead of checking its signature again.
+func (n *Node) shardValidator(topic string) p2p.RecordValidator {
 	st, err := auction.ParseShardTopic(topic)
 	if err != nil {
-		return func(context.Context, peer.ID, peer.ID, []byte) p2p.Verdict { return p2p.Reject }
+		return func(context.Context, peer.ID, peer.ID, []byte) (p2p.Verdict, any) { return p2p.Reject, nil }
 	}
 	switch st.Kind {
 	case auction.ShardTopicDigest:
-		return n.trust.ValidateDigest(topic)
+		return p2p.NoRecord(n.trust.ValidateDigest(topic))
 	case auction.ShardTopicAttest:
 		return n.trust.ValidateShardAttest(topic)
 	}
-	return func(_ context.Context, from, signer peer.ID, data []byte) p2p.Verdict {
+	return func(_ context.Context, from, signer peer.ID, data []byte) (p2p.Verdict, any) {
 		rfq, v := n.rfqGate.Check(topic, from, signer, data)
 		if v != p2p.Accept {
-			return v
+			return v, nil
 		}
 		if !auction.RFQOnShard(rfq, st.Shard) {
-			return p2p.Reject // no honest renter sends it here
+			return p2p.Reject, nil // no honest renter sends it here
 		}
-		return p2p.Accept
+		return p2p.Accept, rfq
 	}
 }
 
@@ -133,7 +135,7 @@ func (n *Node) onShardGossip(ctx context.Context, topic string) func(p2p.Message
 		// those it withholds, to check them); delivery adds nothing.
 		return func(p2p.Message) {}
 	case auction.ShardTopicAttest:
-		return func(m p2p.Message) { n.trust.OnAttest(ctx, m.Data) }
+		return func(m p2p.Message) { n.trust.OnAttest(ctx, m.Data, m.Record) }
 	}
 	return n.onGossip(ctx, p2p.TopicRFQ)
 }

@@ -15,11 +15,11 @@ import (
 // messages); Withhold and Skip cost nothing. Our own messages are never
 // charged. RegisterValidator applies
 // it to every validator, so the node must not wrap a second time.
-func (g *Guard) GuardValidator(self peer.ID, v Validator) Validator {
-	return func(ctx context.Context, from, signer peer.ID, data []byte) Verdict {
-		verdict := v(ctx, from, signer, data)
+func (g *Guard) GuardValidator(self peer.ID, v RecordValidator) RecordValidator {
+	return func(ctx context.Context, from, signer peer.ID, data []byte) (Verdict, any) {
+		verdict, rec := v(ctx, from, signer, data)
 		if from == self {
-			return verdict
+			return verdict, rec
 		}
 		switch verdict {
 		case Ignore:
@@ -27,7 +27,7 @@ func (g *Guard) GuardValidator(self peer.ID, v Validator) Validator {
 		case Reject:
 			g.Charge(from, AbuseGossipReject, 0)
 		}
-		return verdict
+		return verdict, rec
 	}
 }
 

@@ -82,7 +82,7 @@ type Node struct {
 	joined joinedTopics // the topics' names, for the gossip tracer
 	mesh   meshView     // the gossip mesh, as the tracer saw it
 	// validatorFor makes the validators of policy-admitted topics.
-	validatorFor func(topic string) Validator
+	validatorFor func(topic string) RecordValidator
 	closed       bool
 
 	// heal is the gossip heal loop's state (gossip_heal.go).

@@ -28,6 +28,10 @@ type Message struct {
 	// ReceivedFrom is the peer that forwarded it to us.
 	ReceivedFrom peer.ID
 	Data         []byte
+	// Record is what the topic's validator opened of Data
+	// (RecordValidator), nil if it handed nothing on. It is shared by
+	// every subscription to the topic: read it, never change it.
+	Record any
 }
 
 func (n *Node) topic(name string) (*pubsub.Topic, error) {
@@ -48,7 +52,7 @@ func (n *Node) topic(name string) (*pubsub.Topic, error) {
 	if !slices.Contains(n.cfg.Topics, name) && n.validatorFor != nil {
 		// A topic the policy admits gets its validator before any of its
 		// messages can arrive.
-		if err := n.RegisterValidator(name, n.validatorFor(name)); err != nil {
+		if err := n.RegisterRecordValidator(name, n.validatorFor(name)); err != nil {
 			return nil, err
 		}
 	}
@@ -70,7 +74,7 @@ func (n *Node) topic(name string) (*pubsub.Topic, error) {
 // SetValidatorFactory gives the validator of each topic the topic policy
 // admits; it is registered when the topic is first joined (published on
 // or subscribed to). Set it before Run.
-func (n *Node) SetValidatorFactory(f func(topic string) Validator) {
+func (n *Node) SetValidatorFactory(f func(topic string) RecordValidator) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.validatorFor = f
@@ -82,15 +86,24 @@ func (n *Node) SetValidatorFactory(f func(topic string) Validator) {
 // (GuardValidator): Ignore and Reject verdicts are charged to the
 // forwarding peer, and peers over their rate never reach it.
 func (n *Node) RegisterValidator(topic string, v Validator) error {
+	return n.RegisterRecordValidator(topic, NoRecord(v))
+}
+
+// RegisterRecordValidator is RegisterValidator for a validator that hands
+// on the record it opened: subscribers get it as Message.Record.
+func (n *Node) RegisterRecordValidator(topic string, v RecordValidator) error {
 	if !n.cfg.allowed(topic) {
 		return fmt.Errorf("p2p: validator for %q: %w", topic, ErrTopicNotAllowed)
 	}
 	v = n.guard.GuardValidator(n.host.ID(), v)
 	counted := func(ctx context.Context, from peer.ID, m *pubsub.Message) pubsub.ValidationResult {
-		verdict := v(ctx, from, gossipSigner(m), m.GetData())
+		verdict, rec := v(ctx, from, gossipSigner(m), m.GetData())
 		n.metrics.validated(topic, verdict)
 		switch verdict {
 		case Accept:
+			// Delivered to our subscriptions with the message: gossipsub
+			// keeps a validator's data on the message it accepts.
+			m.ValidatorData = rec
 			return pubsub.ValidationAccept
 		case Reject:
 			return pubsub.ValidationReject
@@ -124,7 +137,7 @@ func (n *Node) Subscribe(ctx context.Context, topic string, fn func(Message)) er
 				return
 			}
 			n.metrics.received(topic)
-			fn(Message{Topic: topic, From: gossipSigner(m), ReceivedFrom: m.ReceivedFrom, Data: m.GetData()})
+			fn(Message{Topic: topic, From: gossipSigner(m), ReceivedFrom: m.ReceivedFrom, Data: m.GetData(), Record: m.ValidatorData})
 		}
 	}()
 	return nil

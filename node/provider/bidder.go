@@ -170,8 +170,14 @@ func (b *bidder) expire(now time.Time) {
 
 // onRFQ answers one validated RFQ.
 func (b *bidder) onRFQ(ctx context.Context, msg p2p.Message) {
-	rfq, _, err := auction.OpenRFQ(msg.Data)
-	if err != nil || rfq.Renter == b.self {
+	rfq, ok := msg.Record.(*auction.RFQ) // the RFQ the topic's validator opened
+	if !ok {
+		var err error
+		if rfq, _, err = auction.OpenRFQ(msg.Data); err != nil {
+			return
+		}
+	}
+	if rfq.Renter == b.self {
 		return
 	}
 	rfqID := attest.RecordID(msg.Data).String()

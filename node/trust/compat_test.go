@@ -66,12 +66,12 @@ func TestValidatorsSkipOtherVersions(t *testing.T) {
 	validators := []struct {
 		name  string
 		raw   []byte
-		check p2p.Validator
+		check p2p.RecordValidator
 	}{
 		{"rfq", rfq, gate.Validator(p2p.TopicRFQ)},
-		{"digest", digest, tr.ValidateDigest(auction.GPUShard("a10").DigestTopic())},
+		{"digest", digest, p2p.NoRecord(tr.ValidateDigest(auction.GPUShard("a10").DigestTopic()))},
 		{"chain_entry", entry, tr.ValidateAttest},
-		{"fraud_proof", proof, tr.ValidateFraud},
+		{"fraud_proof", proof, p2p.NoRecord(tr.ValidateFraud)},
 	}
 	for _, v := range validators {
 		for _, c := range []struct {
@@ -85,7 +85,7 @@ func TestValidatorsSkipOtherVersions(t *testing.T) {
 		} {
 			t.Run(v.name+"/"+c.name, func(t *testing.T) {
 				raw := laterRecord(t, v.raw, prov.Key, c.edit)
-				if got := v.check(ctx, prov.ID, prov.ID, raw); got != c.want {
+				if got, _ := v.check(ctx, prov.ID, prov.ID, raw); got != c.want {
 					t.Fatalf("verdict %v, want %v", got, c.want)
 				}
 			})

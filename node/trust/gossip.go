@@ -46,25 +46,36 @@ func attestSignedBy(author string, signer peer.ID) bool {
 	return signer == "" || author == signer.String()
 }
 
+// openedAttest is a message of an attestation topic, opened: the record
+// it is (signature checked), its author (the record's signer, which a
+// gossip signer must equal) and its time. The validator hands it on to
+// OnAttest (p2p.RecordValidator), which so checks no signature again.
+type openedAttest struct {
+	kind    attestKind
+	rec     any
+	author  string
+	atMs    int64
+	voucher *attest.Voucher // a receipt's
+}
+
 // openAttestMessage opens a message of an attestation topic as whichever
-// record it is, and returns its author (the record's signer, which a
-// gossip signer must equal).
-func openAttestMessage(data []byte) (attestKind, any, string, int64) {
+// record it is; kind attestUnknown if none.
+func openAttestMessage(data []byte) *openedAttest {
 	if sum, author, err := auction.OpenAwardSummary(data); err == nil {
-		return attestSummary, sum, author.String(), sum.AtMs
+		return &openedAttest{kind: attestSummary, rec: sum, author: author.String(), atMs: sum.AtMs}
 	}
 	if e, err := attest.OpenEntry(data); err == nil {
-		return attestEntry, e, e.Provider, e.AtMs
+		return &openedAttest{kind: attestEntry, rec: e, author: e.Provider, atMs: e.AtMs}
 	}
-	if rc, _, err := attest.OpenReceipt(data); err == nil {
-		return attestReceipt, rc, rc.Provider, rc.AtMs
+	if rc, v, err := attest.OpenReceipt(data); err == nil {
+		return &openedAttest{kind: attestReceipt, rec: rc, author: rc.Provider, atMs: rc.AtMs, voucher: v}
 	}
 	// An abandon note opens only with the renter's award to its provider
 	// in it (auction.OpenAbandonNote): a false one is rejected.
 	if n, _, err := auction.OpenAbandonNote(data); err == nil {
-		return attestAbandon, n, n.Provider, n.AtMs
+		return &openedAttest{kind: attestAbandon, rec: n, author: n.Provider, atMs: n.AtMs}
 	}
-	return attestUnknown, nil, "", 0
+	return &openedAttest{kind: attestUnknown}
 }
 
 // attestFromOtherVersion reports whether data is one of the topic's record
@@ -84,24 +95,24 @@ func attestFromOtherVersion(data []byte) bool {
 // receipts moved to the shards' attestation topics (ValidateShardAttest):
 // here they are ignored, neither delivered nor passed on, without a
 // charge (a node of an earlier release still sends them here).
-func (t *Trust) ValidateAttest(_ context.Context, _, signer peer.ID, data []byte) p2p.Verdict {
-	kind, _, author, atMs := openAttestMessage(data)
-	if kind == attestUnknown && attestFromOtherVersion(data) {
-		return p2p.Skip
+func (t *Trust) ValidateAttest(_ context.Context, _, signer peer.ID, data []byte) (p2p.Verdict, any) {
+	m := openAttestMessage(data)
+	if m.kind == attestUnknown && attestFromOtherVersion(data) {
+		return p2p.Skip, nil
 	}
-	if kind == attestUnknown || !attestSignedBy(author, signer) {
-		return p2p.Reject
+	if m.kind == attestUnknown || !attestSignedBy(m.author, signer) {
+		return p2p.Reject, nil
 	}
-	if kind != attestAbandon {
-		return p2p.Ignore
+	if m.kind != attestAbandon {
+		return p2p.Ignore, nil
 	}
-	if time.UnixMilli(atMs).After(t.now().Add(MaxClockSkew)) {
-		return p2p.Ignore
+	if time.UnixMilli(m.atMs).After(t.now().Add(MaxClockSkew)) {
+		return p2p.Ignore, nil
 	}
-	if kind == attestAbandon && t.now().Sub(time.UnixMilli(atMs)) > auction.AbandonNoteFor {
-		return p2p.Ignore
+	if t.now().Sub(time.UnixMilli(m.atMs)) > auction.AbandonNoteFor {
+		return p2p.Ignore, nil
 	}
-	return p2p.Accept
+	return p2p.Accept, m
 }
 
 // ValidateFraud admits a fraud proof only if this node verifies it
@@ -139,31 +150,35 @@ func (t *Trust) validateWrongResult(ctx context.Context, from peer.ID, data []by
 	return p2p.Ignore
 }
 
-// OnAttest handles a validated message of an attestation topic.
-func (t *Trust) OnAttest(ctx context.Context, raw []byte) {
-	kind, rec, _, _ := openAttestMessage(raw)
-	switch kind {
+// OnAttest handles a validated message of an attestation topic. opened is
+// what its validator handed on (p2p.Message.Record); without it (nil, or
+// another kind) the message is opened here.
+func (t *Trust) OnAttest(ctx context.Context, raw []byte, opened any) {
+	m, ok := opened.(*openedAttest)
+	if !ok {
+		m = openAttestMessage(raw)
+	}
+	switch m.kind {
 	case attestSummary:
-		sum := t.storeSummary(raw)
-		if sum != nil && t.onSummary != nil {
+		sum := m.rec.(*auction.AwardSummary)
+		t.storeSummary(raw, sum)
+		if t.onSummary != nil {
 			t.onSummary(sum)
 		}
 	case attestEntry:
-		t.observeEntry(ctx, raw, rec.(*attest.Entry))
+		t.observeEntry(ctx, raw, m.rec.(*attest.Entry))
 	case attestAbandon:
 		if t.onAbandon != nil {
-			t.onAbandon(rec.(*auction.AbandonNote))
+			t.onAbandon(m.rec.(*auction.AbandonNote))
 		}
 	case attestReceipt:
-		if rc := rec.(*attest.Receipt); rc.Renter == t.ID().String() || rc.Provider == t.ID().String() {
+		if rc := m.rec.(*attest.Receipt); rc.Renter == t.ID().String() || rc.Provider == t.ID().String() {
 			return // our own: stored for good when it was issued or fetched
 		}
 		if err := t.db.PutReceiptTTL(attest.RecordID(raw).String(), raw, gossipedReceiptRetention); err != nil {
 			t.log.Warn("store receipt", "err", err)
 		}
-		if rc, v, err := attest.OpenReceipt(raw); err == nil {
-			t.noteReceipt(rc.Provider, v.Renter)
-		}
+		t.noteReceipt(m.rec.(*attest.Receipt).Provider, m.voucher.Renter)
 		t.rep.Invalidate()
 	}
 }

@@ -61,11 +61,7 @@ func (t *Trust) summaryWeight(s *auction.AwardSummary, now time.Time) float64 {
 // storeSummary keeps a verified award summary for the price index and
 // notes the award, and the renter's list of bidders, as evidence that its
 // providers bid.
-func (t *Trust) storeSummary(raw []byte) *auction.AwardSummary {
-	sum, _, err := auction.OpenAwardSummary(raw)
-	if err != nil {
-		return nil
-	}
+func (t *Trust) storeSummary(raw []byte, sum *auction.AwardSummary) {
 	expires := time.UnixMilli(sum.AtMs).Add(summaryRetention)
 	if err := t.db.PutSummary(attest.RecordID(raw).String(), raw, expires); err != nil {
 		t.log.Warn("store award summary", "err", err)
@@ -74,5 +70,4 @@ func (t *Trust) storeSummary(raw []byte) *auction.AwardSummary {
 		t.noteWon(sum.Provider)
 	}
 	t.noteVouched(sum.Renter, sum.Bidders)
-	return sum
 }

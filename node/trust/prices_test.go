@@ -37,9 +37,9 @@ func gossipSummary(t *testing.T, tr *Trust, renter, provider crypto.PrivKey, pri
 		t.Fatal(err)
 	}
 	rid, _ := peer.IDFromPrivateKey(renter)
-	v := tr.ValidateShardAttest(a10Attest)(context.Background(), rid, rid, raw)
+	v, rec := tr.ValidateShardAttest(a10Attest)(context.Background(), rid, rid, raw)
 	if v == p2p.Accept {
-		tr.OnAttest(context.Background(), raw)
+		tr.OnAttest(context.Background(), raw, rec)
 	}
 	return v
 }
@@ -97,7 +97,7 @@ func TestPriceIndexCountsEvidence(t *testing.T) {
 		t.Fatal(err)
 	}
 	rid, _ := peer.IDFromPrivateKey(r)
-	if v := tr.ValidateShardAttest(a10Attest)(context.Background(), rid, rid, forged); v != p2p.Reject {
+	if v, _ := tr.ValidateShardAttest(a10Attest)(context.Background(), rid, rid, forged); v != p2p.Reject {
 		t.Fatalf("a summary without its provider's acceptance: %v, want reject", v)
 	}
 	if got := median(); got != base {
@@ -131,10 +131,11 @@ func TestRenownedRentersVouchForBidders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := tr.ValidateShardAttest(a10Attest)(context.Background(), renter, renter, raw); v != p2p.Accept {
+	v, rec := tr.ValidateShardAttest(a10Attest)(context.Background(), renter, renter, raw)
+	if v != p2p.Accept {
 		t.Fatalf("summary: %v", v)
 	}
-	tr.OnAttest(context.Background(), raw)
+	tr.OnAttest(context.Background(), raw, rec)
 	if got := len(tr.Digests(auction.GPUShard("a10"))); got != 1 {
 		t.Fatalf("a fresh renter's word proved %d providers; want only the winner, whose acceptance it carries", got)
 	}

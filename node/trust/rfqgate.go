@@ -94,10 +94,14 @@ func (g *RFQGate) Check(topic string, from, signer peer.ID, data []byte) (*aucti
 	return rfq, p2p.Accept
 }
 
-// Validator is the gate as the validator of one topic.
-func (g *RFQGate) Validator(topic string) p2p.Validator {
-	return func(_ context.Context, from, signer peer.ID, data []byte) p2p.Verdict {
-		_, v := g.Check(topic, from, signer, data)
-		return v
+// Validator is the gate as the validator of one topic; it hands on the
+// RFQ it accepts.
+func (g *RFQGate) Validator(topic string) p2p.RecordValidator {
+	return func(_ context.Context, from, signer peer.ID, data []byte) (p2p.Verdict, any) {
+		rfq, v := g.Check(topic, from, signer, data)
+		if v != p2p.Accept {
+			return v, nil
+		}
+		return v, rfq
 	}
 }

@@ -10,5 +10,6 @@ import (
 
 // validate is the gate on the legacy RFQ topic, as the tests call it.
 func (g *RFQGate) validate(ctx context.Context, from, signer peer.ID, data []byte) p2p.Verdict {
-	return g.Validator(p2p.TopicRFQ)(ctx, from, signer, data)
+	v, _ := g.Validator(p2p.TopicRFQ)(ctx, from, signer, data)
+	return v
 }

@@ -30,29 +30,29 @@ import (
 // network-wide idlegrid/attest/1: a renter can post to any shard); a
 // record of another release is skipped (docs/protocol.md §5.1).
 // Delivered messages go to OnAttest.
-func (t *Trust) ValidateShardAttest(topic string) p2p.Validator {
+func (t *Trust) ValidateShardAttest(topic string) p2p.RecordValidator {
 	st, err := auction.ParseShardTopic(topic)
-	return func(_ context.Context, _, signer peer.ID, data []byte) p2p.Verdict {
+	return func(_ context.Context, _, signer peer.ID, data []byte) (p2p.Verdict, any) {
 		if err != nil || st.Kind != auction.ShardTopicAttest {
-			return p2p.Reject
+			return p2p.Reject, nil
 		}
-		kind, rec, author, atMs := openAttestMessage(data)
-		if kind == attestUnknown && attestFromOtherVersion(data) {
-			return p2p.Skip
+		m := openAttestMessage(data)
+		if m.kind == attestUnknown && attestFromOtherVersion(data) {
+			return p2p.Skip, nil
 		}
-		if !attestSignedBy(author, signer) || !onAttestShard(kind, rec, st.Shard) {
-			return p2p.Reject
+		if !attestSignedBy(m.author, signer) || !onAttestShard(m.kind, m.rec, st.Shard) {
+			return p2p.Reject, nil
 		}
-		if time.UnixMilli(atMs).After(t.now().Add(MaxClockSkew)) {
-			return p2p.Ignore
+		if time.UnixMilli(m.atMs).After(t.now().Add(MaxClockSkew)) {
+			return p2p.Ignore, nil
 		}
-		if e, ok := rec.(*attest.Entry); ok && !t.beats.admit(e.Provider, attest.BeatSlot(e.Provider, e.AtMs, t.cfg.BeatEvery), e.Seq) {
+		if e, ok := m.rec.(*attest.Entry); ok && !t.beats.admit(e.Provider, attest.BeatSlot(e.Provider, e.AtMs, t.cfg.BeatEvery), e.Seq) {
 			// Dropped, not passed on, and charged to nobody: a provider
 			// whose network setting (p2p.telemetry_gossip_every) is
 			// shorter than this node's sends such heartbeats honestly.
-			return p2p.Withhold
+			return p2p.Withhold, nil
 		}
-		return p2p.Accept
+		return p2p.Accept, m
 	}
 }
 

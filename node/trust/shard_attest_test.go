@@ -81,11 +81,11 @@ func TestValidateShardAttest(t *testing.T) {
 		{"receipt signed by its renter", a10, other, receipt, p2p.Reject},
 		{"abandon note", a10, prov, abandon, p2p.Reject},
 	} {
-		if got := tr.ValidateShardAttest(c.shard.AttestTopic())(ctx, c.signer.ID, c.signer.ID, c.raw); got != c.want {
+		if got, _ := tr.ValidateShardAttest(c.shard.AttestTopic())(ctx, c.signer.ID, c.signer.ID, c.raw); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
-	if got := tr.ValidateShardAttest("idlegrid/attest/1")(ctx, prov.ID, prov.ID, beat); got != p2p.Reject {
+	if got, _ := tr.ValidateShardAttest("idlegrid/attest/1")(ctx, prov.ID, prov.ID, beat); got != p2p.Reject {
 		t.Errorf("the network-wide topic as a shard's: %v, want reject", got)
 	}
 	// The network-wide topic keeps only abandon notes; what moved to the
@@ -102,14 +102,14 @@ func TestValidateShardAttest(t *testing.T) {
 		{"receipt", prov, receipt, p2p.Ignore},
 		{"garbage", prov, []byte("garbage"), p2p.Reject},
 	} {
-		if got := tr.ValidateAttest(ctx, c.signer.ID, c.signer.ID, c.raw); got != c.want {
+		if got, _ := tr.ValidateAttest(ctx, c.signer.ID, c.signer.ID, c.raw); got != c.want {
 			t.Errorf("idlegrid/attest/1, %s: %v, want %v", c.name, got, c.want)
 		}
 	}
 
-	tr.OnAttest(ctx, beat)
-	tr.OnAttest(ctx, beat)
-	tr.OnAttest(ctx, next)
+	tr.OnAttest(ctx, beat, nil)
+	tr.OnAttest(ctx, beat, nil)
+	tr.OnAttest(ctx, next, nil)
 	us, err := tr.db.Uptimes()
 	if err != nil || len(us) != 1 || us[0].Seen != 2 {
 		t.Fatalf("uptimes %d (first %+v), %v: want one provider seen twice", len(us), us[0], err)
@@ -211,12 +211,12 @@ func TestOneHeartbeatPerSlot(t *testing.T) {
 		{"the next slot's first", nextSlot, p2p.Accept},
 		{"an entry of an earlier slot", sameSlot, p2p.Withhold},
 	} {
-		if got := validate(ctx, prov.ID, prov.ID, c.raw); got != c.want {
+		if got, _ := validate(ctx, prov.ID, prov.ID, c.raw); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
-	tr.OnAttest(ctx, first)
-	tr.OnAttest(ctx, nextSlot)
+	tr.OnAttest(ctx, first, nil)
+	tr.OnAttest(ctx, nextSlot, nil)
 	us, err := tr.db.Uptimes()
 	if err != nil || len(us) != 1 {
 		t.Fatalf("uptimes %+v, %v", us, err)
