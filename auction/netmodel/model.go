@@ -167,10 +167,20 @@ type Params struct {
 	Mesh Mesh
 	// Gossip is the nodes' IHAVE fanout (BuiltFanout as built).
 	Gossip Fanout
-	// RegionGroups splits every family shard by region group (1: scheme
-	// v2 as specified; more is a what-if of a later scheme that assumes
-	// RFQs pinned to one group).
+	// RegionGroups splits every family shard into groups (1: scheme v2
+	// as built; more is a what-if of a later scheme). By default the
+	// groups are even and each RFQ goes to one of them; GroupShare and
+	// GroupRFQShare say otherwise.
 	RegionGroups int
+	// GroupShare is the share of a family's providers in its largest
+	// group: 0 for 1/RegionGroups (groups by a hash of the peer ID are
+	// even; groups by country are not: supply gathers in a few).
+	GroupShare float64
+	// GroupRFQShare is the share of the family's RFQs that reach the
+	// largest group: 0 for GroupShare (each RFQ on one group, as many
+	// RFQs as hosts). An RFQ on L of G even groups: L/G; RFQs that name no
+	// region, sent to every region group: they add their whole share.
+	GroupRFQShare float64
 	Calibration  Calibration
 	Sizes        Sizes
 }
@@ -253,10 +263,17 @@ func Model(p Params) (Row, error) {
 	for _, f := range p.Families {
 		share = math.Max(share, f.Share)
 	}
-	groups := float64(max(p.RegionGroups, 1))
+	groupShare := 1 / float64(max(p.RegionGroups, 1))
+	if p.GroupShare > 0 {
+		groupShare = p.GroupShare
+	}
+	rfqShare := groupShare
+	if p.GroupRFQShare > 0 {
+		rfqShare = p.GroupRFQShare
+	}
 	r := Row{Providers: p.Providers, RFQsPerSec: p.RFQsPerSec}
-	r.ShardProviders = max(1, int(math.Round(float64(p.Providers)*share/groups)))
-	r.ShardRFQsPerSec = p.RFQsPerSec * share / groups
+	r.ShardProviders = max(1, int(math.Round(float64(p.Providers)*share*groupShare)))
+	r.ShardRFQsPerSec = p.RFQsPerSec * share * rfqShare
 	bids, exp := drawBids(r.ShardProviders, p.WantBids, p.JobGPUs)
 	r.BidsPerRFQ, r.ExpectedBids, r.EveryoneBids = bids, exp, r.ShardProviders
 	frame := float64(c.FrameBytes)

@@ -168,3 +168,37 @@ func TestRegionGroupsSplitTheShard(t *testing.T) {
 		t.Errorf("network-wide heartbeats: %.1f kB/s with 8 groups, %.1f without, %.1f on the shards' attestation topics", net8.AttestKBps, net1.AttestKBps, one.AttestKBps)
 	}
 }
+
+// Groups split a shard only as evenly as its hosts and RFQs fall into
+// them: a largest group of 40% of the hosts carries 3.2 times an even
+// eighth's traffic, RFQs sent to every group reach every host, and an RFQ
+// on 2 of 16 even lots costs a host what one on 1 of 8 does.
+func TestUnevenGroupsSplitLess(t *testing.T) {
+	model := func(groups int, share, rfqShare float64) Row {
+		t.Helper()
+		p, err := DefaultParams(100_000, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.RegionGroups, p.GroupShare, p.GroupRFQShare = groups, share, rfqShare
+		r, err := Model(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	even, skewed := model(8, 0, 0), model(8, 0.4, 0)
+	if ratio := float64(skewed.ShardProviders) / float64(even.ShardProviders); math.Abs(ratio-3.2) > 0.01 {
+		t.Errorf("largest group %d hosts with 40%%, %d with an even eighth: %.2fx, want 3.2x", skewed.ShardProviders, even.ShardProviders, ratio)
+	}
+	if ratio := skewed.ShardRFQsPerSec / even.ShardRFQsPerSec; math.Abs(ratio-3.2) > 0.01 {
+		t.Errorf("RFQs on the largest group: %.2fx an even eighth's, want 3.2x", ratio)
+	}
+	everywhere := model(8, 0.4, 1)
+	if everywhere.ShardRFQsPerSec != model(1, 0, 0).ShardRFQsPerSec {
+		t.Errorf("RFQs sent to every group: %.2f/s on one, %.2f/s on the unsplit shard", everywhere.ShardRFQsPerSec, model(1, 0, 0).ShardRFQsPerSec)
+	}
+	if a, b := model(16, 0, 2.0/16), even; math.Abs(a.RFQKBps-b.RFQKBps) > 0.05*b.RFQKBps || a.ShardProviders != b.ShardProviders/2 {
+		t.Errorf("2 of 16 lots: %d hosts, RFQs %.1f kB/s; 1 of 8 groups: %d hosts, %.1f kB/s", a.ShardProviders, a.RFQKBps, b.ShardProviders, b.RFQKBps)
+	}
+}

@@ -14,6 +14,7 @@ const (
 	PolicyIdlegrid    = "idlegrid"            // Quote + Match with the shipped defaults
 	PolicyPriceOnly   = "price-only"          // the same market, ranking by price alone
 	PolicyBounded     = "idlegrid-bounded"    // idlegrid where providers bid only when auction.ShouldBid picks them (want_bids 16)
+	PolicyLots        = "idlegrid-lots"       // idlegrid-bounded with every shard split into Config.Lots lots, each RFQ on Config.LotsPerRFQ of them
 	PolicyLegacy      = "idlegrid-v0"         // the market before issue 11: per-host markup, price/reliability, single host first
 	PolicyNoReserve   = "idlegrid-no-reserve" // idlegrid without the default second-price reserve (the node before issue 27)
 	PolicyPosted      = "posted"              // first feasible provider (in table order) at its floor
@@ -37,6 +38,7 @@ var policies = map[string]func() policy{
 	},
 	PolicyPriceOnly:   func() policy { return newMarket(marketPriceOnly) },
 	PolicyBounded:     func() policy { m := newMarket(marketIdlegrid); m.bounded = true; return m },
+	PolicyLots:        func() policy { m := newMarket(marketIdlegrid); m.bounded, m.lotted = true, true; return m },
 	PolicyLegacy:      func() policy { return newMarket(marketLegacy) },
 	PolicyNoReserve:   func() policy { m := newMarket(marketIdlegrid); m.noReserve = true; return m },
 	PolicyPosted:      func() policy { return baseline{order: orderTable} },

@@ -108,16 +108,30 @@ func calendarChanged(w *World, d *auction.Digest, p *provider, now time.Time) bo
 	return d.ClosedAt(now) == open
 }
 
+// lotSplit splits every shard of the replay into n lots by peer-ID hash
+// (auction.Lot; n below 2: none), and the renter publishes each RFQ on
+// the perRFQ lots of each shard that hold its cheapest fitting offers
+// (docs/protocol.md §3.6, planned).
+type lotSplit struct{ n, perRFQ int }
+
+// shardLot is one lot of a shard: the topic a lot's providers share.
+type shardLot struct {
+	s   auction.Shard
+	lot int
+}
+
 // bidders returns which of cands bid on rfq, whose renter's
 // market.want_bids is wantBids (auction.RFQWantBids: more for more GPUs,
-// split over the RFQ's shards), and how many providers the
-// digests showed as feasible (the bids "everyone bids" would draw). With
+// split over the topics the RFQ goes to), how many providers the
+// digests showed as feasible (the bids "everyone bids" would draw), and
+// how many providers are on those topics (each receives the RFQ). With
 // verify, every provider also decides alone with auction.ShouldBid, and
 // any disagreement with auction.SelectBidders is an error. calendarBlind
 // is the rule before issue 27: blind to when calendars close (a digest
 // closed when issued still shows no free GPU), and want_bids the same for
-// every job.
-func (v *bidView) bidders(w *World, rfq *auction.RFQ, rfqID string, cands []*provider, wantBids int, verify, calendarBlind bool) ([]*provider, int, error) {
+// every job. With lots, each lot is a market of its own: its providers
+// decide over their lot's digests only.
+func (v *bidView) bidders(w *World, rfq *auction.RFQ, rfqID string, cands []*provider, wantBids int, lots lotSplit, verify, calendarBlind bool) (bidders []*provider, feasible, reach int, err error) {
 	r := *rfq
 	if r.Runtime == "" {
 		r.Runtime = auction.RuntimeDocker // what Quote assumes for an empty one
@@ -127,54 +141,75 @@ func (v *bidView) bidders(w *World, rfq *auction.RFQ, rfqID string, cands []*pro
 	if calendarBlind {
 		now = time.Time{}
 	}
-	view := map[auction.Shard][]*auction.Digest{}
-	best := map[auction.Shard]uint64{}
+	view := map[shardLot][]*auction.Digest{}
+	best := map[shardLot]uint64{}
+	shardBest := map[auction.Shard]uint64{}
 	for s, idx := range v.shards {
 		for _, i := range idx {
 			d, err := v.digest(w, i)
 			if err != nil {
-				return nil, 0, err
+				return nil, 0, 0, err
 			}
-			view[s] = append(view[s], d)
+			k := shardLot{s, auction.Lot(v.peerOf[i], lots.n)}
+			view[k] = append(view[k], d)
 			if price, _, ok := auction.DigestFitsOn(rfq, d, s); ok && d.TakesNow(rfq, now) {
-				if b, seen := best[s]; !seen || price < b {
-					best[s] = price
+				if b, seen := best[k]; !seen || price < b {
+					best[k] = price
+				}
+				if b, seen := shardBest[s]; !seen || price < b {
+					shardBest[s] = price
 				}
 			}
 		}
 	}
-	known := make([]auction.Shard, 0, len(best))
-	for s := range best {
+	known := make([]auction.Shard, 0, len(shardBest))
+	for s := range shardBest {
 		known = append(known, s)
 	}
-	slices.SortFunc(known, func(x, y auction.Shard) int { return cmp.Or(cmp.Compare(best[x], best[y]), cmp.Compare(x, y)) })
-	shards := auction.RFQShards(rfq, known)
-	if len(shards) == 0 {
-		return nil, 0, nil
+	slices.SortFunc(known, func(x, y auction.Shard) int {
+		return cmp.Or(cmp.Compare(shardBest[x], shardBest[y]), cmp.Compare(x, y))
+	})
+	var targets []shardLot
+	for _, s := range auction.RFQShards(rfq, known) {
+		if lots.n < 2 {
+			targets = append(targets, shardLot{s, 0})
+			continue
+		}
+		var fit []shardLot
+		for l := range lots.n {
+			if _, ok := best[shardLot{s, l}]; ok {
+				fit = append(fit, shardLot{s, l})
+			}
+		}
+		slices.SortFunc(fit, func(x, y shardLot) int { return cmp.Or(cmp.Compare(best[x], best[y]), cmp.Compare(x.lot, y.lot)) })
+		targets = append(targets, fit[:min(len(fit), lots.perRFQ)]...)
 	}
-	r.WantBids = auction.RFQWantBids(wantBids, r.Resources.GPUs, 1, len(shards))
+	if len(targets) == 0 {
+		return nil, 0, 0, nil
+	}
+	r.WantBids = auction.RFQWantBids(wantBids, r.Resources.GPUs, 1, len(targets))
 	if calendarBlind {
-		r.WantBids = auction.RFQWantBids(wantBids, 1, 1, len(shards))
+		r.WantBids = auction.RFQWantBids(wantBids, 1, 1, len(targets))
 	}
 	picked := map[int]bool{}
-	feasible := 0
-	for _, s := range shards {
-		in := auction.BidSelectInput{RFQ: &r, RFQID: rfqID, Shard: s, Digests: view[s], Now: now}
+	for _, k := range targets {
+		in := auction.BidSelectInput{RFQ: &r, RFQID: rfqID, Shard: k.s, Digests: view[k], Now: now}
 		sel := auction.SelectBidders(in)
 		feasible += sel.Feasible
+		reach += len(view[k])
 		for _, id := range append(slices.Clone(sel.Always), sel.Sampled...) {
 			picked[v.byPeer[id]] = true
 		}
 		if !verify {
 			continue
 		}
-		for _, d := range view[s] {
+		for _, d := range view[k] {
 			bids, _ := auction.ShouldBid(in, d.Peer)
 			if bids != sel.Includes(d.Peer) {
-				return nil, 0, fmt.Errorf("sim: %s on %s: ShouldBid %v, SelectBidders %v", d.Peer, s, bids, !bids)
+				return nil, 0, 0, fmt.Errorf("sim: %s on %s lot %d: ShouldBid %v, SelectBidders %v", d.Peer, k.s, k.lot, bids, !bids)
 			}
 		}
 	}
 	out := slices.DeleteFunc(slices.Clone(cands), func(p *provider) bool { return !picked[p.idx] })
-	return out, feasible, nil
+	return out, feasible, reach, nil
 }

@@ -70,11 +70,26 @@ type Config struct {
 	// alone with auction.ShouldBid; a replay fails if any decision differs
 	// from auction.SelectBidders (quadratic in the shard size per RFQ).
 	VerifyBidders bool
+	// Lots splits every shard of idlegrid-lots into that many lots by
+	// peer-ID hash (0: DefaultLots), and its renter publishes each RFQ on
+	// the LotsPerRFQ lots of each shard with the cheapest fitting offers
+	// (0: DefaultLotsPerRFQ). Lots are planned, not built
+	// (docs/protocol.md §3.6): the replay measures what they cost renters.
+	Lots, LotsPerRFQ int
 	// Seeds are the replays to run (empty: 1..5).
 	Seeds []uint64
 	// Policies are run in order (empty: AllPolicies).
 	Policies []string
 }
+
+// The lots of idlegrid-lots: 4 lots of a shard, each RFQ on 2, so a
+// provider receives about half its shard's RFQs (docs/protocol.md §3.6
+// plans lots of 500 to 1,000 providers; a replay's shards of a few
+// hundred split into 4 bound from above what lots cost renters).
+const (
+	DefaultLots       = 4
+	DefaultLotsPerRFQ = 2
+)
 
 // DefaultConfig returns the defaults for jobs and nodes with prices.
 func DefaultConfig(jobs []Job, nodes []Node, prices PriceTable) Config {
@@ -115,6 +130,12 @@ func (c *Config) fill() {
 	if c.Bid == (auction.BidPolicy{}) {
 		c.Bid = auction.DefaultBidPolicy()
 	}
+	if c.Lots == 0 {
+		c.Lots = DefaultLots
+	}
+	if c.LotsPerRFQ == 0 {
+		c.LotsPerRFQ = DefaultLotsPerRFQ
+	}
 	if len(c.Seeds) == 0 {
 		c.Seeds = []uint64{1, 2, 3, 4, 5}
 	}
@@ -138,6 +159,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("sim: flaky share %v, fail probability %v: must be within 0..1", c.FlakyShare, c.FlakyFailProb)
 	case c.CheaterShare < 0 || c.CheaterShare > 1 || c.CheatRate < 0 || c.CheatRate > 1 || c.CanaryRate < 0 || c.CanaryRate > 1:
 		return fmt.Errorf("sim: cheater share %v, cheat rate %v, canary rate %v: must be within 0..1", c.CheaterShare, c.CheatRate, c.CanaryRate)
+	case c.Lots < 1 || c.Lots&(c.Lots-1) != 0 || c.LotsPerRFQ < 1:
+		return fmt.Errorf("sim: %d lots, %d per RFQ: lots must be a power of two and each RFQ on at least one", c.Lots, c.LotsPerRFQ)
 	case c.ExclusionDelay < 0:
 		return fmt.Errorf("sim: exclusion delay %v: must not be negative", c.ExclusionDelay)
 	case c.PoolScale < 0 || c.TimeScale < 0 || c.MaxPriceFactor < 1:

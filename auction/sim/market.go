@@ -39,6 +39,9 @@ type market struct {
 	node     *NodePolicy
 	// calendarBlind: bounded bidding as before issue 27 (bounded.go).
 	calendarBlind bool
+	// lotted splits bounded bidding's shards into Config.Lots lots
+	// (idlegrid-lots, bounded.go).
+	lotted bool
 }
 
 func newMarket(k marketKind) *market {
@@ -61,9 +64,11 @@ func newMarket(k marketKind) *market {
 // bids over the bids it could have drawn, min(want_bids, such hosts),
 // at most 1.
 type bidStats struct {
-	rfqs, bids, feasible int
-	asked, starved       int
-	turnoutSum           float64
+	// reach counts the providers on the topics each RFQ went to (bounded
+	// bidding): each of them received it.
+	rfqs, bids, feasible, reach int
+	asked, starved              int
+	turnoutSum                  float64
 }
 
 // turnout counts an RFQ that drew bids bids when takers hosts could take
@@ -141,9 +146,15 @@ func (m *market) place(w *World, j *jobState) ([]Take, error) {
 			m.view = v
 		}
 		var err error
-		if cands, feasible, err = m.view.bidders(w, rfq, rfqID, cands, m.wantBids, w.cfg.VerifyBidders, m.calendarBlind); err != nil {
+		var lots lotSplit
+		if m.lotted {
+			lots = lotSplit{n: w.cfg.Lots, perRFQ: w.cfg.LotsPerRFQ}
+		}
+		var reach int
+		if cands, feasible, reach, err = m.view.bidders(w, rfq, rfqID, cands, m.wantBids, lots, w.cfg.VerifyBidders, m.calendarBlind); err != nil {
 			return nil, err
 		}
+		m.stats.reach += reach
 	}
 	m.stats.rfqs++
 	m.stats.feasible += feasible

@@ -49,6 +49,10 @@ type Metrics struct {
 	Bids           int     `json:"bids,omitempty"`
 	BidsPerRFQ     float64 `json:"bids_per_rfq,omitempty"`
 	FeasiblePerRFQ float64 `json:"feasible_per_rfq,omitempty"`
+	// ReachPerRFQ is, for bounded bidding, the providers on the topics
+	// each RFQ went to: how many received it (its shards', or with lots
+	// its chosen lots').
+	ReachPerRFQ float64 `json:"reach_per_rfq,omitempty"`
 	// Of the RFQs some host could take then (free GPUs the job accepts,
 	// a calendar that lets it), Turnout is the mean of each one's bids
 	// over the bids it could have drawn, min(want_bids, such hosts), at
@@ -112,6 +116,7 @@ func (r *replay) measure(name string) Metrics {
 		if st.rfqs > 0 {
 			m.BidsPerRFQ = float64(st.bids) / float64(st.rfqs)
 			m.FeasiblePerRFQ = float64(st.feasible) / float64(st.rfqs)
+			m.ReachPerRFQ = float64(st.reach) / float64(st.rfqs)
 		}
 		if st.asked > 0 {
 			m.Turnout = st.turnoutSum / float64(st.asked)
