@@ -181,8 +181,8 @@ type Params struct {
 	// RFQs as hosts). An RFQ on L of G even groups: L/G; RFQs that name no
 	// region, sent to every region group: they add their whole share.
 	GroupRFQShare float64
-	Calibration  Calibration
-	Sizes        Sizes
+	Calibration   Calibration
+	Sizes         Sizes
 }
 
 // DefaultParams fills Params for providers and a network-wide RFQ rate
