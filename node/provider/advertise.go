@@ -73,6 +73,36 @@ type advertiser struct {
 	current  *auction.Capacity
 	sealed   []byte // current, as signed and put
 	provided map[cid.Cid]time.Time
+	// slugs keeps each device's model slug: the record is built on every
+	// RFQ (to decide whether to bid and to quote), and the slug's parsing
+	// was a third of a build.
+	slugs deviceSlugs
+}
+
+// deviceSlugs memoizes gpu.ModelSlug for this host's devices (a few
+// names; bounded all the same).
+type deviceSlugs map[deviceName]string
+
+type deviceName struct {
+	name      string
+	memoryMiB uint64
+}
+
+// maxDeviceSlugs bounds deviceSlugs: far more models than one host has.
+const maxDeviceSlugs = 64
+
+// of is the model slug of a device; callers hold the advertiser's mu.
+func (s *deviceSlugs) of(name string, memoryMiB uint64) string {
+	k := deviceName{name, memoryMiB}
+	if slug, ok := (*s)[k]; ok {
+		return slug
+	}
+	if *s == nil || len(*s) >= maxDeviceSlugs {
+		*s = deviceSlugs{}
+	}
+	slug := gpu.ModelSlug(name, memoryMiB)
+	(*s)[k] = slug
+	return slug
 }
 
 // advertiserDeps are what the advertiser builds the record from and whom
@@ -272,7 +302,7 @@ func (a *advertiser) build(seq uint64) (*auction.Capacity, error) {
 		c.GPUs = append(c.GPUs, auction.GPU{
 			Index:      uint32(d.Index),
 			UUID:       d.UUID,
-			Model:      gpu.ModelSlug(d.Name, d.MemoryMiB),
+			Model:      a.slugs.of(d.Name, d.MemoryMiB),
 			Name:       d.Name,
 			VRAMMiB:    d.MemoryMiB,
 			ComputeCap: fmt.Sprintf("%d.%d", d.ComputeMajor, d.ComputeMinor),
