@@ -4,7 +4,9 @@
 # providers bid only when auction.ShouldBid picks them over their shard's
 # digests (want_bids 16). 500 openb providers (g2 and t4 shards of over 150),
 # five seeds, no flaky providers. Pass --json for JSON. Outputs are not
-# committed.
+# committed. Later flags win, so the same windows compare lots (planned,
+# docs/protocol.md §3.6) with:
+#   scripts/sim-bounded.sh --policies idlegrid-bounded,idlegrid-lots --per-seed [--lots 8 --lots-per-rfq 1]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 traces=${TRACES:-../shared/data/traces}

@@ -20,15 +20,7 @@ func TestBoundedBiddingCostsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var every, bounded Summary
-	for _, s := range res.Summary {
-		switch s.Policy {
-		case PolicyIdlegrid:
-			every = s
-		case PolicyBounded:
-			bounded = s
-		}
-	}
+	every, bounded := summaryOf(res, PolicyIdlegrid), summaryOf(res, PolicyBounded)
 	t.Logf("everyone bids: cost %.2f fill %.4f bids/RFQ %.1f; bounded: cost %.2f fill %.4f bids/RFQ %.1f of %.1f feasible",
 		every.CostUSD.Mean, every.Fill.Mean, every.BidsPerRFQ.Mean,
 		bounded.CostUSD.Mean, bounded.Fill.Mean, bounded.BidsPerRFQ.Mean, bounded.FeasiblePerRFQ.Mean)
@@ -49,4 +41,14 @@ func TestBoundedBiddingCostsNothing(t *testing.T) {
 			}
 		}
 	}
+}
+
+// summaryOf is the summary of policy in res (zero if it did not run).
+func summaryOf(res Result, policy string) Summary {
+	for _, s := range res.Summary {
+		if s.Policy == policy {
+			return s
+		}
+	}
+	return Summary{}
 }

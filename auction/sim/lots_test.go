@@ -10,7 +10,7 @@ import (
 // its shards' providers, still draws about want_bids bids (decided lot by
 // lot, every provider's ShouldBid checked against SelectBidders), and
 // fills as many jobs. What lots cost renters is logged here and measured
-// on the traces by scripts/sim-lots.sh.
+// on the traces by scripts/sim-bounded.sh --policies idlegrid-bounded,idlegrid-lots.
 func TestLotsSplitTheRFQs(t *testing.T) {
 	cfg := synthetic(400, 150, 0.6)
 	cfg.FlakyShare = 0
@@ -20,15 +20,7 @@ func TestLotsSplitTheRFQs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var bounded, lots Summary
-	for _, s := range res.Summary {
-		switch s.Policy {
-		case PolicyBounded:
-			bounded = s
-		case PolicyLots:
-			lots = s
-		}
-	}
+	bounded, lots := summaryOf(res, PolicyBounded), summaryOf(res, PolicyLots)
 	t.Logf("bounded: cost %.2f fill %.4f bids/RFQ %.1f reach/RFQ %.1f; lots: cost %.2f (%+.2f%%) fill %.4f bids/RFQ %.1f reach/RFQ %.1f",
 		bounded.CostUSD.Mean, bounded.Fill.Mean, bounded.BidsPerRFQ.Mean, bounded.ReachPerRFQ.Mean,
 		lots.CostUSD.Mean, 100*(lots.CostUSD.Mean/bounded.CostUSD.Mean-1), lots.Fill.Mean, lots.BidsPerRFQ.Mean, lots.ReachPerRFQ.Mean)

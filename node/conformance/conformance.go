@@ -44,6 +44,13 @@ func (r Report) Failed() bool {
 // node serves, whatever its role.
 var everyNode = []protocol.ID{"/idlegrid/meshsub/1.2.0", trust.DigestsProto}
 
+// errBookChanged: a page and the summary before it count different
+// digests. Digests arrive and expire between two requests, so Check asks
+// for both again, up to pageTries times, before it reports it.
+var errBookChanged = errors.New("the digest count changed between the summary and the page")
+
+const pageTries = 3
+
 // Timeout bounds each exchange (§4: digest sync's own limit).
 const Timeout = 10 * time.Second
 
@@ -77,6 +84,14 @@ func Check(ctx context.Context, h host.Host, target peer.AddrInfo) Report {
 	count, err := checkSummary(ctx, h, target.ID)
 	add("digest-summary", err, fmt.Sprintf("256 buckets, %d digests", count))
 	n, err := checkPage(ctx, h, target.ID, count)
+	// A live book changes: a digest that arrives or expires between the
+	// summary and the page makes their counts differ, which is no fault.
+	// Both are asked again, a few times, before it counts as one.
+	for try := 1; errors.Is(err, errBookChanged) && try < pageTries; try++ {
+		if count, err = checkSummary(ctx, h, target.ID); err == nil {
+			n, err = checkPage(ctx, h, target.ID, count)
+		}
+	}
 	add("digest-page", err, fmt.Sprintf("%d digests open, signed by their peer, in sync order", n))
 	if market {
 		err := checkJobRefusal(ctx, h, target.ID)
@@ -239,9 +254,7 @@ func checkPage(ctx context.Context, h host.Host, p peer.ID, summarized int) (int
 	case page.Next != "" && page.Next != last:
 		return len(page.Digests), fmt.Errorf("next is %s, not the page's last peer %s", page.Next, last)
 	case page.Next == "" && len(page.Digests) != summarized:
-		// Digests may expire or arrive between the two requests; a
-		// difference is worth showing, not proof of a fault.
-		return len(page.Digests), fmt.Errorf("the last page holds %d digests, the summary counted %d (a digest may have changed in between: run again)", len(page.Digests), summarized)
+		return len(page.Digests), fmt.Errorf("%w: the last page holds %d digests, the summary counted %d", errBookChanged, len(page.Digests), summarized)
 	}
 	return len(page.Digests), nil
 }
