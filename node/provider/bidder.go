@@ -71,8 +71,8 @@ type bidderDeps struct {
 	diskOpen func() bool
 	// selected is the bounded-bidding rule and market the scarcity
 	// signal (marketView).
-	selected func(rfq *auction.RFQ, rfqID, topic string) bool
-	market   func(rfq *auction.RFQ) *auction.MarketSignal
+	selected func(rfq *auction.RFQ, rfqID, topic string, look *rfqLook) bool
+	market   func(rfq *auction.RFQ, look *rfqLook) *auction.MarketSignal
 	// askedModel records the model an RFQ names (the pre-stager); nil:
 	// not recorded.
 	askedModel func(rfq *auction.RFQ)
@@ -184,14 +184,15 @@ func (b *bidder) onRFQ(ctx context.Context, msg p2p.Message) {
 	if b.askedModel != nil {
 		b.askedModel(rfq) // demand, whether or not this provider bids
 	}
-	if !b.diskOpen() || !b.selected(rfq, rfqID, msg.Topic) {
+	var look rfqLook // the market as this RFQ's decision reads it, once
+	if !b.diskOpen() || !b.selected(rfq, rfqID, msg.Topic, &look) {
 		return
 	}
 	// quote takes any firm hold under a provisional ID in the same
 	// critical section that chose the GPUs, so concurrent RFQs never get
 	// the same firmly held GPU.
 	provisional := "pending:" + rfqID
-	bid, err := b.quote(rfq, rfqID, provisional)
+	bid, err := b.quote(rfq, rfqID, provisional, &look)
 	if err != nil {
 		b.log.Debug("no bid", "rfq", lease.Short(rfqID), "reason", err)
 		return
@@ -267,7 +268,7 @@ func (b *bidder) release(bidID string) {
 // quote snapshots this provider, asks the pure bidder policy for a bid
 // and, for a renter with evidence, firmly holds the chosen GPUs under
 // holdID. GPUs under another bid's firm hold are not offered.
-func (b *bidder) quote(rfq *auction.RFQ, rfqID, holdID string) (*auction.Bid, error) {
+func (b *bidder) quote(rfq *auction.RFQ, rfqID, holdID string, look *rfqLook) (*auction.Bid, error) {
 	if b.capacity == nil {
 		return nil, ErrNotAdvertiser
 	}
@@ -288,7 +289,7 @@ func (b *bidder) quote(rfq *auction.RFQ, rfqID, holdID string) (*auction.Bid, er
 		rfq = &bounded
 	}
 	health := b.health()
-	market := b.market(rfq)
+	market := b.market(rfq, look)
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -73,12 +73,12 @@ func (m *marketView) largestShard() int {
 // an extra bid costs little, a missing one can leave a job unfilled. One
 // whose calendar will not let it take the job now is not selected: its
 // Quote would refuse anyway.
-func (m *marketView) selected(rfq *auction.RFQ, rfqID, topic string) bool {
+func (m *marketView) selected(rfq *auction.RFQ, rfqID, topic string, look *rfqLook) bool {
 	st, err := auction.ParseShardTopic(topic)
 	if err != nil || st.Kind != auction.ShardTopicRFQ || m.shardView == nil {
 		return true
 	}
-	mine, err := m.liveDigest()
+	mine, err := m.liveDigest(look)
 	if err != nil {
 		return true
 	}
@@ -86,7 +86,7 @@ func (m *marketView) selected(rfq *auction.RFQ, rfqID, topic string) bool {
 		return true
 	}
 	view := []*auction.Digest{mine}
-	for _, d := range m.shardView(st.Shard) {
+	for _, d := range look.view(m, st.Shard) {
 		if d.Peer != m.self {
 			view = append(view, d)
 		}
@@ -99,12 +99,47 @@ func (m *marketView) selected(rfq *auction.RFQ, rfqID, topic string) bool {
 }
 
 // liveDigest is this provider's digest as of now (unsigned, not sent).
-func (m *marketView) liveDigest() (*auction.Digest, error) {
-	rec, err := m.capacity(1)
+func (m *marketView) liveDigest(look *rfqLook) (*auction.Digest, error) {
+	rec, err := look.record(m)
 	if err != nil {
 		return nil, err
 	}
 	return auction.NewDigest(auction.DigestInput{Capacity: rec, Held: m.firmHeld(), Seq: 1, Now: m.now(), TTL: m.ttl})
+}
+
+// rfqLook is what deciding on one RFQ reads of the market, each part at
+// most once: the selection rule and the scarcity signal both read the
+// RFQ's shard's digests, which trust assembles from its whole book (O(the
+// shard's providers), per RFQ, on every provider), and this provider's
+// record. The zero value is ready; one RFQ's handling uses it, on one
+// goroutine.
+type rfqLook struct {
+	views  map[auction.Shard][]*auction.Digest
+	built  bool
+	rec    *auction.Capacity // read only: the quote builds its own
+	recErr error
+}
+
+// view is trust's digests of shard s, read once per RFQ.
+func (l *rfqLook) view(m *marketView, s auction.Shard) []*auction.Digest {
+	if v, ok := l.views[s]; ok {
+		return v
+	}
+	if l.views == nil {
+		l.views = map[auction.Shard][]*auction.Digest{}
+	}
+	v := m.shardView(s)
+	l.views[s] = v
+	return v
+}
+
+// record is this provider's capacity record, built once per RFQ.
+func (l *rfqLook) record(m *marketView) (*auction.Capacity, error) {
+	if !l.built {
+		l.rec, l.recErr = m.capacity(1)
+		l.built = true
+	}
+	return l.rec, l.recErr
 }
 
 // priceIndexFor is how far back the price index looks for the scarcity
@@ -120,7 +155,7 @@ const (
 // price index (the median cleared price for the family and tier). It is
 // never nil: with no view yet the market counts as slack, so a provider
 // never marks up on its own host's load alone.
-func (m *marketView) signal(rfq *auction.RFQ) *auction.MarketSignal {
+func (m *marketView) signal(rfq *auction.RFQ, look *rfqLook) *auction.MarketSignal {
 	sig := &auction.MarketSignal{}
 	if m.shardView == nil {
 		return sig
@@ -128,12 +163,16 @@ func (m *marketView) signal(rfq *auction.RFQ) *auction.MarketSignal {
 	now := m.now()
 	var total, busy int
 	families := map[string]bool{}
-	for _, s := range m.shards() {
+	var shards []auction.Shard
+	if rec, err := look.record(m); err == nil {
+		shards = auction.ProviderShards(rec)
+	}
+	for _, s := range shards {
 		if !auction.RFQOnShard(rfq, s) {
 			continue
 		}
 		families[s.Family()] = true
-		for _, d := range m.shardView(s) {
+		for _, d := range look.view(m, s) {
 			b, n := d.Load(s.Family(), now)
 			busy, total = busy+b, total+n
 		}

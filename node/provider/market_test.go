@@ -74,13 +74,13 @@ func TestSelectedPassesOverClosingHosts(t *testing.T) {
 	}
 	topic := auction.GPUShard("a10").RFQTopic()
 	for i := range 20 {
-		if !m.selected(rfq, fmt.Sprint("rfq-", i), topic) {
+		if !m.selected(rfq, fmt.Sprint("rfq-", i), topic, &rfqLook{}) {
 			t.Fatalf("rfq-%d: the only host that can take the job was not selected", i)
 		}
 	}
 	// A closing host is not selected for a job it would refuse.
 	closing := marketViewOf(marketHost(t, 500_000, 30*time.Minute), others)
-	if closing.selected(rfq, "rfq-0", topic) {
+	if closing.selected(rfq, "rfq-0", topic, &rfqLook{}) {
 		t.Error("a host closing in 30 minutes selected itself for a 2-hour job")
 	}
 }
@@ -109,7 +109,37 @@ func TestSignalLeavesClosedHostsOut(t *testing.T) {
 	m := marketViewOf(marketHost(t, 1_000_000, 0), others)
 	m.now = func() time.Time { return marketNow.Add(45 * time.Minute) }
 	rfq := &auction.RFQ{Resources: auction.Resources{GPUs: 1, Models: []string{"a10"}}, Tier: auction.TierSilver}
-	if u := m.signal(rfq).Utilization; u != 0.5 {
+	if u := m.signal(rfq, &rfqLook{}).Utilization; u != 0.5 {
 		t.Errorf("utilization %.2f, want 0.50 (1 busy of the 2 GPUs for rent)", u)
+	}
+}
+
+// TestOneRFQReadsTheMarketOnce: deciding on an RFQ (the selection rule,
+// then the scarcity signal of the quote) reads the shard's digests from
+// trust and builds this provider's record once each; the next RFQ reads
+// them afresh.
+func TestOneRFQReadsTheMarketOnce(t *testing.T) {
+	self := marketHost(t, 1_000_000, 0)
+	others := []*auction.Digest{marketDigest(t, marketHost(t, 2_000_000, 0), marketNow)}
+	m := marketViewOf(self, others)
+	views, builds := 0, 0
+	m.shardView = func(auction.Shard) []*auction.Digest { views++; return others }
+	m.capacity = func(uint64) (*auction.Capacity, error) { builds++; return self, nil }
+	rfq := &auction.RFQ{
+		Resources: auction.Resources{GPUs: 1, Models: []string{"a10"}}, Runtime: auction.RuntimeDocker,
+		Tier: auction.TierSilver, MaxPriceMicro: 5_000_000, ExpectedDurationSec: 3600, MaxDurationSec: 3600, WantBids: 2,
+	}
+	topic := auction.GPUShard("a10").RFQTopic()
+	for i := range 2 {
+		var look rfqLook
+		if !m.selected(rfq, fmt.Sprint("rfq-", i), topic, &look) {
+			t.Fatal("the cheaper of two hosts was not selected")
+		}
+		if u := m.signal(rfq, &look).Utilization; u != 0 {
+			t.Errorf("utilization %.2f of two free hosts", u)
+		}
+		if views != i+1 || builds != i+1 {
+			t.Fatalf("after %d RFQs: the shard's digests read %d times, the record built %d times", i+1, views, builds)
+		}
 	}
 }
