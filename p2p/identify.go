@@ -43,12 +43,10 @@ const (
 // closed their only connections could not get back in. A connection that
 // is really dead is closed by the muxer's keep-alive, QUIC's idle timeout
 // or the liveness watch.
-func (n *Node) redoFailedIdentify(ctx context.Context) {
-	sub, err := n.host.EventBus().Subscribe(new(event.EvtPeerIdentificationFailed))
-	if err != nil {
-		n.log.Warn("subscribe to identify failures", "err", err)
-		return
-	}
+//
+// sub is the subscription to identify failures, taken before Run's loops
+// start; it is closed here.
+func (n *Node) redoFailedIdentify(ctx context.Context, sub event.Subscription) {
 	defer sub.Close()
 	em, err := newIdentifyEmitters(n.host.EventBus())
 	if err != nil {

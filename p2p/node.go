@@ -22,6 +22,7 @@ import (
 	dht "github.com/libp2p/go-libp2p-kad-dht"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/discovery"
+	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -254,6 +255,14 @@ func (n *Node) bootstrapPeers() []peer.AddrInfo {
 // Run runs the node's loops (reconnect, peer book, protection, gossip
 // heal, reachability log, failed identify) until ctx ends.
 func (n *Node) Run(ctx context.Context) error {
+	// Subscribed before any loop dials: the failure the repair is for
+	// most is on the first connection, a newcomer's to its bootstrap
+	// peer, and one emitted before the subscription is never seen (a
+	// loaded CI run missed one this way).
+	failed, err := n.host.EventBus().Subscribe(new(event.EvtPeerIdentificationFailed))
+	if err != nil {
+		return fmt.Errorf("p2p: subscribe to identify failures: %w", err)
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { n.recordPeers(ctx) })
 	wg.Go(func() { n.reconnectLoop(ctx) })
@@ -261,7 +270,7 @@ func (n *Node) Run(ctx context.Context) error {
 	wg.Go(func() { n.healGossipLoop(ctx) })
 	wg.Go(func() { n.watchReachability(ctx) })
 	wg.Go(func() { n.watchLiveness(ctx) })
-	wg.Go(func() { n.redoFailedIdentify(ctx) })
+	wg.Go(func() { n.redoFailedIdentify(ctx, failed) })
 	wg.Wait()
 	return nil
 }

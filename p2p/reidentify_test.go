@@ -113,7 +113,9 @@ func TestFailedIdentifyUnansweredKeepsTheConnection(t *testing.T) {
 	fastReasks(t)
 	nodes := mockNet(t, 3, nil)
 	boot, a, other := nodes[0], nodes[1], nodes[2]
-	waitFor(t, "a routing table with the other peer", 20*time.Second, func() bool {
+	// A minute: on a loaded machine the DHT's first refresh can take a
+	// while (this timed out at 20 s with other tests beside it).
+	waitFor(t, "a routing table with the other peer", time.Minute, func() bool {
 		return slices.Contains(a.dht.RoutingTable().ListPeers(), other.ID())
 	})
 	conn := unansweringIdentify(t, a, boot)
@@ -144,8 +146,11 @@ func TestFailedIdentifyUnansweredReconnectsWhenIsolated(t *testing.T) {
 	// late push (unansweringIdentify) are the two ways it could.
 	boot.host.RemoveStreamHandler(DHTProtocol)
 	conn := unansweringIdentify(t, a, boot)
+	// At least once: the new connection's identify fails too (the peer
+	// still does not answer), so on a loaded machine the next close can
+	// come before this looks.
 	waitFor(t, "the connection closed as unidentified", 20*time.Second, func() bool {
-		return testutil.ToFloat64(a.metrics.connCloses.WithLabelValues(ClosedUnidentified)) == 1
+		return testutil.ToFloat64(a.metrics.connCloses.WithLabelValues(ClosedUnidentified)) >= 1
 	})
 	waitFor(t, "a new connection to the bootstrap peer", 20*time.Second, func() bool {
 		conns := a.host.Network().ConnsToPeer(boot.ID())
