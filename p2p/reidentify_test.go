@@ -9,6 +9,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/protocol/identify"
 	"github.com/libp2p/go-libp2p/p2p/protocol/identify/pb"
@@ -71,7 +72,7 @@ func TestFailedIdentifyAskedAgain(t *testing.T) {
 
 	identifyFailed(t, a, boot)
 	waitFor(t, "the identify asked again and answered", 20*time.Second, func() bool {
-		return testutil.ToFloat64(a.metrics.reasked.WithLabelValues("answered")) == 1
+		return testutil.ToFloat64(a.metrics.reasked.WithLabelValues("answered")) >= 1
 	})
 	waitFor(t, "the bootstrap peer back in the routing table", 20*time.Second, inTable)
 	if !slices.Contains(a.protocolsOf(boot), string(DHTProtocol)) {
@@ -96,7 +97,7 @@ func TestFailedIdentifyRepairedDespiteNegotiatedProtocols(t *testing.T) {
 
 	identifyFailed(t, a, boot, "/meshsub/1.1.0")
 	waitFor(t, "the identify asked again and answered", 20*time.Second, func() bool {
-		return testutil.ToFloat64(a.metrics.reasked.WithLabelValues("answered")) == 1
+		return testutil.ToFloat64(a.metrics.reasked.WithLabelValues("answered")) >= 1
 	})
 	waitFor(t, "the bootstrap peer back in the routing table", 20*time.Second, inTable)
 	if !identified(a.host.Peerstore(), boot.ID()) {
@@ -113,8 +114,14 @@ func TestFailedIdentifyUnansweredKeepsTheConnection(t *testing.T) {
 	fastReasks(t)
 	nodes := mockNet(t, 3, nil)
 	boot, a, other := nodes[0], nodes[1], nodes[2]
-	// A minute: on a loaded machine the DHT's first refresh can take a
-	// while (this timed out at 20 s with other tests beside it).
+	// a meets the other peer directly: through the DHT it would only if
+	// its first lookup at the bootstrap peer came after the other's
+	// (with the next refresh minutes away, this timed out at 20 s and then
+	// at a minute on loaded machines). A connected DHT server joins the
+	// routing table once identified.
+	if err := a.host.Connect(t.Context(), peer.AddrInfo{ID: other.ID(), Addrs: other.host.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "a routing table with the other peer", time.Minute, func() bool {
 		return slices.Contains(a.dht.RoutingTable().ListPeers(), other.ID())
 	})
