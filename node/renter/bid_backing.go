@@ -14,8 +14,8 @@ import (
 	"github.com/idlegrid/idlegrid/node/words"
 )
 
-// unbacked checks every bid against its provider's current capacity
-// record (auction.BidBacking) and returns, per provider whose record does
+// unbacked checks every bid against a current capacity record of its
+// provider (auction.BidBacking) and returns, per provider whose record does
 // not back its bid, the reason; the matcher rejects those bids as
 // unbacked. It also returns the records found, by provider (replicas
 // tell hosts apart by their fingerprints). The records are fetched concurrently, one per bidder (the

@@ -94,9 +94,11 @@ type Deps struct {
 	// summaries): a second-price RFQ's default reserve per model
 	// (auction.SecondPriceReserves). nil: no reserve.
 	PriceIndex func(since, until time.Time) ([]auction.PriceStat, error)
-	// ProviderRecord fetches and verifies a provider's current capacity
-	// record; a bid counts only when it backs the bid
-	// (auction.BidBacking). nil: bids are not checked (tests).
+	// ProviderRecord finds and verifies a current capacity record of a
+	// bidding provider; a bid counts only when it backs the bid
+	// (auction.BidBacking). It runs on the award's path, so it should
+	// not wait on the DHT where it can help it (trust.BidRecord). nil:
+	// bids are not checked (tests).
 	ProviderRecord func(ctx context.Context, id peer.ID) (*auction.Capacity, error)
 	// ReportFraud hands a sealed fraud proof this renter built (a double
 	// lease it caught) to trust, which applies and gossips it.

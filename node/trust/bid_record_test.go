@@ -1,0 +1,53 @@
+package trust
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/idlegrid/idlegrid/node/roomtest"
+)
+
+// TestBidRecordNeedsNoLookup: a bid is checked against the record this
+// node holds however old its fetch (while the record is current), else
+// against the one the bidder serves of itself; only a bidder with neither
+// costs a DHT lookup.
+func TestBidRecordNeedsNoLookup(t *testing.T) {
+	peers := roomtest.Peers(t, 3)
+	renter, prov, silent := peers[0], peers[1], peers[2]
+	now := prov.Clock.Now()
+	rec := sealedRecord(t, prov.Key, testCapacity(prov.Key, now))
+	provTrust, err := New(Config{ReliabilityPrior: 0.8, Refresh: time.Second, SearchTimeout: 5 * time.Second, BeatEvery: time.Minute},
+		Deps{Clock: prov.Clock.Now, Key: prov.Key, P2P: prov.P2P, Store: prov.Store, OwnRecord: func() []byte { return rec }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newTrust(t, renter)
+	lookups := noDHT(tr)
+	asked := serveRecords(t, prov, provTrust.ServeRecords)
+	waitServes(t, tr, prov.ID)
+	ctx := context.Background()
+
+	// Not held: the bidder serves its own.
+	got, err := tr.BidRecord(ctx, prov.ID)
+	if err != nil || got == nil || got.Peer != prov.ID.String() || asked.Load() != 1 || lookups.Load() != 0 {
+		t.Fatalf("a record not held: %v, %v after %d asks and %d lookups; want the bidder's own on one ask, no lookup", got, err, asked.Load(), lookups.Load())
+	}
+	// Held, fetched longer ago than market.refresh: no ask, no lookup.
+	renter.Clock.Advance(10 * time.Minute)
+	got, err = tr.BidRecord(ctx, prov.ID)
+	if err != nil || got == nil || asked.Load() != 1 || lookups.Load() != 0 {
+		t.Fatalf("a held record: %v, %v after %d asks and %d lookups; want it with no ask and no lookup", got, err, asked.Load(), lookups.Load())
+	}
+	// Expired: asked again (the bidder's record has expired too, so it
+	// is refused, and the DHT is the last resort).
+	renter.Clock.Advance(time.Hour)
+	if _, err := tr.BidRecord(ctx, prov.ID); !errors.Is(err, ErrNotFound) || asked.Load() != 2 || lookups.Load() != 1 {
+		t.Fatalf("an expired record: %v after %d asks and %d lookups; want not found after an ask and a lookup", err, asked.Load(), lookups.Load())
+	}
+	// A bidder that serves no records: straight to the DHT.
+	if _, err := tr.BidRecord(ctx, silent.ID); !errors.Is(err, ErrNotFound) || lookups.Load() != 2 {
+		t.Fatalf("a bidder serving nothing: %v after %d lookups; want not found after one more lookup", err, lookups.Load())
+	}
+}
