@@ -8,6 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -19,7 +20,32 @@ import (
 // node has not joined are counted as "other", so a peer cannot grow the
 // label set.
 type gossipTrace struct {
-	n *Node
+	n         *Node
+	copies    *counterCache // by topic label and copy (first, duplicate)
+	wireBytes *counterCache // by direction and part
+}
+
+func newGossipTrace(n *Node) gossipTrace {
+	return gossipTrace{n: n, copies: &counterCache{vec: n.metrics.copies}, wireBytes: &counterCache{vec: n.metrics.gossipBytes}}
+}
+
+// counterCache resolves each child of a two-label counter once: the
+// tracer counts every RPC on gossipsub's event loop, where WithLabelValues
+// (label checks, a hash, a locked map) was most of its cost. Its keys are
+// as bounded as the labels: the topics joined, "other" and "control".
+type counterCache struct {
+	vec *prometheus.CounterVec
+	m   sync.Map // [2]string -> prometheus.Counter
+}
+
+func (c *counterCache) with(a, b string) prometheus.Counter {
+	k := [2]string{a, b}
+	if v, ok := c.m.Load(k); ok {
+		return v.(prometheus.Counter)
+	}
+	ctr := c.vec.WithLabelValues(a, b)
+	c.m.Store(k, ctr)
+	return ctr
 }
 
 // joinedTopics is the set of topics the node joined, for the tracer's
@@ -41,11 +67,11 @@ func (t gossipTrace) label(topic string) string {
 }
 
 func (t gossipTrace) ValidateMessage(m *pubsub.Message) {
-	t.n.metrics.copies.WithLabelValues(t.label(m.GetTopic()), "first").Inc()
+	t.copies.with(t.label(m.GetTopic()), "first").Inc()
 }
 
 func (t gossipTrace) DuplicateMessage(m *pubsub.Message) {
-	t.n.metrics.copies.WithLabelValues(t.label(m.GetTopic()), "duplicate").Inc()
+	t.copies.with(t.label(m.GetTopic()), "duplicate").Inc()
 }
 
 // RecvRPC also tells the liveness watch that the sender is alive
@@ -66,10 +92,10 @@ func (t gossipTrace) bytes(rpc *pubsub.RPC, dir string) {
 	for _, m := range rpc.GetPublish() {
 		sz := proto.Size(m)
 		rest -= sz
-		t.n.metrics.gossipBytes.WithLabelValues(dir, t.label(m.GetTopic())).Add(float64(sz))
+		t.wireBytes.with(dir, t.label(m.GetTopic())).Add(float64(sz))
 	}
 	if rest > 0 {
-		t.n.metrics.gossipBytes.WithLabelValues(dir, "control").Add(float64(rest))
+		t.wireBytes.with(dir, "control").Add(float64(rest))
 	}
 }
 

@@ -300,15 +300,21 @@ func (g *Guard) Charge(p peer.ID, reason AbuseReason, points float64) float64 {
 }
 
 // Points is p's current (decayed) abuse points.
+// gossipsub asks it of every peer it scores, many times a second, and
+// almost every peer has none: those cost a map lookup, not the clock.
 func (g *Guard) Points(p peer.ID) float64 {
-	now := g.now()
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	e, ok := g.peers[p]
-	if !ok {
+	var points float64
+	var at time.Time
+	if ok {
+		points, at = e.points, e.at
+	}
+	g.mu.Unlock()
+	if points == 0 {
 		return 0
 	}
-	return decayed(e.points, e.at, now, g.cfg.HalfLife)
+	return decayed(points, at, g.now(), g.cfg.HalfLife)
 }
 
 // AppScore is p's contribution to gossipsub's application-specific score:
