@@ -82,10 +82,13 @@ func newProber(b *testing.B, ctx context.Context, c *Cluster, seed uint64, topic
 	// took minutes, which formation then measured. All at once, it is the
 	// slowest node's wait.
 	errs := make([]error, len(providers))
+	took := make([]time.Duration, len(providers))
 	var wg sync.WaitGroup
 	for i, m := range providers {
 		self := m.Node.ID()
 		wg.Go(func() {
+			t0 := time.Now()
+			defer func() { took[i] = time.Since(t0) }()
 			errs[i] = m.Node.P2P().Subscribe(ctx, topic, func(msg p2p.Message) {
 				now := time.Now()
 				// Our own publications come back through our subscription with
@@ -103,6 +106,10 @@ func newProber(b *testing.B, ctx context.Context, c *Cluster, seed uint64, topic
 	if err := errors.Join(errs...); err != nil {
 		b.Fatal(err)
 	}
+	slowest := slices.Index(took, slices.Max(took))
+	slices.Sort(took)
+	progress("subscribing the probes took %s at the median, %s at p90, %s at most (provider %d)",
+		took[len(took)/2].Round(time.Millisecond), took[len(took)*9/10].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond), providers[slowest].Index)
 	return pr
 }
 
@@ -163,6 +170,15 @@ func (pr *prober) publish(ctx context.Context, kind byte) (uint64, error) {
 	return pr.seq, from.Node.P2P().Publish(pctx, pr.topic, data, 0)
 }
 
+// drop stops counting message seq: its publish failed, and whether it went
+// out is not known.
+func (r *recorder) drop(seq uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.want[seq] = 0
+	delete(r.measured, seq)
+}
+
 // waitMesh waits until the probes' topic mesh is usable: every provider knows
 // enough rfq subscribers among its peers for the next heartbeat to fill
 // its mesh to Dlo, and then a renter probe and a provider probe have each
@@ -179,6 +195,12 @@ func (pr *prober) waitMesh(b *testing.B, ctx context.Context) {
 	}); err != nil {
 		b.Fatal(err)
 	}
+	progress("rfq topic peers known to every provider; probing")
+	// A -v run learns what formation waits for: how far the probes got in
+	// their 2 s, and how far the pair probed 20 s before got in the end.
+	var tries int
+	var lastReport time.Time
+	var before []uint64
 	for {
 		s1, err1 := pr.publish(ctx, kindProbe)
 		s2, err2 := pr.publish(ctx, kindProbe)
@@ -196,6 +218,12 @@ func (pr *prober) waitMesh(b *testing.B, ctx context.Context) {
 		pcancel()
 		if err == nil {
 			return
+		}
+		tries++
+		if time.Since(lastReport) >= 20*time.Second {
+			progress("probe pairs tried %d; the last reached %s of %d providers in 2 s; the pair of the last report has reached %s",
+				tries, pr.rec.reached(s1, s2), len(pr.providers), pr.rec.reached(before...))
+			lastReport, before = time.Now(), []uint64{s1, s2}
 		}
 		if ctx.Err() != nil {
 			b.Fatalf("rfq mesh never carried a probe to every provider: %v", ctx.Err())
@@ -293,6 +321,17 @@ func (r *recorder) complete(seq uint64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.count[seq] >= r.want[seq]
+}
+
+// reached lists how many providers each message reached so far.
+func (r *recorder) reached(seqs ...uint64) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, len(seqs))
+	for i, s := range seqs {
+		out[i] = fmt.Sprintf("%d/%d", r.count[s], r.want[s])
+	}
+	return "[" + strings.Join(out, " ") + "]"
 }
 
 // missing describes undelivered messages for the failure report.
