@@ -16,13 +16,7 @@ import (
 func TestBidRecordNeedsNoLookup(t *testing.T) {
 	peers := roomtest.Peers(t, 3)
 	renter, prov, silent := peers[0], peers[1], peers[2]
-	now := prov.Clock.Now()
-	rec := sealedRecord(t, prov.Key, testCapacity(prov.Key, now))
-	provTrust, err := New(Config{ReliabilityPrior: 0.8, Refresh: time.Second, SearchTimeout: 5 * time.Second, BeatEvery: time.Minute},
-		Deps{Clock: prov.Clock.Now, Key: prov.Key, P2P: prov.P2P, Store: prov.Store, OwnRecord: func() []byte { return rec }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	provTrust := servingOwnRecord(t, prov)
 	tr := newTrust(t, renter)
 	lookups := noDHT(tr)
 	asked := serveRecords(t, prov, provTrust.ServeRecords)

@@ -36,6 +36,19 @@ func serveRecords(t *testing.T, p *roomtest.Peer, h p2p.Handler) *atomic.Int64 {
 	return &n
 }
 
+// servingOwnRecord is p's trust, holding a current capacity record of p
+// as its own (Deps.OwnRecord), which its ServeRecords hands out.
+func servingOwnRecord(t *testing.T, p *roomtest.Peer) *Trust {
+	t.Helper()
+	rec := sealedRecord(t, p.Key, testCapacity(p.Key, p.Clock.Now()))
+	tr, err := New(Config{ReliabilityPrior: 0.8, Refresh: time.Second, SearchTimeout: 5 * time.Second, BeatEvery: time.Minute},
+		Deps{Clock: p.Clock.Now, Key: p.Key, P2P: p.P2P, Store: p.Store, OwnRecord: func() []byte { return rec }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
 // waitServes waits until tr's peerstore knows that p serves RecordsProto
 // (identify's push after the handler was set).
 func waitServes(t *testing.T, tr *Trust, p peer.ID) {
@@ -61,12 +74,7 @@ func TestServedRecordBacksADigestWithoutTheDHT(t *testing.T) {
 	peers := roomtest.Peers(t, 3)
 	checker, relay, prov := peers[0], peers[1], peers[2]
 	now := prov.Clock.Now()
-	rec := sealedRecord(t, prov.Key, testCapacity(prov.Key, now))
-	provTrust, err := New(Config{ReliabilityPrior: 0.8, Refresh: time.Second, SearchTimeout: 5 * time.Second, BeatEvery: time.Minute},
-		Deps{Clock: prov.Clock.Now, Key: prov.Key, P2P: prov.P2P, Store: prov.Store, OwnRecord: func() []byte { return rec }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	provTrust := servingOwnRecord(t, prov)
 	relayTrust, checkTrust := newTrust(t, relay), newTrust(t, checker)
 	provAsked := serveRecords(t, prov, provTrust.ServeRecords)
 	relayAsked := serveRecords(t, relay, relayTrust.ServeRecords)
