@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/roomtest"
 )
 
@@ -43,5 +46,28 @@ func TestBidRecordNeedsNoLookup(t *testing.T) {
 	// A bidder that serves no records: straight to the DHT.
 	if _, err := tr.BidRecord(ctx, silent.ID); !errors.Is(err, ErrNotFound) || lookups.Load() != 2 {
 		t.Fatalf("a bidder serving nothing: %v after %d lookups; want not found after one more lookup", err, lookups.Load())
+	}
+}
+
+// TestBidRecordIsBounded: a bidder nobody holds a record of holds its
+// award up for at most bidRecordWait, its ask and its lookup together,
+// not for a whole market search.
+func TestBidRecordIsBounded(t *testing.T) {
+	peers := roomtest.Peers(t, 2)
+	renter, stranger := peers[0], peers[1]
+	tr := newTrust(t, renter)
+	var deadline time.Time
+	var had bool
+	tr.fetchRecord = func(ctx context.Context, _ peer.ID) (*auction.Capacity, error) {
+		deadline, had = ctx.Deadline()
+		return nil, ErrNotFound
+	}
+	if _, err := tr.BidRecord(context.Background(), stranger.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a stranger's record: %v; want not found", err)
+	}
+	// The deadline was set during the call, so it is at most bidRecordWait
+	// after the call's end.
+	if end := time.Now(); !had || deadline.After(end.Add(bidRecordWait)) {
+		t.Fatalf("the lookup's deadline: %v (set %v), %s after the call ended; want within %s", deadline, had, deadline.Sub(end), bidRecordWait)
 	}
 }
