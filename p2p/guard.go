@@ -299,9 +299,9 @@ func (g *Guard) Charge(p peer.ID, reason AbuseReason, points float64) float64 {
 	return total
 }
 
-// Points is p's current (decayed) abuse points.
-// gossipsub asks it of every peer it scores, many times a second, and
-// almost every peer has none: those cost a map lookup, not the clock.
+// Points is p's current (decayed) abuse points. Gossipsub asks for them
+// of every peer it scores, many times a second, and almost every peer has
+// none: those cost a map lookup, not the clock.
 func (g *Guard) Points(p peer.ID) float64 {
 	g.mu.Lock()
 	e, ok := g.peers[p]
