@@ -44,6 +44,10 @@ type awarderDeps struct {
 	// priceIndex gives second-price RFQs their reserve (Deps.PriceIndex);
 	// nil: none.
 	priceIndex func(since, until time.Time) ([]auction.PriceStat, error)
+	// measuredRTT is a bidder's round trip as the renter measured it in a
+	// recent bid window (rttProber.measured); nil or not ok: the
+	// peerstore's estimate.
+	measuredRTT func(p peer.ID) (time.Duration, bool)
 }
 
 // awarder turns an auction's bids into countersigned leases: the pure
@@ -224,10 +228,18 @@ func (ar *awarder) matchInput(rfq *auction.RFQ, rfqID string, bids []*auction.Bi
 		if !rttMatters(rfq) {
 			break
 		}
-		if id, err := peer.Decode(b.Provider); err == nil {
-			if d := ar.p2p.Host().Peerstore().LatencyEWMA(id); d > 0 {
+		id, err := peer.Decode(b.Provider)
+		if err != nil {
+			continue
+		}
+		if ar.measuredRTT != nil {
+			if d, ok := ar.measuredRTT(id); ok {
 				rtt[b.Provider] = d
+				continue
 			}
+		}
+		if d := ar.p2p.Host().Peerstore().LatencyEWMA(id); d > 0 {
+			rtt[b.Provider] = d
 		}
 	}
 	return auction.MatchInput{

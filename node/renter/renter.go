@@ -108,7 +108,7 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 			awarderDeps: awarderDeps{
 				log: log, now: now, key: deps.Key, self: self, p2p: network, leases: deps.Leases, jobs: r.jobs,
 				rep: deps.Reputation, inflight: inflight, avoid: avoid, record: deps.ProviderRecord,
-				priceIndex: deps.PriceIndex,
+				priceIndex: deps.PriceIndex, measuredRTT: rtt.measured,
 			},
 			reliabilityPrior: cfg.ReliabilityPrior, goldNeedsBadge: cfg.GoldNeedsBadge, terms: cfg.Attest.Limits(),
 		},

@@ -35,3 +35,42 @@ func TestRTTProberMeasuresEachProviderOncePerPeriod(t *testing.T) {
 		t.Fatal("stale entries were not pruned")
 	}
 }
+
+// The prober remembers what it measured, for the matcher to read instead
+// of the peerstore's slow average: nothing while the pings run, the mean
+// once they answered, and nothing again once it is stale.
+func TestRTTProberRemembersWhatItMeasured(t *testing.T) {
+	pings := make(chan struct{})
+	r := newRTTProber(func(ctx context.Context, _ peer.ID, samples int) (time.Duration, error) {
+		<-pings
+		if samples != rttSamples {
+			t.Errorf("%d samples, want %d", samples, rttSamples)
+		}
+		return 80 * time.Millisecond, nil
+	}, nil)
+	p := peer.ID("far")
+	if _, ok := r.measured(p); ok {
+		t.Fatal("a provider never measured has a measurement")
+	}
+	if !r.due(p, time.Now()) {
+		t.Fatal("a provider never measured is not due")
+	}
+	done := make(chan struct{})
+	go func() { r.probe(t.Context(), p); close(done) }()
+	if _, ok := r.measured(p); ok {
+		t.Fatal("a measurement under way counts as one")
+	}
+	close(pings)
+	<-done
+	if d, ok := r.measured(p); !ok || d != 80*time.Millisecond {
+		t.Fatalf("measured %s (%v), want 80ms", d, ok)
+	}
+	r.mu.Lock()
+	e := r.last[p]
+	e.at = e.at.Add(-rttFresh)
+	r.last[p] = e
+	r.mu.Unlock()
+	if _, ok := r.measured(p); ok {
+		t.Fatal("a stale measurement still counts")
+	}
+}
