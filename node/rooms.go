@@ -6,6 +6,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/executor"
 	"github.com/idlegrid/idlegrid/node/forward"
@@ -191,7 +192,14 @@ const maxConcurrentRFQs = 64
 func (n *Node) onGossip(ctx context.Context, topic string) func(p2p.Message) {
 	slots := make(chan struct{}, maxConcurrentRFQs)
 	return func(m p2p.Message) {
-		n.gossip.Add(m.Topic, m.From, m.ReceivedFrom, m.Data)
+		// The log names a message's author: its gossip signer when it is
+		// signed, else the key its record is sealed with, which the
+		// topic's validator checked before delivery.
+		author := m.From
+		if author == "" {
+			author, _ = attest.ClaimedSigner(m.Data)
+		}
+		n.gossip.Add(m.Topic, author, m.ReceivedFrom, m.Data)
 		switch topic {
 		case p2p.TopicRFQ:
 			if n.provider == nil {

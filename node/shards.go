@@ -30,11 +30,9 @@ func shardTopic(topic string) bool {
 // one lookup per shard where there were three of each. Renters announce
 // nothing on shard topics; nobody looks for them there.
 //
-// Providers also announce the digest topic's own key, for as long as
-// renters of earlier releases run: those look each topic up under its own
-// key, and the digest topic is how their market view fills. Such a node
-// finds providers of this release on a shard's attestation topic only
-// through peer exchange and the connections its other lookups make.
+// The release before the last also looked a digest topic up under its
+// own key, which the last release announced for it; this one no longer
+// does (docs/protocol.md §2).
 func shardRendezvous(provider bool) func(topic string) (find, announce string) {
 	return func(topic string) (string, string) {
 		st, err := auction.ParseShardTopic(topic)
@@ -42,12 +40,7 @@ func shardRendezvous(provider bool) func(topic string) (find, announce string) {
 			return topic, topic
 		}
 		key := st.Shard.RFQTopic()
-		switch {
-		case !provider:
-			return key, ""
-		case st.Kind == auction.ShardTopicDigest:
-			return key, topic
-		case st.Kind == auction.ShardTopicRFQ:
+		if provider && st.Kind == auction.ShardTopicRFQ {
 			return key, key
 		}
 		return key, ""

@@ -8,8 +8,8 @@ import (
 )
 
 // TestShardTopicsMeetUnderTheRFQKey: every topic of a shard is looked up
-// under its RFQ topic's key, which only providers announce; providers
-// also announce the digest topic's own key for earlier releases, and
+// under its RFQ topic's key, which only providers announce (the digest
+// topic's own key, announced for earlier releases, is no longer), and
 // renters announce nothing on shard topics. Other topics keep their own
 // key.
 func TestShardTopicsMeetUnderTheRFQKey(t *testing.T) {
@@ -21,7 +21,7 @@ func TestShardTopicsMeetUnderTheRFQKey(t *testing.T) {
 		wantFind, wantAnnounce string
 	}{
 		{true, rfq, rfq, rfq},
-		{true, s.DigestTopic(), rfq, s.DigestTopic()},
+		{true, s.DigestTopic(), rfq, ""},
 		{true, s.AttestTopic(), rfq, ""},
 		{false, rfq, rfq, ""},
 		{false, s.DigestTopic(), rfq, ""},

@@ -50,7 +50,11 @@ func (g *Guard) GuardValidator(self peer.ID, v RecordValidator) RecordValidator 
 // Gossipsub rejects a message from oneself as self-originated and counts
 // it against the honest peer that delivered it as an invalid message: a
 // few of those, at our invalid-message weight, graylisted that peer and
-// the abuse guard then banned it, for nothing but a restart.
+// the abuse guard then banned it, for nothing but a restart. This release
+// signs nothing (signaturePolicy), so the messages cut are those a node
+// signed before its upgrade to it, which is such a restart. An unsigned
+// message of its own names no author, so gossipsub does not take it for
+// self-originated: it is validated like any other.
 func (g *Guard) rpcInspector(self peer.ID, graylisted func(peer.ID) bool, throttled func(n int)) func(peer.ID, *pubsub.RPC) error {
 	return func(from peer.ID, rpc *pubsub.RPC) error {
 		rpc.Publish = slices.DeleteFunc(rpc.Publish, func(m *pb.Message) bool { return peer.ID(m.GetFrom()) == self })

@@ -93,7 +93,7 @@ func newProber(b *testing.B, ctx context.Context, c *Cluster, seed uint64, topic
 				now := time.Now()
 				// Our own publications come back through our subscription with
 				// zero latency; they are not deliveries.
-				if msg.From == self {
+				if msg.ReceivedFrom == self {
 					return
 				}
 				if !pr.rec.add(i, msg.Data, now) && other != nil {

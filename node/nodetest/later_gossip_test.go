@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"slices"
 	"testing"
 	"time"
@@ -16,8 +17,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/node/nodetest"
 	"github.com/idlegrid/idlegrid/p2p"
 )
@@ -79,12 +82,21 @@ func newBareClient(t *testing.T, ctx context.Context, c *nodetest.Cluster, polic
 	return n
 }
 
-// TestUnsignedGossipOfTheNextReleaseIsDelivered: the next release stops
-// signing gossip messages (p2p.signaturePolicy). Its unsigned RFQs reach
-// this release's providers, its own and those it relays for another
-// renter, and cost it nothing; an unsigned RFQ whose record's signature is
-// spoiled is still rejected and charged to the peer that sent it.
-func TestUnsignedGossipOfTheNextReleaseIsDelivered(t *testing.T) {
+// TestGossipAcrossReleases: this release signs no gossip message and sets
+// neither author nor sequence number (p2p.signaturePolicy), the second of
+// three releases that retire gossipsub's own signature.
+//   - The last release signs: its RFQ reaches this release's providers
+//     and costs it nothing.
+//   - A gossip signature that is present is still checked: a valid RFQ
+//     under a signature that does not verify is rejected by the router and
+//     costs its sender gossip score.
+//   - The next release refuses signed and authored messages: it takes this
+//     release's RFQs. Its own unsigned messages, one relayed for another
+//     renter among them, reach this release's providers and cost nothing.
+//   - Without a gossip signature the record's is all there is: an
+//     unsigned RFQ whose record's signature is spoiled is rejected and
+//     charged to the peer that sent it.
+func TestGossipAcrossReleases(t *testing.T) {
 	c := nodetest.New(t, 6, nodetest.Options{})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -92,27 +104,69 @@ func TestUnsignedGossipOfTheNextReleaseIsDelivered(t *testing.T) {
 		t.Fatal(err)
 	}
 	rfqTopic := auction.GPUShard("a10").RFQTopic()
-	targets := c.Members[1:4]
-	// The next release: no signature, and no author or sequence number
-	// either (the release after it refuses messages with any of them).
-	later := newBareClient(t, ctx, c, []pubsub.Option{pubsub.WithMessageSignaturePolicy(pubsub.LaxNoSign), pubsub.WithNoAuthor()}, targets, rfqTopic)
+	renter := c.ByRole(node.RoleRenter)[0]
+	targets := c.ByRole(node.RoleProvider)[:3]
+	delivered := func(m *nodetest.Member, raw []byte) bool {
+		return slices.ContainsFunc(m.Node.RecentGossip(rfqTopic), func(g p2p.Message) bool { return bytes.Equal(g.Data, raw) })
+	}
+	deliveredAtAll := func(what string, raws ...[]byte) {
+		t.Helper()
+		if err := nodetest.WaitFor(ctx, what+" at every target", func() bool {
+			for _, m := range targets {
+				for _, raw := range raws {
+					if !delivered(m, raw) {
+						return false
+					}
+				}
+			}
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	abuse := func(p peer.ID) (points, worstScore float64, where int) {
+		for _, m := range c.Members {
+			for _, pa := range m.Node.P2P().PeerAbuse() {
+				if pa.ID != p {
+					continue
+				}
+				if pa.AbusePoints > 0 {
+					points += pa.AbusePoints
+					where = m.Index
+				}
+				worstScore = min(worstScore, pa.GossipScore)
+			}
+		}
+		return points, worstScore, where
+	}
 	other, _, err := crypto.GenerateEd25519Key(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	own := a10RFQBy(t, later.h.Peerstore().PrivKey(later.h.ID()), "own-rfq-nonce-01")
-	relayed := a10RFQBy(t, other, "relayed-nonce-02")
-	for _, raw := range [][]byte{own, relayed} {
-		if err := later.topics[rfqTopic].Publish(ctx, raw); err != nil {
-			t.Fatal(err)
-		}
+
+	// The last release: pubsub's default signing, which LaxSign was.
+	last := newBareClient(t, ctx, c, []pubsub.Option{pubsub.WithMessageSignaturePolicy(pubsub.LaxSign)}, targets, rfqTopic)
+	own := a10RFQBy(t, last.h.Peerstore().PrivKey(last.h.ID()), "own-rfq-nonce-01")
+	if err := last.topics[rfqTopic].Publish(ctx, own); err != nil {
+		t.Fatal(err)
 	}
-	delivered := func(m *nodetest.Member, raw []byte) bool {
-		return slices.ContainsFunc(m.Node.RecentGossip(rfqTopic), func(g p2p.Message) bool { return bytes.Equal(g.Data, raw) })
+	deliveredAtAll("the last release's signed RFQ", own)
+	if p, score, at := abuse(last.h.ID()); p > 0 || score < 0 {
+		t.Fatalf("member %d charged the last release's node %v points (gossip score %v) for an honest signed RFQ", at, p, score)
 	}
-	if err := nodetest.WaitFor(ctx, "both unsigned RFQs at every target", func() bool {
+
+	// A valid RFQ under a gossip signature that does not verify, sent as
+	// a raw RPC: pubsub would not publish it.
+	forged := a10RFQBy(t, other, "forged-nonce-003")
+	for _, m := range targets {
+		sendRawRPC(t, ctx, last.h, m.Node.ID(), &pb.Message{
+			From: []byte(last.h.ID()), Seqno: []byte{0, 0, 0, 0, 0, 0, 0, 9}, Topic: &rfqTopic,
+			Data: forged, Signature: bytes.Repeat([]byte{7}, 64),
+		})
+	}
+	if err := nodetest.WaitFor(ctx, "the forged gossip signature costing its sender score at every target", func() bool {
 		for _, m := range targets {
-			if !delivered(m, own) || !delivered(m, relayed) {
+			if !slices.ContainsFunc(m.Node.P2P().PeerAbuse(), func(pa p2p.PeerAbuse) bool { return pa.ID == last.h.ID() && pa.GossipScore < 0 }) {
 				return false
 			}
 		}
@@ -120,28 +174,61 @@ func TestUnsignedGossipOfTheNextReleaseIsDelivered(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	charged := func() (points float64, where int) {
-		for _, m := range c.Members {
-			for _, pa := range m.Node.P2P().PeerAbuse() {
-				if pa.ID == later.h.ID() && pa.AbusePoints > 0 {
-					points += pa.AbusePoints
-					where = m.Index
-				}
-			}
+	for _, m := range c.Members {
+		if delivered(m, forged) {
+			t.Errorf("member %d delivered an RFQ whose gossip signature does not verify", m.Index)
 		}
-		return points, where
-	}
-	if p, at := charged(); p > 0 {
-		t.Fatalf("member %d charged the later node %v points for honest unsigned RFQs", at, p)
 	}
 
-	spoiled := a10RFQBy(t, later.h.Peerstore().PrivKey(later.h.ID()), "spoiled-nonce-03")
+	// The next release: no signature, no author, and it refuses both.
+	next := newBareClient(t, ctx, c, []pubsub.Option{pubsub.WithMessageSignaturePolicy(pubsub.StrictNoSign), pubsub.WithNoAuthor()}, targets, rfqTopic)
+	// The renter publishes on RFQ topics without joining them.
+	if err := next.h.Connect(ctx, peer.AddrInfo{ID: renter.Node.ID(), Addrs: []ma.Multiaddr{renter.Addr}}); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := next.topics[rfqTopic].Subscribe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Cancel()
+	if err := nodetest.WaitFor(ctx, "the renter seeing the next release's node on the RFQ topic", func() bool {
+		return slices.Contains(renter.Node.P2P().ListTopicPeers(rfqTopic), next.h.ID())
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ours := a10RFQBy(t, renter.Key, "this-release-004")
+	relayed := a10RFQBy(t, other, "relayed-nonce-02")
+	if err := renter.Node.P2P().Publish(ctx, rfqTopic, ours, 1); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		msg, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatalf("the next release's node never took this release's RFQ: %v", err)
+		}
+		if bytes.Equal(msg.Data, ours) {
+			if len(msg.Signature) > 0 || len(msg.From) > 0 || len(msg.Seqno) > 0 {
+				t.Fatalf("this release's RFQ arrived with a signature, author or sequence number")
+			}
+			break
+		}
+	}
+
+	if err := next.topics[rfqTopic].Publish(ctx, relayed); err != nil {
+		t.Fatal(err)
+	}
+	deliveredAtAll("an unsigned RFQ relayed for another renter", relayed)
+	if p, score, at := abuse(next.h.ID()); p > 0 || score < 0 {
+		t.Fatalf("member %d charged the next release's node %v points (gossip score %v) for an honest unsigned RFQ", at, p, score)
+	}
+
+	spoiled := a10RFQBy(t, next.h.Peerstore().PrivKey(next.h.ID()), "spoiled-nonce-05")
 	spoiled[len(spoiled)-1] ^= 1
-	if err := later.topics[rfqTopic].Publish(ctx, spoiled); err != nil {
+	if err := next.topics[rfqTopic].Publish(ctx, spoiled); err != nil {
 		t.Fatal(err)
 	}
 	if err := nodetest.WaitFor(ctx, "the spoiled RFQ charged to its sender", func() bool {
-		p, _ := charged()
+		p, _, _ := abuse(next.h.ID())
 		return p > 0
 	}); err != nil {
 		t.Fatal(err)
@@ -151,6 +238,24 @@ func TestUnsignedGossipOfTheNextReleaseIsDelivered(t *testing.T) {
 			t.Errorf("member %d delivered an RFQ whose signature does not verify", m.Index)
 		}
 	}
+}
+
+// sendRawRPC writes one gossipsub RPC carrying msg to target on a stream
+// of its own, as a peer that builds its messages by hand would.
+func sendRawRPC(t *testing.T, ctx context.Context, h host.Host, target peer.ID, msg *pb.Message) {
+	t.Helper()
+	s, err := h.NewStream(ctx, target, p2p.GossipProtocol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := proto.Marshal(&pb.RPC{Publish: []*pb.Message{msg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Write(append(binary.AppendUvarint(nil, uint64(len(raw))), raw...)); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.CloseWrite()
 }
 
 // a10RFQBy is a one-A10 RFQ by key's peer, sealed with key.
