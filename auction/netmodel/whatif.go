@@ -24,28 +24,32 @@ type WhatIf struct {
 	// GroupShare and GroupRFQShare: see Params (0: even groups, each RFQ
 	// on one).
 	GroupShare, GroupRFQShare float64
+	// Signed: gossip messages carry from, seqno and a signature, as they
+	// did before 2026-12-05's unsigned release (Calibration.Signed).
+	Signed bool
 }
 
 // WhatIfList are the rows of WhatIfs, in order: how the traffic came
 // down, then the splits not built.
 var WhatIfList = []WhatIf{
-	{"before: one network-wide attest topic, every telemetry entry, digests every minute and on every change to every shard", 1, 1, true, true, HeartbeatsNetwork, time.Minute, time.Minute, LibraryFanout, LibraryMesh, 0, 0},
-	{"heartbeats on the shards' topics (summaries network-wide)", 1, 1, true, true, HeartbeatsShard, time.Minute, time.Minute, LibraryFanout, LibraryMesh, 0, 0},
-	{"and summaries and receipts on the shards' topics", 1, 1, true, true, AttestShard, time.Minute, time.Minute, LibraryFanout, LibraryMesh, 0, 0},
-	{"and one heartbeat per 10-minute slot", 1, 1, true, true, AttestShard, attest.DefaultBeatEvery, time.Minute, LibraryFanout, LibraryMesh, 0, 0},
-	{"and digest refreshes stretched in large shards", 1, 1, true, true, AttestShard, attest.DefaultBeatEvery, 0, LibraryFanout, LibraryMesh, 0, 0},
-	{"and a GPU change's digest to its family's shard only", 1, 1, true, false, AttestShard, attest.DefaultBeatEvery, 0, LibraryFanout, LibraryMesh, 0, 0},
-	{"and IHAVE to 8 peers a heartbeat, not a quarter of them", 1, 1, true, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, LibraryMesh, 0, 0},
-	{"and the CPU shard only for hosts offering a CPU share, by default those without GPUs, 5%", 1, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, LibraryMesh, 0, 0},
-	{"and meshes of at most 8 peers, not 12 (as built)", 1, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 0},
-	{"what-if: and 8 even groups, each RFQ on one (the earlier what-if of 8 region groups)", 8, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 0},
-	{"what-if: and no heartbeat gossip", 8, 0.05, false, false, HeartbeatsNone, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 0},
-	{"what-if, from as built: 8 region groups by country, the largest with 40% of a family's hosts and of its RFQs", 8, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0.4, 0},
-	{"and half the RFQs naming no region (sent to every group)", 8, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0.4, 0.7},
-	{"what-if, from as built: 16 lots by peer-ID hash, each RFQ on the 2 lots its renter picks", 16, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 2.0 / 16},
-	{"32 lots, each RFQ on 2", 32, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 2.0 / 32},
-	{"32 lots, each RFQ on 1", 32, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 1.0 / 32},
-	{"16 lots, each RFQ on 2, and no heartbeat gossip", 16, 0.05, false, false, HeartbeatsNone, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 2.0 / 16},
+	{"before: one network-wide attest topic, every telemetry entry, digests every minute and on every change to every shard", 1, 1, true, true, HeartbeatsNetwork, time.Minute, time.Minute, LibraryFanout, LibraryMesh, 0, 0, true},
+	{"heartbeats on the shards' topics (summaries network-wide)", 1, 1, true, true, HeartbeatsShard, time.Minute, time.Minute, LibraryFanout, LibraryMesh, 0, 0, true},
+	{"and summaries and receipts on the shards' topics", 1, 1, true, true, AttestShard, time.Minute, time.Minute, LibraryFanout, LibraryMesh, 0, 0, true},
+	{"and one heartbeat per 10-minute slot", 1, 1, true, true, AttestShard, attest.DefaultBeatEvery, time.Minute, LibraryFanout, LibraryMesh, 0, 0, true},
+	{"and digest refreshes stretched in large shards", 1, 1, true, true, AttestShard, attest.DefaultBeatEvery, 0, LibraryFanout, LibraryMesh, 0, 0, true},
+	{"and a GPU change's digest to its family's shard only", 1, 1, true, false, AttestShard, attest.DefaultBeatEvery, 0, LibraryFanout, LibraryMesh, 0, 0, true},
+	{"and IHAVE to 8 peers a heartbeat, not a quarter of them", 1, 1, true, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, LibraryMesh, 0, 0, true},
+	{"and the CPU shard only for hosts offering a CPU share, by default those without GPUs, 5%", 1, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, LibraryMesh, 0, 0, true},
+	{"and meshes of at most 8 peers, not 12", 1, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 0, true},
+	{"and gossip messages without author, sequence number or signature (as built)", 1, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 0, false},
+	{"what-if: and 8 even groups, each RFQ on one (the earlier what-if of 8 region groups)", 8, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 0, false},
+	{"what-if: and no heartbeat gossip", 8, 0.05, false, false, HeartbeatsNone, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 0, false},
+	{"what-if, from as built: 8 region groups by country, the largest with 40% of a family's hosts and of its RFQs", 8, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0.4, 0, false},
+	{"and half the RFQs naming no region (sent to every group)", 8, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0.4, 0.7, false},
+	{"what-if, from as built: 16 lots by peer-ID hash, each RFQ on the 2 lots its renter picks", 16, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 2.0 / 16, false},
+	{"32 lots, each RFQ on 2", 32, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 2.0 / 32, false},
+	{"32 lots, each RFQ on 1", 32, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 1.0 / 32, false},
+	{"16 lots, each RFQ on 2, and no heartbeat gossip", 16, 0.05, false, false, HeartbeatsNone, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 2.0 / 16, false},
 }
 
 // WhatIfs evaluates WhatIfList at 100,000 providers and 100 RFQs/s.
@@ -59,6 +63,9 @@ func WhatIfs() ([]Row, error) {
 		p.RegionGroups, p.CPUShare, p.GPUHostsOnCPU, p.ChangesEverywhere = w.RegionGroups, w.CPUShare, w.GPUHostsOnCPU, w.ChangesEverywhere
 		p.Heartbeats, p.HeartbeatEvery, p.DigestRefresh, p.Gossip, p.Mesh = w.Heartbeats, w.HeartbeatEvery, w.DigestRefresh, w.Gossip, w.Mesh
 		p.GroupShare, p.GroupRFQShare = w.GroupShare, w.GroupRFQShare
+		if w.Signed {
+			p.Calibration = p.Calibration.Signed()
+		}
 		r, err := Model(p)
 		if err != nil {
 			return nil, err
