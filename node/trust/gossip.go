@@ -175,10 +175,13 @@ func (t *Trust) OnAttest(ctx context.Context, raw []byte, opened any) {
 		if rc := m.rec.(*attest.Receipt); rc.Renter == t.ID().String() || rc.Provider == t.ID().String() {
 			return // our own: stored for good when it was issued or fetched
 		}
+		provider := m.rec.(*attest.Receipt).Provider
 		if err := t.db.PutReceiptTTL(attest.RecordID(raw).String(), raw, gossipedReceiptRetention); err != nil {
 			t.log.Warn("store receipt", "err", err)
+		} else {
+			t.noteRenown(provider, m.voucher.Renter) // the rebuild, from the stored receipts, agrees
 		}
-		t.noteReceipt(m.rec.(*attest.Receipt).Provider, m.voucher.Renter)
+		t.noteReceipt(provider, m.voucher.Renter)
 		t.rep.Invalidate()
 	}
 }

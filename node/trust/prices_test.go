@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/auction/auctiontest"
 	"github.com/idlegrid/idlegrid/node/roomtest"
@@ -142,5 +143,59 @@ func TestRenownedRentersVouchForBidders(t *testing.T) {
 	tr.renown.renters = map[string]bool{renter.String(): true}
 	if got := len(tr.Digests(auction.GPUShard("a10"))); got != 3 {
 		t.Fatalf("a renowned renter's bidders: %d proven, want 3", got)
+	}
+}
+
+// TestReceiptMakesItsRenterRenownedAtOnce: a gossiped receipt from a
+// provider this node has evidence of makes its renter renowned when it
+// arrives, not at the next rebuild (a brand-new market's bids wait on
+// it); one from a provider nobody checked makes nobody renowned.
+func TestReceiptMakesItsRenterRenownedAtOnce(t *testing.T) {
+	peers := roomtest.Peers(t, 1)
+	tr := newTrust(t, peers[0])
+	recs := fakeRecords(tr)
+	now := peers[0].Clock.Now()
+	backedKey, backed := provider(t, recs, now)
+	offer(t, tr, backed, sealedDigest(t, backedKey, now, 1))
+	drainChecks(t, tr)
+	strangerKey, stranger := newKey(t)
+
+	gossipReceipt := func(providerKey crypto.PrivKey, prov peer.ID) peer.ID {
+		t.Helper()
+		renterKey, renter := newKey(t)
+		raw, err := auctiontest.Summary(renterKey, providerKey, auctiontest.Lease{Model: "a10", Tier: auction.TierBronze, GPUs: 1, PriceMicro: 1_000_000, At: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, _, err := auction.OpenAwardSummary(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := attest.SealVoucher(&attest.Voucher{V: attest.RecordsVersion, Lease: sum.Award, Renter: renter.String(), Provider: prov.String(),
+			Seq: 1, AmountMicro: 10_000, CoveredUntilMs: now.UnixMilli(), IssuedMs: now.UnixMilli()}, renterKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := attest.SealReceipt(&attest.Receipt{V: attest.RecordsVersion, Lease: sum.Award, Provider: prov.String(), Renter: renter.String(),
+			Outcome: "finished", FirstSeq: 1, LastSeq: 2, AtMs: now.UnixMilli(), Voucher: v}, providerKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		verdict, rec := tr.ValidateShardAttest(a10Attest)(context.Background(), prov, prov, rc)
+		if verdict != p2p.Accept {
+			t.Fatalf("receipt: %v", verdict)
+		}
+		tr.OnAttest(context.Background(), rc, rec)
+		return renter
+	}
+	if r := gossipReceipt(backedKey, backed); !tr.Renowned(r.String()) {
+		t.Error("a receipt from a backed provider: its renter is not renowned until the next rebuild")
+	}
+	if r := gossipReceipt(strangerKey, stranger); tr.Renowned(r.String()) {
+		t.Error("a receipt from a provider nobody checked made its renter renowned")
+	}
+	tr.refreshRenown()
+	if n := len(tr.renown.renters); n != 1 {
+		t.Errorf("the rebuild from the stored receipts found %d renowned renters, want the one", n)
 	}
 }

@@ -33,16 +33,34 @@ func (t *Trust) Renowned(renter string) bool {
 // refreshRenown rebuilds the renowned renters from the stored receipts.
 func (t *Trust) refreshRenown() {
 	renters := map[string]bool{}
-	self := t.selfStr
 	for _, rc := range t.receiptEvidence() {
-		if rc.Renter == rc.Provider || renters[rc.Renter] {
-			continue
-		}
-		if rc.Provider == self || t.ev.of(rc.Provider).everBacked {
+		if !renters[rc.Renter] && t.receiptMakesRenowned(rc.Provider, rc.Renter) {
 			renters[rc.Renter] = true
 		}
 	}
 	t.renown.mu.Lock()
 	t.renown.renters = renters
+	t.renown.mu.Unlock()
+}
+
+// receiptMakesRenowned is the rule: a receipt makes its renter renowned
+// when its provider is another party this node has evidence of.
+func (t *Trust) receiptMakesRenowned(provider, renter string) bool {
+	return renter != provider && (provider == t.selfStr || t.ev.of(provider).everBacked)
+}
+
+// noteRenown applies the rule to a receipt just stored, so its renter is
+// renowned at once rather than at the next rebuild. A brand-new market
+// waits on exactly this: until a renter is renowned its summaries vouch
+// for no bidder, nobody is proven, and every provider bids in every
+// auction. With the rebuild alone each node learnt of the first receipt
+// up to renownEvery later, at its own phase, and at 200 nodes the first
+// eight auctions drew 190 to 25 bids as the nodes came round one by one.
+func (t *Trust) noteRenown(provider, renter string) {
+	if !t.receiptMakesRenowned(provider, renter) {
+		return
+	}
+	t.renown.mu.Lock()
+	t.renown.renters[renter] = true
 	t.renown.mu.Unlock()
 }
