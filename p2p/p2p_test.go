@@ -325,6 +325,45 @@ func TestReconnectAfterDisconnect(t *testing.T) {
 	waitFor(t, "redial of bootstrap peer", 20*time.Second, func() bool { return len(a.host.Network().ConnsToPeer(boot)) > 0 })
 }
 
+// TestBootstrapPeersKeepEachOther: a bootstrap peer with peers enough of
+// its own still redials the other bootstrap peers it is configured with.
+// Otherwise two bootstrap peers that lost each other, or never met, split
+// the network for good, each half formed around one.
+func TestBootstrapPeersKeepEachOther(t *testing.T) {
+	// The second bootstrap peer's own newcomers: more than the DHT's
+	// low-water mark of 10, below which the DHT would dial the first
+	// bootstrap peer by itself.
+	const newcomers = 11
+	nodes := mockNet(t, 2+newcomers, func(i int, c *Config) {
+		c.MinPeers = 1
+		c.Bootstrapper = i < 2
+		if i >= 2 {
+			c.Bootstrap = nil // they meet the second bootstrap peer only
+		}
+	})
+	boot, second := nodes[0], nodes[1]
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	connect := func(from, to *Node) {
+		t.Helper()
+		if err := from.host.Connect(ctx, peer.AddrInfo{ID: to.ID(), Addrs: to.host.Addrs()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range nodes[2:] {
+		connect(n, second)
+	}
+	connect(nodes[2], boot) // the first keeps a peer of its own, so it redials nobody
+	waitFor(t, "the bootstrap connection and the newcomers in the routing table", 20*time.Second, func() bool {
+		return second.connected(boot.ID()) && second.dht.RoutingTable().Size() > newcomers
+	})
+	second.dht.RoutingTable().RemovePeer(boot.ID())
+	if err := second.host.Network().ClosePeer(boot.ID()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the second bootstrap peer redialling the first", 20*time.Second, func() bool { return second.connected(boot.ID()) })
+}
+
 func TestRealHostTCPAndQUIC(t *testing.T) {
 	mk := func(boot []peer.AddrInfo, reg prometheus.Registerer) *Node {
 		cfg := hostConfig(t, "/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1")

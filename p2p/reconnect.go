@@ -35,7 +35,8 @@ type redialResult struct {
 // fewer than MinPeers idlegrid peers it redials its bootstrap peers and the
 // known peers from its peer book. Above that it leaves well alone: a
 // bootstrap peer's connection manager trims connections on purpose, and
-// redialing them at once would only churn. Each peer backs off
+// redialing them at once would only churn. A bootstrap peer alone always
+// redials the other bootstrap peers it is configured with. Each peer backs off
 // exponentially (with jitter) between failed attempts, so that after any
 // node restarts, bootstrap peers included, the network re-forms instead
 // of splitting into islands.
@@ -108,6 +109,17 @@ func (n *Node) redialDue(ctx context.Context, state map[peer.ID]*redialState, in
 
 func (n *Node) redialTargets() []peer.AddrInfo {
 	if n.stillEnoughPeers() {
+		if n.cfg.Bootstrapper {
+			// Bootstrap peers hold the network together, and each has
+			// its newcomers, so a count of peers never says one is cut
+			// off from the others. Two that lost each other, or never
+			// met (a first dial refused in a start-up herd), split the
+			// network in two for good: at 200 nodes with two of them,
+			// each half formed around its own and a message reached 98
+			// of 197 providers. They are few, so each keeps its fellows
+			// connected.
+			return slices.DeleteFunc(slices.Clone(n.cfg.Bootstrap), func(ai peer.AddrInfo) bool { return n.blocklist.Has(ai.ID) })
+		}
 		return nil
 	}
 	targets := slices.Clone(n.cfg.Bootstrap)
