@@ -182,7 +182,7 @@ func (t *Trust) OnAttest(ctx context.Context, raw []byte, opened any) {
 			t.noteRenown(provider, m.voucher.Renter) // the rebuild, from the stored receipts, agrees
 		}
 		t.noteReceipt(provider, m.voucher.Renter)
-		t.rep.Invalidate()
+		t.rep.Refresh() // another renter's receipt: the next background fold takes it
 	}
 }
 

@@ -196,13 +196,15 @@ func register(reg prometheus.Registerer, c **prometheus.CounterVec) error {
 }
 
 // Run keeps the market view until ctx ends: digest sync, record checks,
-// pruning, the auctions' expectations and the renters' renown.
+// pruning, the auctions' expectations, the renters' renown and the
+// providers' reputation.
 func (t *Trust) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { t.runSync(ctx) })
 	wg.Go(func() { t.runRecordChecks(ctx) })
 	wg.Go(func() { t.pruneDigests(ctx) })
 	wg.Go(func() { t.everySecond(ctx) })
+	wg.Go(func() { t.rep.runFolds(ctx) })
 	wg.Wait()
 	return nil
 }
