@@ -87,10 +87,14 @@ func (ar *awarder) offerAward(ctx context.Context, jobID string, rfq *auction.RF
 	// before the lease below is stored.
 	ar.inflight.add(awardID, inflightAward{provider: bid.Provider, jobID: jobID})
 	defer ar.inflight.remove(awardID)
-	// Its time in the job's history splits the wait for a lease: the
-	// checks and matching before it, the winner's answer after.
-	ar.jobs.event(jobID, "award", "award %s offered to %s", lease.Short(awardID), lease.Short(bid.Provider))
+	sentAt := ar.now().UnixMilli()
 	resp, err := ar.p2p.Request(ctx, provider, lease.LeaseProto, raw, lease.LeaseLimits)
+	// The award event's time splits the wait for a lease: the checks and
+	// matching before it, the winner's answer after. It is stored once
+	// the winner answered: each event rewrites the job in the store, and
+	// the award must not wait on that.
+	ar.jobs.note(jobID, store.JobEvent{AtMs: sentAt, Kind: "award",
+		Message: fmt.Sprintf("award %s offered to %s", lease.Short(awardID), lease.Short(bid.Provider))}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("award: %w", err)
 	}
