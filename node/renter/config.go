@@ -61,8 +61,8 @@ type Reputation interface {
 	Of(provider string) reputation.Result
 	// Scores are every known provider's reliability, for the matcher.
 	Scores() map[string]float64
-	// Invalidate says a lease outcome changed the evidence.
-	Invalidate()
+	// LeaseEnded says a lease reached its outcome (a terminal state).
+	LeaseEnded(l *store.Lease)
 }
 
 // Deps are the renter's collaborators.

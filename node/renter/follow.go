@@ -22,9 +22,9 @@ type followerDeps struct {
 	leases *lease.Book
 	jobs   *jobTracker
 	call   jobCaller
-	// invalidate tells trust a lease outcome changed the evidence
-	// (Reputation.Invalidate).
-	invalidate func()
+	// leaseEnded tells trust a lease reached its outcome
+	// (Reputation.LeaseEnded).
+	leaseEnded func(l *store.Lease)
 	// background starts work on the room's context (background.Go).
 	background func(fn func(ctx context.Context)) error
 	// verify decides a lease its provider reports completed
@@ -76,8 +76,7 @@ const reasonUnreachable = "provider unreachable"
 func (f *follower) followLease(ctx context.Context, l *store.Lease) *store.Lease {
 	provider, err := peer.Decode(l.Provider)
 	if err != nil {
-		fl, _, _ := f.leases.Finish(l.ID, lease.Failed, "bad provider ID", nil)
-		return fl
+		return f.finish(l.ID, lease.Failed, "bad provider ID")
 	}
 	var seen uint64
 	backoff := 500 * time.Millisecond
@@ -102,22 +101,19 @@ func (f *follower) followLease(ctx context.Context, l *store.Lease) *store.Lease
 		if err != nil {
 			var re *jobproto.RemoteError
 			if errors.As(err, &re) && re.Code == jobproto.CodeNotFound {
-				fl, _, _ := f.leases.Finish(l.ID, lease.Failed, "the provider does not know the lease: "+re.Message, nil)
-				return fl
+				return f.finish(l.ID, lease.Failed, "the provider does not know the lease: "+re.Message)
 			}
 			if lastErr == nil {
 				f.log.Info("provider not answering status; retrying", "lease", lease.Short(l.ID), "err", err)
 			}
 			lastErr = err
 			if f.now().After(time.UnixMilli(l.EndsAtMs).Add(unreachableGrace)) {
-				fl, _, _ := f.leases.Finish(l.ID, lease.Failed, fmt.Sprintf("provider unreachable past the lease's end: %v", err), nil)
-				return fl
+				return f.finish(l.ID, lease.Failed, fmt.Sprintf("provider unreachable past the lease's end: %v", err))
 			}
 			if silent := f.now().Sub(lastHeard); f.providerTimeout > 0 && silent > f.providerTimeout {
 				// A dead provider is given up on now, not at the lease's
 				// end: the work can be re-auctioned (watchCompletion).
-				fl, _, _ := f.leases.Finish(l.ID, lease.Failed, fmt.Sprintf("%s for %s: %v", reasonUnreachable, silent.Round(time.Second), err), nil)
-				return fl
+				return f.finish(l.ID, lease.Failed, fmt.Sprintf("%s for %s: %v", reasonUnreachable, silent.Round(time.Second), err))
 			}
 			select {
 			case <-ctx.Done():
@@ -142,7 +138,7 @@ func (f *follower) followLease(ctx context.Context, l *store.Lease) *store.Lease
 			return f.verify(ctx, cur)
 		}
 		if lease.State(st.State).Terminal() {
-			f.invalidate()
+			f.leaseEnded(cur)
 			return cur
 		}
 	}
@@ -220,19 +216,27 @@ func (f *follower) cancelLease(ctx context.Context, l *store.Lease, reason strin
 
 // finishLease records a lease's final state (idempotent: a terminal lease
 // keeps its first outcome).
-func (f *follower) finishLease(id, state, reason string) {
-	if _, _, err := f.leases.Finish(id, state, reason, nil); err != nil && !errors.Is(err, store.ErrNotFound) {
-		f.log.Warn("store lease", "lease", id, "err", err)
+func (f *follower) finishLease(id, state, reason string) { f.finish(id, state, reason) }
+
+// finish is finishLease returning the final lease, nil if it could not be
+// stored. Trust hears of the outcome, so an award does not offer a
+// provider that just failed its lease as if it had not.
+func (f *follower) finish(id, state, reason string) *store.Lease {
+	l, _, err := f.leases.Finish(id, state, reason, nil)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			f.log.Warn("store lease", "lease", id, "err", err)
+		}
+		return nil
 	}
-	f.invalidate()
+	f.leaseEnded(l)
+	return l
 }
 
 // failUnhealthy records the lease failed as unhealthy and stops its work
 // on the provider; the job driver re-auctions it.
 func (f *follower) failUnhealthy(l *store.Lease) {
-	if _, _, err := f.leases.Finish(l.ID, lease.Failed, reasonUnhealthy+": its health check kept failing", nil); err != nil {
-		f.log.Warn("store lease", "lease", lease.Short(l.ID), "err", err)
-	}
+	f.finish(l.ID, lease.Failed, reasonUnhealthy+": its health check kept failing")
 	f.jobs.event(l.RenterJobID(), "unhealthy", "lease %s: service unhealthy; re-auctioning the job", lease.Short(l.ID))
 	_ = f.background(func(ctx context.Context) { f.cancelLease(ctx, l, reasonUnhealthy) })
 }

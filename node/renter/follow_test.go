@@ -14,10 +14,13 @@ import (
 // TestSilentProviderFailsTheLease: a running lease's provider stops
 // answering; once the clock passes market.provider_timeout the follower
 // fails the lease as unreachable (the job is then re-auctioned), long
-// before the lease's end.
+// before the lease's end, and tells trust at once, so the next award
+// does not offer that provider as if it had not failed.
 func TestSilentProviderFailsTheLease(t *testing.T) {
 	r, me, provs := newRenter(t, 1)
 	r.follower.providerTimeout = 30 * time.Second
+	ended := make(chan *store.Lease, 1)
+	r.follower.leaseEnded = func(l *store.Lease) { ended <- l }
 	f := provs[0]
 	l := renterLease(t, r, f, 1, 1_000_000)
 	done := make(chan *store.Lease, 1)
@@ -53,5 +56,13 @@ func TestSilentProviderFailsTheLease(t *testing.T) {
 	}
 	if got.State != lease.Failed || !strings.HasPrefix(got.Reason, reasonUnreachable) {
 		t.Fatalf("lease %s %q, want failed as unreachable", got.State, got.Reason)
+	}
+	select {
+	case e := <-ended:
+		if e.ID != l.ID || e.State != lease.Failed {
+			t.Fatalf("trust was told of lease %s %s, want %s failed", e.ID, e.State, l.ID)
+		}
+	default:
+		t.Fatal("trust was not told of the failed lease")
 	}
 }

@@ -120,12 +120,12 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 			_, _, err := r.fetcher.result(ctx, jobID, leaseID)
 			return err
 		},
-		invalidate: deps.Reputation.Invalidate,
+		leaseEnded: deps.Reputation.LeaseEnded,
 	}}
 	r.follower = &follower{
 		followerDeps: followerDeps{
 			log: log, now: now, db: deps.Store, leases: deps.Leases, jobs: r.jobs, call: call,
-			invalidate: deps.Reputation.Invalidate, background: r.bg.Go, verify: verifier.verify,
+			leaseEnded: deps.Reputation.LeaseEnded, background: r.bg.Go, verify: verifier.verify,
 		},
 		providerTimeout: cfg.ProviderTimeout, cancelWait: cfg.CancelWait,
 	}

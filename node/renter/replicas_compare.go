@@ -156,7 +156,7 @@ func providersOf(ran []*store.Lease, idx []int) string {
 // unconfirmed: reputation counts it as a failure and `job result` no
 // longer serves its output.
 func (v *completionVerifier) overturn(l *store.Lease, reason string) {
-	_, err := v.leases.Update(l.ID, func(cur *store.Lease) bool {
+	cur, err := v.leases.Update(l.ID, func(cur *store.Lease) bool {
 		if cur.State == lease.Unverified {
 			return false
 		}
@@ -168,7 +168,7 @@ func (v *completionVerifier) overturn(l *store.Lease, reason string) {
 		return
 	}
 	v.jobs.event(l.RenterJobID(), "unverified", "lease %s on provider %s: %s", lease.Short(l.ID), lease.Short(l.Provider), reason)
-	v.invalidate()
+	v.leaseEnded(cur)
 }
 
 // replicaLeases are the replicas of a running replicated batch job that a

@@ -23,6 +23,7 @@ import (
 	"github.com/idlegrid/idlegrid/node/jobproto"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/node/roomtest"
+	"github.com/idlegrid/idlegrid/store"
 )
 
 // testModuleBytes is the WASM module the test renters hold (submit refuses
@@ -48,7 +49,7 @@ func (prior) Of(p string) reputation.Result {
 	return reputation.Score(p, reputation.Evidence{}, time.Now(), reputation.DefaultConfig())
 }
 func (prior) Scores() map[string]float64 { return nil }
-func (prior) Invalidate()                {}
+func (prior) LeaseEnded(*store.Lease)    {}
 
 // fakeProvider answers awards (accepting or declining) and takes
 // vouchers, as a provider would, on its own mocknet peer.

@@ -29,8 +29,9 @@ type verifierDeps struct {
 	// download fetches a lease's output into the local cache and checks
 	// that it hashes to the lease's output CID (fetcher.result).
 	download func(ctx context.Context, jobID, leaseID string) error
-	// invalidate tells trust a lease outcome changed the evidence.
-	invalidate func()
+	// leaseEnded tells trust a lease reached its outcome
+	// (Reputation.LeaseEnded).
+	leaseEnded func(l *store.Lease)
 }
 
 // completionVerifier decides the leases whose providers report them
@@ -88,7 +89,9 @@ func (v *completionVerifier) verify(ctx context.Context, l *store.Lease) *store.
 		v.jobs.event(jobID, "verified", "lease %s: the provider's signed chain records it finished with exit 0 and output %s%s; the downloaded output matches",
 			lease.Short(l.ID), lease.Short(fin.Output), ranText(fin))
 	}
-	v.invalidate()
+	if fl != nil {
+		v.leaseEnded(fl)
+	}
 	return fl
 }
 

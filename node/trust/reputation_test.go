@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/idlegrid/idlegrid/attest/reputation"
+	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/node/roomtest"
+	"github.com/idlegrid/idlegrid/store"
 )
 
 // TestReputationFoldsOffTheReadersPath: a reader takes the last fold
@@ -41,5 +43,42 @@ func TestReputationFoldsOffTheReadersPath(t *testing.T) {
 	rep.Invalidate()
 	if same(rep.All(), background) {
 		t.Fatal("a read after Invalidate was served the fold from before it")
+	}
+}
+
+// TestOnlyAFailureHoldsTheNextAward: a lease that ended well
+// (LeaseEnded of a completed or preempted lease) leaves readers the last
+// fold, for the background to fold in; one that failed makes the next
+// read fold, so an award never offers a provider that just failed as if
+// it had not.
+func TestOnlyAFailureHoldsTheNextAward(t *testing.T) {
+	peers := roomtest.Peers(t, 2)
+	tr := newTrust(t, peers[0])
+	rep := tr.Reputation()
+	provider := peers[1].ID.String()
+	same := func(a, b map[string]reputation.Result) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
+	ended := func(id, state string) *store.Lease {
+		l := &store.Lease{ID: id, Side: lease.SideRenter, Provider: provider, Renter: peers[0].ID.String(),
+			GPUs: []string{"GPU-0"}, ExpectedSec: 3600, State: state, UpdatedAtMs: peers[0].Clock.Now().UnixMilli()}
+		if err := tr.db.PutLease(l); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	first := rep.All()
+	rep.LeaseEnded(ended("l-done", lease.Completed))
+	rep.LeaseEnded(ended("l-preempted", lease.Preempted))
+	if !same(rep.All(), first) {
+		t.Fatal("a completed or preempted lease made the next read fold")
+	}
+	rep.LeaseEnded(ended("l-failed", lease.Failed))
+	after := rep.All()
+	if same(after, first) {
+		t.Fatal("the read after a failed lease was served the fold from before it")
+	}
+	if r := after[provider]; r.FailureWeight == 0 || r.SuccessWeight == 0 {
+		t.Fatalf("the fold after the failure: %+v, want the failure and the completion in it", r)
 	}
 }
