@@ -139,10 +139,11 @@ func (ar *awarder) awardPlan(ctx context.Context, pa *pendingAuction, bids []*au
 		}
 		for i, alloc := range plan.Allocations {
 			bid := remaining[alloc.BidIndex]
-			l, err := ar.offerAward(ctx, pa.jobID, &rfq, pa.rfqID, bid, remainingIDs[alloc.BidIndex], alloc, uint32(i+1), uint32(len(plan.Allocations)), replica)
+			l, offered, err := ar.offerAward(ctx, pa.jobID, &rfq, pa.rfqID, bid, remainingIDs[alloc.BidIndex], alloc, uint32(i+1), uint32(len(plan.Allocations)), replica)
 			if err != nil {
 				excluded[bid.Provider] = true
-				ar.jobs.event(jobID, "decline", "%s did not take the award: %v; passing it on", lease.Short(bid.Provider), err)
+				ar.jobs.notes(jobID, []store.JobEvent{offered, {Kind: "decline",
+					Message: fmt.Sprintf("%s did not take the award: %v; passing it on", lease.Short(bid.Provider), err)}}, nil)
 				continue
 			}
 			excluded[bid.Provider] = true // it holds what it took
@@ -153,7 +154,9 @@ func (ar *awarder) awardPlan(ctx context.Context, pa *pendingAuction, bids []*au
 				msg = fmt.Sprintf("lease %s: %d cores, %d MiB RAM (CPU-only) on %s at %s/h", lease.Short(l.ID), l.CPUCores, l.RAMMiB, lease.Short(l.Provider), lease.USD(l.PriceMicro))
 			}
 			msg += modelNote(&rfq, alloc)
-			ar.jobs.note(jobID, store.JobEvent{Kind: "lease", Message: msg},
+			// Dated when the lease was stored, both sides' signatures on
+			// it, not when the job record's turn came.
+			ar.jobs.notes(jobID, []store.JobEvent{offered, {AtMs: l.UpdatedAtMs, Kind: "lease", Message: msg}},
 				func(j *store.Job) { j.Leases = append(j.Leases, l.ID) })
 		}
 	}

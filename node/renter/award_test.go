@@ -2,6 +2,7 @@ package renter
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -68,14 +69,23 @@ func TestAwardPassesToNextBestOnDecline(t *testing.T) {
 	if l.Provider != dear.ID.String() || l.Side != lease.SideRenter || l.PriceMicro < b2.PriceMicro {
 		t.Fatalf("lease with %s at %d, want the next-best bid's provider at >= %d", l.Provider, l.PriceMicro, b2.PriceMicro)
 	}
-	declined := false
+	// Each award is stored with what came of it, in one write, dated when
+	// it went out; the lease event is dated when the lease was stored.
+	var kinds []string
+	var prev int64
 	for _, ev := range j.Events {
-		if ev.Kind == "decline" {
-			declined = true
+		kinds = append(kinds, ev.Kind)
+		if ev.AtMs < prev {
+			t.Fatalf("event %s at %d, before the one ahead of it (%d): %+v", ev.Kind, ev.AtMs, prev, j.Events)
+		}
+		prev = ev.AtMs
+		if ev.Kind == "lease" && ev.AtMs != l.UpdatedAtMs {
+			t.Fatalf("lease event at %d, want when the lease was stored (%d)", ev.AtMs, l.UpdatedAtMs)
 		}
 	}
-	if !declined {
-		t.Fatalf("no decline event in %+v", j.Events)
+	want := []string{"award", "decline", "award", "lease", "running"}
+	if len(kinds) < len(want) || !slices.Equal(kinds[len(kinds)-len(want):], want) {
+		t.Fatalf("job events %v, want them to end %v", kinds, want)
 	}
 }
 

@@ -31,13 +31,13 @@ func newJobTracker(db *store.DB, now func() time.Time, log *slog.Logger) *jobTra
 // update applies fn to the stored job, appends ev (if Kind is set), saves
 // durably and notifies watchers. A terminal job's watchers are released.
 func (t *jobTracker) update(id string, ev store.JobEvent, fn func(j *store.Job)) (*store.Job, error) {
-	return t.apply(id, ev, fn, true)
+	return t.apply(id, []store.JobEvent{ev}, fn, true)
 }
 
 // record stores an event that watchers already saw live (notify), so it
 // is not sent to them twice.
 func (t *jobTracker) record(id string, ev store.JobEvent) {
-	if _, err := t.apply(id, ev, nil, false); err != nil {
+	if _, err := t.apply(id, []store.JobEvent{ev}, nil, false); err != nil {
 		t.lost(id, ev.Kind, err)
 	}
 }
@@ -57,6 +57,15 @@ func (t *jobTracker) note(id string, ev store.JobEvent, fn func(j *store.Job)) {
 	}
 }
 
+// notes is note for several events in one write: each rewrites the whole
+// job record, durably, under the tracker's lock, so a path that must be
+// quick (an award) writes its events together.
+func (t *jobTracker) notes(id string, evs []store.JobEvent, fn func(j *store.Job)) {
+	if _, err := t.apply(id, evs, fn, true); err != nil {
+		t.lost(id, evs[len(evs)-1].Kind, err)
+	}
+}
+
 // set is setState for callers that have nothing to do on failure but
 // make it known.
 func (t *jobTracker) set(id, state, kind, format string, a ...any) {
@@ -65,7 +74,7 @@ func (t *jobTracker) set(id, state, kind, format string, a ...any) {
 	}
 }
 
-func (t *jobTracker) apply(id string, ev store.JobEvent, fn func(j *store.Job), notify bool) (*store.Job, error) {
+func (t *jobTracker) apply(id string, evs []store.JobEvent, fn func(j *store.Job), notify bool) (*store.Job, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	j, err := t.db.GetJob(id)
@@ -76,18 +85,28 @@ func (t *jobTracker) apply(id string, ev store.JobEvent, fn func(j *store.Job), 
 	if fn != nil {
 		fn(j)
 	}
-	if ev.Kind != "" {
+	var added []store.JobEvent
+	for _, ev := range evs {
+		if ev.Kind == "" {
+			continue
+		}
 		if ev.AtMs == 0 {
 			ev.AtMs = now
 		}
-		j.Events = keepJobEvents(append(j.Events, ev))
+		added = append(added, ev)
+	}
+	if len(added) > 0 {
+		j.Events = keepJobEvents(append(j.Events, added...))
 	}
 	j.UpdatedAtMs = now
 	if err := t.db.PutJob(j); err != nil {
 		return nil, err
 	}
 	for _, w := range t.watchers[id] {
-		if ev.Kind != "" && notify {
+		for _, ev := range added {
+			if !notify {
+				break
+			}
 			select {
 			case w <- ev:
 			default: // a slow watcher misses progress, never blocks the auction
