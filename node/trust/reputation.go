@@ -12,13 +12,23 @@ import (
 	"github.com/idlegrid/idlegrid/store"
 )
 
-// reputationCacheFor is how often the evidence is folded again in the
-// background (Trust.Run), and at once after an outcome (Invalidate).
+// The background (Trust.Run) folds the evidence at once after an outcome
+// that counts against a provider (Invalidate); evidence readers need not
+// wait for (Refresh: another renter's receipt, a completed lease) at most
+// every reputationFoldEvery; and with no new evidence every
+// reputationRefoldEvery, within reputationStaleMax so that no reader folds.
 // Readers take the last fold: a fold reads every lease, uptime, receipt
 // and fraud proof from the store, and on the award's path it held awards
 // up by 0.4-0.5 s at 200 nodes on two saturated cores, since every receipt
-// another renter gossiped had made the next read fold again.
-const reputationCacheFor = 5 * time.Second
+// another renter gossiped had made the next read fold again. A fold's
+// cost grows with the evidence held, about 9 µs per stored lease and
+// receipt (BenchmarkReputationFold: 0.56 s for 50,000 of each), and
+// receipts come about as often as leases end in the shard: folding at
+// each one's Refresh, as often as every second, would take a core.
+const (
+	reputationFoldEvery   = 5 * time.Second
+	reputationRefoldEvery = 20 * time.Second
+)
 
 // reputationStaleMax is the oldest fold a reader takes when the
 // background has not folded (Trust.Run not running): past it the reader
@@ -48,6 +58,10 @@ type ReputationBook struct {
 	stale bool
 	// kick wakes the background fold after Invalidate.
 	kick chan struct{}
+	// foldEvery is reputationFoldEvery (a test's shorter); folded is the
+	// wall time of the last fold, which paces the background's.
+	foldEvery time.Duration
+	folded    time.Time
 	// receipts caches verified receipts by record ID: each is checked
 	// (two signatures) once, not at every fold.
 	receiptsMu sync.Mutex
@@ -71,7 +85,8 @@ func (r *ReputationBook) remember(id string, rc reputation.Receipt) {
 }
 
 func newReputationBook(t *Trust) *ReputationBook {
-	return &ReputationBook{t: t, cfg: ReputationConfig(t.cfg.ReliabilityPrior), now: t.now, kick: make(chan struct{}, 1)}
+	return &ReputationBook{t: t, cfg: ReputationConfig(t.cfg.ReliabilityPrior), now: t.now, kick: make(chan struct{}, 1),
+		foldEvery: reputationFoldEvery}
 }
 
 // ReputationConfig is the fold of a node whose market.reliability_prior
@@ -135,8 +150,8 @@ func (r *ReputationBook) All() map[string]reputation.Result {
 }
 
 // runFolds folds in the background until ctx ends: at once after an
-// Invalidate, and every second when the last fold is older than
-// reputationCacheFor or evidence came since (Refresh).
+// Invalidate; after a Refresh once the last fold is foldEvery old; and
+// reputationRefoldEvery after the last fold.
 func (r *ReputationBook) runFolds(ctx context.Context) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -148,13 +163,20 @@ func (r *ReputationBook) runFolds(ctx context.Context) {
 			r.fold(false)
 		case <-tick.C:
 			r.mu.Lock()
-			due := r.results == nil || r.stale || r.now().Sub(r.at) >= reputationCacheFor
+			due := foldDue(r.results != nil, r.stale, time.Since(r.folded), r.foldEvery)
 			r.mu.Unlock()
 			if due {
 				r.fold(false)
 			}
 		}
 	}
+}
+
+// foldDue says whether the background folds now: with no fold to serve,
+// with evidence readers need not wait for (stale) once the last fold is
+// every old, and reputationRefoldEvery after the last fold.
+func foldDue(have, stale bool, since, every time.Duration) bool {
+	return !have || stale && since >= every || since >= reputationRefoldEvery
 }
 
 // fold reads the evidence and folds it, one fold at a time. A reader
@@ -176,6 +198,7 @@ func (r *ReputationBook) fold(reader bool) map[string]reputation.Result {
 	res := reputation.Fold(r.evidence(), now, r.cfg)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.folded = time.Now()
 	if r.gen == gen {
 		r.results, r.at = res, now
 	}

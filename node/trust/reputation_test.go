@@ -28,6 +28,7 @@ func TestReputationFoldsOffTheReadersPath(t *testing.T) {
 	if !same(rep.All(), first) {
 		t.Fatal("a read after Refresh folded on the reader's path")
 	}
+	rep.foldEvery = 10 * time.Millisecond
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { rep.runFolds(ctx); close(done) }()
@@ -80,5 +81,32 @@ func TestOnlyAFailureHoldsTheNextAward(t *testing.T) {
 	}
 	if r := after[provider]; r.FailureWeight == 0 || r.SuccessWeight == 0 {
 		t.Fatalf("the fold after the failure: %+v, want the failure and the completion in it", r)
+	}
+}
+
+// TestFoldPace: the background folds at once when it has no fold to
+// serve; evidence that came (a gossiped receipt, a completed lease) waits
+// for the pace, so a steady stream of receipts costs one fold per pace,
+// not one each; and with nothing new it folds again before a reader
+// would take the last fold as too old to serve (reputationStaleMax).
+func TestFoldPace(t *testing.T) {
+	every := reputationFoldEvery
+	for _, c := range []struct {
+		have, stale bool
+		since       time.Duration
+		want        bool
+	}{
+		{have: false, want: true},
+		{have: true, stale: true, since: every / 5, want: false},
+		{have: true, stale: true, since: every, want: true},
+		{have: true, since: every, want: false},
+		{have: true, since: reputationRefoldEvery, want: true},
+	} {
+		if got := foldDue(c.have, c.stale, c.since, every); got != c.want {
+			t.Errorf("foldDue(have %v, stale %v, %s since the last) = %v, want %v", c.have, c.stale, c.since, got, c.want)
+		}
+	}
+	if reputationRefoldEvery >= reputationStaleMax {
+		t.Errorf("the background refolds every %s, past the %s after which a reader folds itself", reputationRefoldEvery, reputationStaleMax)
 	}
 }
