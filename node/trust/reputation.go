@@ -117,9 +117,10 @@ func (r *ReputationBook) Invalidate() {
 // may miss: the next award must not offer that provider as if it had
 // not failed, so it waits for the fold that takes it in (Invalidate).
 // One that does not (a completion, a preemption) only raises or keeps
-// the provider's score, which the next background fold takes in within
-// a second; awards do not wait for it (Refresh). At 200 nodes the awards
-// that waited for a fold after a completed lease waited 0.5-2 s.
+// the provider's score, which the background folds in within
+// reputationFoldEvery; awards do not wait for it (Refresh). At 200 nodes
+// the awards that waited for a fold after a completed lease waited
+// 0.5-2 s.
 func (r *ReputationBook) LeaseEnded(l *store.Lease) {
 	if r.cfg.Effects[outcomeState(l)] == reputation.EffectFailure {
 		r.Invalidate()
