@@ -244,8 +244,11 @@ func (t *Trust) ApplyFraud(proof []byte) {
 	if err := t.db.PutFraud(offender.String(), proof); err != nil {
 		t.log.Warn("store fraud proof", "err", err)
 	}
-	t.p2p.Block(offender)
+	// Reputation first: once the offender is seen blocked, no read of its
+	// score may be served a fold from before the proof (a node's peers
+	// API, and TestWrongResultProvenAndExcluded, read the two together).
 	t.rep.Invalidate()
+	t.p2p.Block(offender)
 }
 
 // provenOffender returns the offender and date of a stored proof, which
