@@ -103,12 +103,9 @@ func (t *jobTracker) apply(id string, evs []store.JobEvent, fn func(j *store.Job
 		return nil, err
 	}
 	for _, w := range t.watchers[id] {
-		for _, ev := range added {
-			if !notify {
-				break
-			}
+		for i := 0; notify && i < len(added); i++ {
 			select {
-			case w <- ev:
+			case w <- added[i]:
 			default: // a slow watcher misses progress, never blocks the auction
 			}
 		}
