@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -126,8 +127,49 @@ func (d *DB) PutReceiptTTL(id string, raw []byte, ttl time.Duration) error {
 	return d.putTTL("store.PutReceiptTTL", receiptPrefix+id, raw, ttl)
 }
 
-// Receipts returns every stored receipt.
-func (d *DB) Receipts() ([][]byte, error) { return d.scanRaw("store.Receipts", receiptPrefix) }
+// ReceiptIDs returns the IDs of every stored receipt, reading keys only:
+// a node that keeps the receipts it parsed asks only for the ones it
+// lacks (Receipt) and forgets the ones gone.
+func (d *DB) ReceiptIDs() ([]string, error) {
+	var ids []string
+	err := d.view(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(receiptPrefix)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			ids = append(ids, string(it.Item().Key()[len(receiptPrefix):]))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store.ReceiptIDs: %w", err)
+	}
+	return ids, nil
+}
+
+// Receipt returns one stored receipt, or ErrNotFound.
+func (d *DB) Receipt(id string) ([]byte, error) { return d.getRaw("store.Receipt", receiptPrefix+id) }
+
+// deleteChunk bounds the deletes of one transaction (badger's
+// ErrTxnTooBig).
+const deleteChunk = 1000
+
+// DeleteReceipts removes stored receipts; IDs not stored are no error.
+func (d *DB) DeleteReceipts(ids []string) error {
+	for c := range slices.Chunk(ids, deleteChunk) {
+		err := d.update(func(txn *badger.Txn) error {
+			for _, id := range c {
+				if err := txn.Delete([]byte(receiptPrefix + id)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("store.DeleteReceipts: %w", err)
+		}
+	}
+	return nil
+}
 
 // PutFraud stores the proof against a peer durably.
 func (d *DB) PutFraud(peer string, raw []byte) error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -66,8 +67,18 @@ func TestTrustRecordsSurviveReopen(t *testing.T) {
 	if _, err := db.Voucher("nope"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("missing voucher: %v", err)
 	}
-	if rs, _ := db.Receipts(); len(rs) != 1 {
-		t.Fatalf("receipts %d", len(rs))
+	if ids, err := db.ReceiptIDs(); err != nil || !slices.Equal(ids, []string{"r1"}) {
+		t.Fatalf("receipt IDs %q %v", ids, err)
+	}
+	if r, err := db.Receipt("r1"); err != nil || string(r) != "receipt" {
+		t.Fatalf("receipt %q %v", r, err)
+	}
+	must(db.DeleteReceipts([]string{"r1", "never-stored"}))
+	if ids, _ := db.ReceiptIDs(); len(ids) != 0 {
+		t.Fatalf("receipt IDs after the delete: %q", ids)
+	}
+	if _, err := db.Receipt("r1"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("deleted receipt: %v", err)
 	}
 	if fs, _ := db.Frauds(); len(fs) != 1 {
 		t.Fatalf("frauds %d", len(fs))

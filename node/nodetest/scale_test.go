@@ -160,7 +160,7 @@ func logRenownGaps(t *testing.T, provs []*nodetest.Member, renter *node.Node, re
 		if p.Node.Trust().Renowned(renterID) {
 			continue
 		}
-		rcs, _ := p.Node.Store().Receipts()
+		rcs, _ := p.Node.Store().ReceiptIDs()
 		t.Logf("provider %s: renter not renowned; %d receipts held, %d providers in its view (renter: %d)",
 			p.Node.ID().ShortString(), len(rcs), view(p.Node), view(renter))
 	}

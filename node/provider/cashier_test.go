@@ -130,7 +130,7 @@ func TestReceiptIssuedOncePerLease(t *testing.T) {
 	wg.Wait()
 	receipts := func() int {
 		t.Helper()
-		raws, err := r.prov.Store.Receipts()
+		raws, err := r.prov.Store.ReceiptIDs()
 		if err != nil {
 			t.Fatal(err)
 		}

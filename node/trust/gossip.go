@@ -176,13 +176,22 @@ func (t *Trust) OnAttest(ctx context.Context, raw []byte, opened any) {
 			return // our own: stored for good when it was issued or fetched
 		}
 		provider := m.rec.(*attest.Receipt).Provider
-		if err := t.db.PutReceiptTTL(attest.RecordID(raw).String(), raw, gossipedReceiptRetention); err != nil {
-			t.log.Warn("store receipt", "err", err)
-		} else {
-			t.noteRenown(provider, m.voucher.Renter) // the rebuild, from the stored receipts, agrees
-		}
 		t.noteReceipt(provider, m.voucher.Renter)
-		t.rep.Refresh() // another renter's receipt: the next background fold takes it
+		id := attest.RecordID(raw).String()
+		keep, drop := t.receipts.admit(id, receiptEvidenceOf(m.rec.(*attest.Receipt), m.voucher))
+		if keep {
+			if err := t.db.PutReceiptTTL(id, raw, gossipedReceiptRetention); err != nil {
+				t.log.Warn("store receipt", "err", err)
+			} else {
+				t.noteRenown(provider, m.voucher.Renter) // the rebuild, from the stored receipts, agrees
+			}
+			t.rep.Refresh() // another renter's receipt: the next background fold takes it
+		}
+		if len(drop) > 0 {
+			if err := t.db.DeleteReceipts(drop); err != nil {
+				t.log.Warn("drop receipts", "err", err) // the next sync drops them again
+			}
+		}
 	}
 }
 
@@ -281,35 +290,9 @@ func (t *Trust) BlockProven() {
 	}
 }
 
-// receiptEvidence turns stored receipts (own and gossiped) into
-// reputation evidence; each was verified (both signatures) on arrival and
-// is verified again here.
-func (t *Trust) receiptEvidence() []reputation.Receipt {
-	raws, err := t.db.Receipts()
-	if err != nil {
-		return nil
-	}
-	var out []reputation.Receipt
-	for _, raw := range raws {
-		id := attest.RecordID(raw).String()
-		if r, ok := t.rep.parsed(id); ok {
-			out = append(out, r)
-			continue
-		}
-		rc, v, err := attest.OpenReceipt(raw)
-		if err != nil {
-			continue
-		}
-		r := reputation.Receipt{
-			Lease: rc.Lease, Provider: rc.Provider, Renter: v.Renter, At: time.UnixMilli(rc.AtMs),
-			State:    outcomeState(&store.Lease{State: rc.Outcome}),
-			GPUHours: float64(rc.GPUMs) / float64(time.Hour/time.Millisecond),
-		}
-		t.rep.remember(id, r)
-		out = append(out, r)
-	}
-	return out
-}
+// receiptEvidence is the receipts (own and gossiped) reputation and
+// renown count: the receipt book, brought up to date with the store.
+func (t *Trust) receiptEvidence() []reputation.Receipt { return t.receipts.sync(t.db) }
 
 // fraudEvidence turns stored fraud proofs into reputation evidence.
 func (t *Trust) fraudEvidence() []reputation.Fraud {

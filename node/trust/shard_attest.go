@@ -24,7 +24,9 @@ import (
 //     the CPU shard, a GPU lease's on any GPU shard (an RFQ for "h100"
 //     goes to gpu/h100 and gpu/h100-nvl, and its summary to both, so the
 //     losing bidders of either release their holds);
-//   - a lease's receipt.
+//   - a lease's receipt that the receipt book would keep (a receipt
+//     lighter than its pair's 16 heaviest, or than everything held when
+//     the book is full, is withheld).
 //
 // Anything else is rejected, abandon notes too (they stay on the
 // network-wide idlegrid/attest/1: a renter can post to any shard); a
@@ -50,6 +52,11 @@ func (t *Trust) ValidateShardAttest(topic string) p2p.RecordValidator {
 			// Dropped, not passed on, and charged to nobody: a provider
 			// whose network setting (p2p.telemetry_gossip_every) is
 			// shorter than this node's sends such heartbeats honestly.
+			return p2p.Withhold, nil
+		}
+		if rc, ok := m.rec.(*attest.Receipt); ok && !t.receipts.wouldKeep(attest.RecordID(data).String(), receiptEvidenceOf(rc, m.voucher)) {
+			// Valid, but lighter than what this node keeps of its pair or
+			// in all (receipt_book.go): not passed on, charged to nobody.
 			return p2p.Withhold, nil
 		}
 		return p2p.Accept, m

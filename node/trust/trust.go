@@ -105,10 +105,14 @@ type Trust struct {
 	grewAt       map[auction.Shard]time.Time // when a shard's view last gained a backed provider
 	leaseEntries func(l *store.Lease) ([][]byte, error)
 
-	rep     *ReputationBook
-	market  *market
-	digests *auction.DigestBook
-	sync    *digestSync
+	rep *ReputationBook
+	// receipts holds the receipts reputation and renown count, bounded
+	// (receipt_book.go).
+	receipts        *receiptBook
+	receiptsDropped *prometheus.CounterVec
+	market          *market
+	digests         *auction.DigestBook
+	sync            *digestSync
 
 	// ownRecord and recordRates serve records to peers checking digests
 	// (records_serve.go).
@@ -155,6 +159,11 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 		t.now = time.Now
 	}
 	t.rep = newReputationBook(t)
+	t.receiptsDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "idlegrid_trust_receipts_dropped_total",
+		Help: "Other renters' gossiped receipts not kept, by reason: pair (lighter than the 16 heaviest of its provider and renter, which bound its weight), full (the lightest when 65,536 were held), lease (a second receipt for one lease), self (a provider's receipt to itself). A steady rate of full means a flood of receipts.",
+	}, []string{"reason"})
+	t.receipts = newReceiptBook(t.rep.cfg, t.selfStr, func(reason string) { t.receiptsDropped.WithLabelValues(reason).Inc() })
 	t.digests = auction.NewDigestBook(auction.MaxBookDigests)
 	t.market = newMarket(t)
 	t.market.fromDigests = t.digestOffers
@@ -170,7 +179,7 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 		Name: "idlegrid_trust_record_asks_total",
 		Help: "Capacity records asked of a peer for a record check, by outcome: backed, not_backing (a record older than the digest names), none (the peer holds none), failed (the request failed or was refused), not_asked (not connected, not serving records, or charged lately).",
 	}, []string{"outcome"})
-	for _, c := range []**prometheus.CounterVec{&t.recordChecks, &t.recordAsks} {
+	for _, c := range []**prometheus.CounterVec{&t.recordChecks, &t.recordAsks, &t.receiptsDropped} {
 		if err := register(deps.Registerer, c); err != nil {
 			return nil, fmt.Errorf("trust.New: %w", err)
 		}
