@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/node/roomtest"
@@ -15,18 +18,23 @@ import (
 // (ReputationBook.fold, the background's work every few seconds and after
 // each outcome) against how much evidence the node holds: its own ended
 // leases and other renters' gossiped receipts, which are kept 30 days
-// (gossipedReceiptRetention). The receipts are parsed and checked once
-// before the timer (the steady state: a fold re-reads and re-hashes each
-// stored receipt, and takes the parse from the cache).
+// (gossipedReceiptRetention), at most maxGossipedReceipts of them
+// (receipt_book.go). The receipt book takes the stored receipts before the
+// timer (the steady state: a fold reads the store's receipt keys and
+// every own lease).
 //
 //	go test ./node/trust -run '^$' -bench BenchmarkReputationFold -benchtime 5x
 func BenchmarkReputationFold(b *testing.B) {
-	for _, n := range []int{1_000, 10_000, 50_000} {
+	for _, n := range []int{1_000, 10_000, 50_000, 200_000} {
 		b.Run(fmt.Sprintf("leases+receipts=%d", n), func(b *testing.B) {
-			peers := roomtest.Peers(b, 12)
+			peers := roomtest.Peers(b, 9)
 			tr := newTrust(b, peers[0])
 			now := peers[0].Clock.Now()
-			renters, providers := peers[1:4], peers[4:]
+			providers := peers[1:]
+			// A renter key per four receipts: pairs of up to 4 receipts
+			// about each provider, which the receipt book keeps whole
+			// (up to maxGossipedReceipts in all).
+			var renters []crypto.PrivKey
 			for i := range n {
 				at := now.Add(-time.Duration(i%(30*24)) * time.Hour)
 				prov := providers[i%len(providers)]
@@ -36,15 +44,27 @@ func BenchmarkReputationFold(b *testing.B) {
 				if err := tr.db.PutLease(l); err != nil {
 					b.Fatal(err)
 				}
-				renter := renters[i%len(renters)]
+				if i%(4*len(providers)) == 0 {
+					sk, _, err := crypto.GenerateEd25519Key(nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					renters = append(renters, sk)
+				}
+				renterKey := renters[len(renters)-1]
+				renter, err := peer.IDFromPrivateKey(renterKey)
+				if err != nil {
+					b.Fatal(err)
+				}
 				award := attest.RecordID(fmt.Appendf(nil, "gossiped-%06d", i)).String()
-				v, err := attest.SealVoucher(&attest.Voucher{V: attest.RecordsVersion, Lease: award, Renter: renter.ID.String(),
-					Provider: prov.ID.String(), Seq: 1, AmountMicro: 10_000, CoveredUntilMs: at.UnixMilli(), IssuedMs: at.UnixMilli()}, renter.Key)
+				v, err := attest.SealVoucher(&attest.Voucher{V: attest.RecordsVersion, Lease: award, Renter: renter.String(),
+					Provider: prov.ID.String(), Seq: 1, AmountMicro: 10_000, CoveredUntilMs: at.UnixMilli(), IssuedMs: at.UnixMilli()}, renterKey)
 				if err != nil {
 					b.Fatal(err)
 				}
 				raw, err := attest.SealReceipt(&attest.Receipt{V: attest.RecordsVersion, Lease: award, Provider: prov.ID.String(),
-					Renter: renter.ID.String(), Outcome: "finished", FirstSeq: 1, LastSeq: 2, AtMs: at.UnixMilli(), Voucher: v}, prov.Key)
+					Renter: renter.String(), Outcome: lease.Completed, GPUMs: 3_600_000, FirstSeq: 1, LastSeq: 2, AtMs: at.UnixMilli(),
+					Voucher: v}, prov.Key)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -60,6 +80,7 @@ func BenchmarkReputationFold(b *testing.B) {
 			for b.Loop() {
 				rep.fold(false)
 			}
+			b.ReportMetric(float64(tr.receipts.gossiped()), "receipts_kept")
 		})
 	}
 }

@@ -110,3 +110,42 @@ func TestFoldPace(t *testing.T) {
 		t.Errorf("the background refolds every %s, past the %s after which a reader folds itself", reputationRefoldEvery, reputationStaleMax)
 	}
 }
+
+// TestOwnOutcomesKeptAsTheyEnd: the fold counts this node's ended leases
+// from its first read of the store, then each as the renter reports it
+// (LeaseEnded), without reading every lease again; an outcome nobody
+// reported is read at the next reload (ownReloadEvery).
+func TestOwnOutcomesKeptAsTheyEnd(t *testing.T) {
+	peers := roomtest.Peers(t, 2)
+	tr := newTrust(t, peers[0])
+	rep := tr.Reputation()
+	provider := peers[1].ID.String()
+	store1 := func(id, state string) *store.Lease {
+		l := &store.Lease{ID: id, Side: lease.SideRenter, Provider: provider, Renter: peers[0].ID.String(),
+			GPUs: []string{"GPU-0"}, ExpectedSec: 3600, State: state, UpdatedAtMs: peers[0].Clock.Now().UnixMilli()}
+		if err := tr.db.PutLease(l); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	counts := func() (ok, failed int) {
+		r := rep.fold(false)[provider]
+		return r.OwnSuccesses, r.OwnFailures
+	}
+	store1("l-before", lease.Completed)
+	store1("l-running", lease.Running)
+	if ok, failed := counts(); ok != 1 || failed != 0 {
+		t.Fatalf("first fold: %d completed, %d failed; want the stored completed lease alone", ok, failed)
+	}
+	rep.LeaseEnded(store1("l-reported", lease.Failed))
+	store1("l-unreported", lease.Completed)
+	if ok, failed := counts(); ok != 1 || failed != 1 {
+		t.Fatalf("after a reported failure: %d completed, %d failed; want 1 and 1", ok, failed)
+	}
+	rep.own.mu.Lock()
+	rep.own.loaded = rep.own.loaded.Add(-ownReloadEvery)
+	rep.own.mu.Unlock()
+	if ok, failed := counts(); ok != 2 || failed != 1 {
+		t.Fatalf("after the reload: %d completed, %d failed; want the unreported lease counted too", ok, failed)
+	}
+}
