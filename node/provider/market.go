@@ -15,6 +15,7 @@ import (
 type marketView struct {
 	marketDeps
 	index indexCache
+	views shardViews
 }
 
 // marketDeps are where the market view reads from.
@@ -36,7 +37,7 @@ type marketDeps struct {
 }
 
 func newMarketView(d marketDeps) *marketView {
-	return &marketView{marketDeps: d, index: indexCache{source: d.priceIndex}}
+	return &marketView{marketDeps: d, index: indexCache{source: d.priceIndex}, views: shardViews{wall: time.Now}}
 }
 
 // shards are the RFQ shards this provider serves (by its GPUs' families
@@ -109,10 +110,9 @@ func (m *marketView) liveDigest(look *rfqLook) (*auction.Digest, error) {
 
 // rfqLook is what deciding on one RFQ reads of the market, each part at
 // most once: the selection rule and the scarcity signal both read the
-// RFQ's shard's digests, which trust assembles from its whole book (O(the
-// shard's providers), per RFQ, on every provider), and this provider's
-// record. The zero value is ready; one RFQ's handling uses it, on one
-// goroutine.
+// RFQ's shard's digests (the last reading of them, market_views.go), and
+// this provider's record. The zero value is ready; one RFQ's handling
+// uses it, on one goroutine.
 type rfqLook struct {
 	views  map[auction.Shard][]*auction.Digest
 	built  bool
@@ -120,7 +120,8 @@ type rfqLook struct {
 	recErr error
 }
 
-// view is trust's digests of shard s, read once per RFQ.
+// view is trust's digests of shard s, taken once per RFQ from the last
+// reading of at most shardViewFor ago (market_views.go).
 func (l *rfqLook) view(m *marketView, s auction.Shard) []*auction.Digest {
 	if v, ok := l.views[s]; ok {
 		return v
@@ -128,7 +129,7 @@ func (l *rfqLook) view(m *marketView, s auction.Shard) []*auction.Digest {
 	if l.views == nil {
 		l.views = map[auction.Shard][]*auction.Digest{}
 	}
-	v := m.shardView(s)
+	v := m.views.get(s, m.shardView)
 	l.views[s] = v
 	return v
 }

@@ -115,9 +115,10 @@ func TestSignalLeavesClosedHostsOut(t *testing.T) {
 }
 
 // TestOneRFQReadsTheMarketOnce: deciding on an RFQ (the selection rule,
-// then the scarcity signal of the quote) reads the shard's digests from
-// trust and builds this provider's record once each; the next RFQ reads
-// them afresh.
+// then the scarcity signal of the quote) builds this provider's record
+// once, and reads the shard's digests from trust at most once a
+// shardViewFor: the RFQs of one second share a reading, the first after
+// it reads afresh.
 func TestOneRFQReadsTheMarketOnce(t *testing.T) {
 	self := marketHost(t, 1_000_000, 0)
 	others := []*auction.Digest{marketDigest(t, marketHost(t, 2_000_000, 0), marketNow)}
@@ -125,12 +126,18 @@ func TestOneRFQReadsTheMarketOnce(t *testing.T) {
 	views, builds := 0, 0
 	m.shardView = func(auction.Shard) []*auction.Digest { views++; return others }
 	m.capacity = func(uint64) (*auction.Capacity, error) { builds++; return self, nil }
+	wall := marketNow
+	m.views.wall = func() time.Time { return wall }
 	rfq := &auction.RFQ{
 		Resources: auction.Resources{GPUs: 1, Models: []string{"a10"}}, Runtime: auction.RuntimeDocker,
 		Tier: auction.TierSilver, MaxPriceMicro: 5_000_000, ExpectedDurationSec: 3600, MaxDurationSec: 3600, WantBids: 2,
 	}
 	topic := auction.GPUShard("a10").RFQTopic()
-	for i := range 2 {
+	for i, c := range []struct {
+		after time.Duration // wall time since the RFQ before
+		views int           // readings of the shard so far
+	}{{0, 1}, {shardViewFor / 2, 1}, {shardViewFor / 2, 2}, {time.Millisecond, 2}} {
+		wall = wall.Add(c.after)
 		var look rfqLook
 		if !m.selected(rfq, fmt.Sprint("rfq-", i), topic, &look) {
 			t.Fatal("the cheaper of two hosts was not selected")
@@ -138,8 +145,8 @@ func TestOneRFQReadsTheMarketOnce(t *testing.T) {
 		if u := m.signal(rfq, &look).Utilization; u != 0 {
 			t.Errorf("utilization %.2f of two free hosts", u)
 		}
-		if views != i+1 || builds != i+1 {
-			t.Fatalf("after %d RFQs: the shard's digests read %d times, the record built %d times", i+1, views, builds)
+		if views != c.views || builds != i+1 {
+			t.Fatalf("after %d RFQs: the shard's digests read %d times (want %d), the record built %d times", i+1, views, c.views, builds)
 		}
 	}
 }

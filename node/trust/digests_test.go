@@ -54,7 +54,7 @@ func (r *records) put(c *auction.Capacity) {
 
 // drainChecks runs the queued record checks; a retried check is run again
 // at once (no waiting for its timer).
-func drainChecks(t *testing.T, tr *Trust) {
+func drainChecks(t testing.TB, tr *Trust) {
 	t.Helper()
 	for {
 		select {
@@ -87,12 +87,12 @@ func testCapacity(key crypto.PrivKey, now time.Time) *auction.Capacity {
 }
 
 // sealedDigest is a provider's signed digest of one free A10.
-func sealedDigest(t *testing.T, key crypto.PrivKey, now time.Time, seq uint64) []byte {
+func sealedDigest(t testing.TB, key crypto.PrivKey, now time.Time, seq uint64) []byte {
 	t.Helper()
 	return sealDigestOf(t, key, testCapacity(key, now), now, seq)
 }
 
-func sealDigestOf(t *testing.T, key crypto.PrivKey, c *auction.Capacity, now time.Time, seq uint64) []byte {
+func sealDigestOf(t testing.TB, key crypto.PrivKey, c *auction.Capacity, now time.Time, seq uint64) []byte {
 	t.Helper()
 	d, err := auction.NewDigest(auction.DigestInput{Capacity: c, Seq: seq, Now: now, TTL: 30 * time.Minute})
 	if err != nil {
@@ -106,7 +106,7 @@ func sealDigestOf(t *testing.T, key crypto.PrivKey, c *auction.Capacity, now tim
 }
 
 // offer hands a digest to tr as if src gossiped it on its first shard.
-func offer(t *testing.T, tr *Trust, src peer.ID, raw []byte) p2p.Verdict {
+func offer(t testing.TB, tr *Trust, src peer.ID, raw []byte) p2p.Verdict {
 	t.Helper()
 	d, signer, err := auction.OpenDigest(raw)
 	if err != nil {
@@ -116,7 +116,7 @@ func offer(t *testing.T, tr *Trust, src peer.ID, raw []byte) p2p.Verdict {
 }
 
 // provider is a fresh provider key and its record in the fake DHT.
-func provider(t *testing.T, recs *records, now time.Time) (crypto.PrivKey, peer.ID) {
+func provider(t testing.TB, recs *records, now time.Time) (crypto.PrivKey, peer.ID) {
 	t.Helper()
 	sk, _, err := crypto.GenerateEd25519Key(nil)
 	if err != nil {

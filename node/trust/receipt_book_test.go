@@ -67,17 +67,23 @@ func idsOf(raws ...[]byte) []string {
 	return out
 }
 
+// pairSetup is a node (peers[0]) and a renter and provider (peers[1],
+// peers[2]), with how many of a pair's receipts the node keeps.
+func pairSetup(t *testing.T) ([]*roomtest.Peer, *Trust, int) {
+	t.Helper()
+	peers := roomtest.Peers(t, 3)
+	tr := newTrust(t, peers[0])
+	return peers, tr, tr.rep.cfg.GossipKeep()
+}
+
 // TestReceiptBookKeepsEachPairsHeaviest: of one renter's receipts about
 // one provider a node keeps the 16 heaviest (GossipKeep), whatever order
 // they come in; a lighter one is withheld, neither stored nor passed on,
 // and one that outweighs the lightest kept pushes it out of the store. The
 // fold counts the kept ones.
 func TestReceiptBookKeepsEachPairsHeaviest(t *testing.T) {
-	peers := roomtest.Peers(t, 3)
-	tr := newTrust(t, peers[0])
-	renter, prov := peers[1], peers[2]
-	now := peers[0].Clock.Now()
-	keep := tr.rep.cfg.GossipKeep()
+	peers, tr, keep := pairSetup(t)
+	renter, prov, now := peers[1], peers[2], peers[0].Clock.Now()
 	var raws [][]byte
 	for i := range keep + 4 {
 		// Older receipts weigh less: lease i is i hours old.
@@ -159,11 +165,8 @@ func TestReceiptBookBoundedInAll(t *testing.T) {
 // then enforces, deleting the rest) and forgets what left it (a gossiped
 // receipt's 30 days ran out).
 func TestReceiptBookFollowsTheStore(t *testing.T) {
-	peers := roomtest.Peers(t, 3)
-	tr := newTrust(t, peers[0])
-	renter, prov := peers[1], peers[2]
-	now := peers[0].Clock.Now()
-	keep := tr.rep.cfg.GossipKeep()
+	peers, tr, keep := pairSetup(t)
+	renter, prov, now := peers[1], peers[2], peers[0].Clock.Now()
 	var raws [][]byte
 	for i := range keep + 3 {
 		raw := sealReceipt(t, renter, prov, fmt.Sprintf("lease-%02d", i), now.Add(-time.Duration(i)*time.Minute), 1)
