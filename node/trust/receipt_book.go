@@ -88,27 +88,34 @@ func receiptEvidenceOf(rc *attest.Receipt, v *attest.Voucher) reputation.Receipt
 	}
 }
 
-// wouldKeep reports whether admit would keep rc now: the gossip validator
-// passes on only receipts some node keeps.
-func (b *receiptBook) wouldKeep(id string, rc reputation.Receipt) bool {
+// refusal says why admit would not keep rc now (a receiptDrop reason),
+// or "" when it would: the gossip validator passes on only receipts some
+// node keeps.
+func (b *receiptBook) refusal(id string, rc reputation.Receipt) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.byID[id]; ok || b.isOwn(rc) {
-		return true
+		return ""
 	}
 	if rc.Provider == rc.Renter {
-		return false
+		return receiptDropSelf
 	}
 	pair := b.pairs[receiptPair{rc.Provider, rc.Renter}]
 	for _, h := range pair {
 		if h.rc.Lease == rc.Lease {
-			return firstOfLease(rc, h.rc)
+			if firstOfLease(rc, h.rc) {
+				return ""
+			}
+			return receiptDropLease
 		}
 	}
 	if len(pair) >= b.keep && heavierFirst(b.cfg, rc, pair[len(pair)-1].rc) >= 0 {
-		return false
+		return receiptDropPair
 	}
-	return b.light.Len() < b.max || heavierFirst(b.cfg, rc, b.light.items[0].rc) < 0
+	if b.light.Len() >= b.max && heavierFirst(b.cfg, rc, b.light.items[0].rc) >= 0 {
+		return receiptDropFull
+	}
+	return ""
 }
 
 func (b *receiptBook) isOwn(rc reputation.Receipt) bool {

@@ -108,6 +108,9 @@ func TestReceiptBookKeepsEachPairsHeaviest(t *testing.T) {
 	if v := gossip(t, tr, renter, light); v != p2p.Withhold {
 		t.Fatalf("a receipt lighter than the pair's heaviest 16: %v, want withheld", v)
 	}
+	if n := testutil.ToFloat64(tr.receiptsDropped.WithLabelValues(receiptDropPair)); n != 5 {
+		t.Errorf("receipts dropped for their pair, the withheld one too: %v, want 5", n)
+	}
 	// Another renter's pair is its own.
 	other := peers[0]
 	if v := gossip(t, tr, renter, sealReceipt(t, renter, other, "lease-other", now.Add(-48*time.Hour), 2)); v != p2p.Accept {
@@ -217,7 +220,7 @@ func TestReceiptBookOneReceiptPerLease(t *testing.T) {
 // sorted slice per pair) against the same rules done plainly, over random
 // receipts: each pair keeps its GossipKeep heaviest, one receipt per
 // lease, and the book its max heaviest in all. What the validator asks
-// first (wouldKeep) is what admit then does.
+// first (refusal) is what admit then does.
 func TestReceiptBookMatchesPlainRules(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		cfg := ReputationConfig(0.8)
@@ -246,9 +249,9 @@ func TestReceiptBookMatchesPlainRules(t *testing.T) {
 				GPUHours: float64(rapid.IntRange(0, 8).Draw(rt, "hours")),
 			}
 			id := fmt.Sprint("id-", i)
-			would := b.wouldKeep(id, rc)
+			would := b.refusal(id, rc) == ""
 			if keep, _ := b.admit(id, rc); keep != would {
-				rt.Fatalf("receipt %d: admit kept it %v, wouldKeep said %v", i, keep, would)
+				rt.Fatalf("receipt %d: admit kept it %v, refusal said it would: %v", i, keep, would)
 			}
 			// The plain rules.
 			switch {

@@ -54,10 +54,13 @@ func (t *Trust) ValidateShardAttest(topic string) p2p.RecordValidator {
 			// shorter than this node's sends such heartbeats honestly.
 			return p2p.Withhold, nil
 		}
-		if rc, ok := m.rec.(*attest.Receipt); ok && !t.receipts.wouldKeep(attest.RecordID(data).String(), receiptEvidenceOf(rc, m.voucher)) {
-			// Valid, but lighter than what this node keeps of its pair or
-			// in all (receipt_book.go): not passed on, charged to nobody.
-			return p2p.Withhold, nil
+		if rc, ok := m.rec.(*attest.Receipt); ok {
+			if why := t.receipts.refusal(attest.RecordID(data).String(), receiptEvidenceOf(rc, m.voucher)); why != "" {
+				// Valid, but not what this node keeps (receipt_book.go):
+				// not passed on, charged to nobody, counted.
+				t.receiptsDropped.WithLabelValues(why).Inc()
+				return p2p.Withhold, nil
+			}
 		}
 		return p2p.Accept, m
 	}
