@@ -160,6 +160,7 @@ func TestReceiptMakesItsRenterRenownedAtOnce(t *testing.T) {
 	drainChecks(t, tr)
 	strangerKey, stranger := newKey(t)
 
+	var strangers [][]byte // receipts withheld, stored by hand below
 	gossipReceipt := func(providerKey crypto.PrivKey, prov peer.ID) peer.ID {
 		t.Helper()
 		renterKey, renter := newKey(t)
@@ -182,7 +183,12 @@ func TestReceiptMakesItsRenterRenownedAtOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		verdict, rec := tr.ValidateShardAttest(a10Attest)(context.Background(), prov, prov, rc)
-		if verdict != p2p.Accept {
+		switch {
+		case prov == stranger && verdict == p2p.Withhold:
+			// Not evidence: not kept, not passed on (receipt_book.go).
+			strangers = append(strangers, rc)
+			return renter
+		case verdict != p2p.Accept:
 			t.Fatalf("receipt: %v", verdict)
 		}
 		tr.OnAttest(context.Background(), rc, rec)
@@ -193,6 +199,14 @@ func TestReceiptMakesItsRenterRenownedAtOnce(t *testing.T) {
 	}
 	if r := gossipReceipt(strangerKey, stranger); tr.Renowned(r.String()) {
 		t.Error("a receipt from a provider nobody checked made its renter renowned")
+	}
+	if len(strangers) != 1 {
+		t.Fatal("a receipt from a provider nobody checked was not withheld")
+	}
+	// One stored anyway (before a restart, of a provider whose evidence
+	// this node has since forgotten) makes nobody renowned either.
+	if err := tr.db.PutReceiptTTL(attest.RecordID(strangers[0]).String(), strangers[0], gossipedReceiptRetention); err != nil {
+		t.Fatal(err)
 	}
 	tr.refreshRenown()
 	if n := len(tr.renown.renters); n != 1 {

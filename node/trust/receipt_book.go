@@ -29,6 +29,11 @@ import (
 //   - it keeps each receipt parsed, so a fold reads the store's keys and
 //     only the receipts it lacks.
 //
+// Before any of that, the gossip validator takes receipts only of
+// providers this node checked a capacity record of (Trust.everBacked,
+// the rule renown follows): a flood of receipts then needs providers
+// that got through digest admission, not fresh keys alone.
+//
 // Receipts this node issued or was issued (own) are stored for good by
 // the provider and renter rooms; the book takes them from the store and
 // never drops them.
@@ -62,6 +67,9 @@ const (
 	receiptDropFull  = "full"  // lightest when the book was full
 	receiptDropSelf  = "self"  // a provider's receipt to itself: never counts
 	receiptDropLease = "lease" // a second receipt for a lease: the fold counts one
+	// a receipt of a provider this node never checked a record of
+	// (withheld by the validator, Trust.everBacked)
+	receiptDropUnbacked = "unbacked"
 )
 
 type receiptPair struct{ provider, renter string }

@@ -68,12 +68,22 @@ func idsOf(raws ...[]byte) []string {
 }
 
 // pairSetup is a node (peers[0]) and a renter and provider (peers[1],
-// peers[2]), with how many of a pair's receipts the node keeps.
+// peers[2], whose record the node checked), with how many of a pair's
+// receipts the node keeps.
 func pairSetup(t *testing.T) ([]*roomtest.Peer, *Trust, int) {
 	t.Helper()
 	peers := roomtest.Peers(t, 3)
 	tr := newTrust(t, peers[0])
+	markBacked(tr, peers[2])
 	return peers, tr, tr.rep.cfg.GossipKeep()
+}
+
+// markBacked makes tr hold a checked record of each provider, as a
+// record check does (records.go).
+func markBacked(tr *Trust, providers ...*roomtest.Peer) {
+	for _, p := range providers {
+		tr.ev.update(p.ID.String(), tr.now(), func(ev *peerEvidence) { ev.everBacked = true })
+	}
 }
 
 // TestReceiptBookKeepsEachPairsHeaviest: of one renter's receipts about
@@ -130,6 +140,7 @@ func TestReceiptBookBoundedInAll(t *testing.T) {
 	peers := roomtest.Peers(t, 8)
 	tr := newTrust(t, peers[0])
 	tr.receipts.max = 4
+	markBacked(tr, peers[4:]...)
 	now := peers[0].Clock.Now()
 	own := sealReceipt(t, peers[1], peers[0], "lease-own", now.Add(-100*time.Hour), 1)
 	if err := tr.db.PutReceipt(attest.RecordID(own).String(), own); err != nil {
@@ -200,10 +211,8 @@ func TestReceiptBookFollowsTheStore(t *testing.T) {
 // receipt when a later voucher reaches it; the book keeps the one the
 // fold counts (the earlier), and the other is not stored.
 func TestReceiptBookOneReceiptPerLease(t *testing.T) {
-	peers := roomtest.Peers(t, 3)
-	tr := newTrust(t, peers[0])
-	renter, prov := peers[1], peers[2]
-	now := peers[0].Clock.Now()
+	peers, tr, _ := pairSetup(t)
+	renter, prov, now := peers[1], peers[2], peers[0].Clock.Now()
 	first := sealReceipt(t, renter, prov, "lease-1", now.Add(-time.Hour), 1)
 	second := sealReceipt(t, renter, prov, "lease-1", now, 2)
 	gossip(t, tr, renter, second)
@@ -308,4 +317,27 @@ func count(held map[string]reputation.Receipt, in func(reputation.Receipt) bool)
 		}
 	}
 	return n
+}
+
+// TestReceiptOfAnUncheckedProviderIsWithheld: a receipt of a provider
+// this node never checked a record of is a claim any two fresh keys can
+// make: withheld (neither kept nor passed on) and counted.
+func TestReceiptOfAnUncheckedProviderIsWithheld(t *testing.T) {
+	peers := roomtest.Peers(t, 3)
+	tr := newTrust(t, peers[0])
+	renter, prov := peers[1], peers[2]
+	raw := sealReceipt(t, renter, prov, "lease-1", peers[0].Clock.Now(), 1)
+	if v := gossip(t, tr, renter, raw); v != p2p.Withhold {
+		t.Fatalf("a receipt of a provider nobody checked: %v, want withheld", v)
+	}
+	if got := storedReceipts(t, tr); len(got) != 0 {
+		t.Fatalf("stored %q", got)
+	}
+	if n := testutil.ToFloat64(tr.receiptsDropped.WithLabelValues(receiptDropUnbacked)); n != 1 {
+		t.Errorf("receipts dropped as unbacked: %v, want 1", n)
+	}
+	markBacked(tr, prov)
+	if v := gossip(t, tr, renter, raw); v != p2p.Accept {
+		t.Fatalf("the same receipt once the provider's record was checked: %v", v)
+	}
 }

@@ -46,7 +46,13 @@ func (t *Trust) refreshRenown() {
 // receiptMakesRenowned is the rule: a receipt makes its renter renowned
 // when its provider is another party this node has evidence of.
 func (t *Trust) receiptMakesRenowned(provider, renter string) bool {
-	return renter != provider && (provider == t.selfStr || t.ev.of(provider).everBacked)
+	return renter != provider && t.everBacked(provider)
+}
+
+// everBacked reports whether this node ever checked a record of provider
+// (or is it): only such a provider's receipts are evidence.
+func (t *Trust) everBacked(provider string) bool {
+	return provider == t.selfStr || t.ev.of(provider).everBacked
 }
 
 // noteRenown applies the rule to a receipt just stored, so its renter is

@@ -24,9 +24,11 @@ import (
 //     the CPU shard, a GPU lease's on any GPU shard (an RFQ for "h100"
 //     goes to gpu/h100 and gpu/h100-nvl, and its summary to both, so the
 //     losing bidders of either release their holds);
-//   - a lease's receipt that the receipt book would keep (a receipt
-//     lighter than its pair's 16 heaviest, or than everything held when
-//     the book is full, is withheld).
+//   - a lease's receipt of a provider this node checked a record of, that
+//     the receipt book would keep (a receipt lighter than its pair's 16
+//     heaviest, or than everything held when the book is full, is
+//     withheld; so is one of a provider nobody checked: a claim with no
+//     evidence behind it, and free to make).
 //
 // Anything else is rejected, abandon notes too (they stay on the
 // network-wide idlegrid/attest/1: a renter can post to any shard); a
@@ -55,7 +57,11 @@ func (t *Trust) ValidateShardAttest(topic string) p2p.RecordValidator {
 			return p2p.Withhold, nil
 		}
 		if rc, ok := m.rec.(*attest.Receipt); ok {
-			if why := t.receipts.refusal(attest.RecordID(data).String(), receiptEvidenceOf(rc, m.voucher)); why != "" {
+			why := receiptDropUnbacked
+			if t.everBacked(rc.Provider) {
+				why = t.receipts.refusal(attest.RecordID(data).String(), receiptEvidenceOf(rc, m.voucher))
+			}
+			if why != "" {
 				// Valid, but not what this node keeps (receipt_book.go):
 				// not passed on, charged to nobody, counted.
 				t.receiptsDropped.WithLabelValues(why).Inc()

@@ -77,13 +77,20 @@ func TestValidateShardAttest(t *testing.T) {
 		{"CPU summary on the CPU shard", cpu, other, cpuSum, p2p.Accept},
 		{"CPU summary on a GPU shard", a10, other, cpuSum, p2p.Reject},
 		{"summary signed by its provider", a10, prov, a10Sum, p2p.Reject},
-		{"receipt", a10, prov, receipt, p2p.Accept},
 		{"receipt signed by its renter", a10, other, receipt, p2p.Reject},
 		{"abandon note", a10, prov, abandon, p2p.Reject},
 	} {
 		if got, _ := tr.ValidateShardAttest(c.shard.AttestTopic())(ctx, c.signer.ID, c.signer.ID, c.raw); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
+	}
+	// A receipt is taken only of a provider this node checked a record of.
+	if got, _ := tr.ValidateShardAttest(a10.AttestTopic())(ctx, prov.ID, prov.ID, receipt); got != p2p.Withhold {
+		t.Errorf("receipt of a provider nobody checked: %v, want withheld", got)
+	}
+	markBacked(tr, prov)
+	if got, _ := tr.ValidateShardAttest(a10.AttestTopic())(ctx, prov.ID, prov.ID, receipt); got != p2p.Accept {
+		t.Errorf("receipt: %v, want accepted", got)
 	}
 	if got, _ := tr.ValidateShardAttest("idlegrid/attest/1")(ctx, prov.ID, prov.ID, beat); got != p2p.Reject {
 		t.Errorf("the network-wide topic as a shard's: %v, want reject", got)
