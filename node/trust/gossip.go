@@ -203,10 +203,13 @@ func (t *Trust) observeEntry(ctx context.Context, raw []byte, e *attest.Entry) {
 		return
 	}
 	existing, err := t.db.PutChainEntryTTL(e.Provider, e.Seq, raw, false, peerEntryRetention)
-	if err == nil && existing == nil && e.Telemetry != nil {
+	if err == nil && existing == nil && e.Telemetry != nil && t.everBacked(e.Provider) {
 		// Counted once: a provider of several shards sends each heartbeat
 		// on each shard's attestation topic, and a node of two of them gets two
-		// copies of one entry.
+		// copies of one entry. Counted only for a provider whose record
+		// this node checked: uptime is kept for good, one row per
+		// provider, and fresh keys are free to send heartbeats (the
+		// entry itself is kept an hour, for equivocation, either way).
 		if err := t.db.ObserveHeartbeat(e.Provider, e.AtMs); err != nil {
 			t.log.Warn("store heartbeat", "err", err)
 		}

@@ -158,9 +158,10 @@ func receiptOf(t *testing.T, renter, provider *roomtest.Peer, sum *auction.Award
 // slot (attest.BeatSlot): a later entry of a slot already heard, and an
 // entry of an earlier slot, are withheld (dropped, charged to nobody); a second entry for a seq already
 // heard (equivocation) still gets through to be proven. Uptime counts one
-// heartbeat per slot as full.
+// heartbeat per slot as full, and only of a provider whose record the
+// node checked.
 func TestOneHeartbeatPerSlot(t *testing.T) {
-	peers := roomtest.Peers(t, 2)
+	peers := roomtest.Peers(t, 3)
 	tr := newTrust(t, peers[0])
 	prov := peers[1]
 	ctx := context.Background()
@@ -222,6 +223,15 @@ func TestOneHeartbeatPerSlot(t *testing.T) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
+	// A node that never checked the provider's record keeps no uptime of
+	// it (fresh keys are free to send heartbeats).
+	unchecked := newTrust(t, peers[2])
+	unchecked.OnAttest(ctx, first, nil)
+	unchecked.OnAttest(ctx, nextSlot, nil)
+	if us, err := unchecked.db.Uptimes(); err != nil || len(us) != 0 {
+		t.Fatalf("uptimes of a provider nobody checked: %+v, %v", us, err)
+	}
+	markBacked(tr, prov)
 	tr.OnAttest(ctx, first, nil)
 	tr.OnAttest(ctx, nextSlot, nil)
 	us, err := tr.db.Uptimes()
