@@ -176,6 +176,32 @@ func (d *DB) PutFraud(peer string, raw []byte) error {
 	return d.putRaw("store.PutFraud", fraudPrefix+peer, raw, true)
 }
 
+// PutFraudFor stores the proof against a peer for ttl, keeping at most
+// limit proofs stored that way: past it the ones that end first make
+// room. A proof stored for good (PutFraud) is neither replaced nor
+// counted.
+func (d *DB) PutFraudFor(peer string, raw []byte, ttl time.Duration, limit int) error {
+	key := []byte(fraudPrefix + peer)
+	err := d.update(func(txn *badger.Txn) error {
+		item, err := txn.Get(key)
+		switch {
+		case err == nil && item.ExpiresAt() == 0:
+			return nil // stored for good already
+		case err != nil && !errors.Is(err, badger.ErrKeyNotFound):
+			return err
+		case err != nil:
+			if err := makeRoom(txn, fraudPrefix, limit); err != nil {
+				return err
+			}
+		}
+		return txn.SetEntry(badger.NewEntry(key, raw).WithTTL(ttl))
+	})
+	if err != nil {
+		return fmt.Errorf("store.PutFraudFor %s: %w", peer, err)
+	}
+	return nil
+}
+
 // Frauds returns every stored fraud proof.
 func (d *DB) Frauds() ([][]byte, error) { return d.scanRaw("store.Frauds", fraudPrefix) }
 

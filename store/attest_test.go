@@ -3,9 +3,12 @@ package store
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestChainEntriesNeverReplaced(t *testing.T) {
@@ -89,5 +92,39 @@ func TestTrustRecordsSurviveReopen(t *testing.T) {
 	us, _ := db.Uptimes()
 	if len(us) != 1 || us[0].Seen != 2 || us[0].FirstMs != 1000 || us[0].LastMs != 61_000 {
 		t.Fatalf("uptime %+v", us)
+	}
+}
+
+// TestFraudProofsForAWhileAreBounded: proofs stored for a while make room
+// for a new one past the limit, the ones ending first going; a proof
+// stored for good is neither replaced by one for a while nor counted.
+func TestFraudProofsForAWhileAreBounded(t *testing.T) {
+	db, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.PutFraud("forever", []byte("proof")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutFraudFor("forever", []byte("other"), time.Hour, 2); err != nil {
+		t.Fatal(err)
+	}
+	for i, ttl := range []time.Duration{3 * time.Hour, time.Hour, 2 * time.Hour} {
+		if err := db.PutFraudFor(fmt.Sprint("stranger-", i), []byte(fmt.Sprint("proof-", i)), ttl, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raws, err := db.Frauds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, r := range raws {
+		got[string(r)] = true
+	}
+	// stranger-1 ends first and made room for stranger-2.
+	if want := map[string]bool{"proof": true, "proof-0": true, "proof-2": true}; !maps.Equal(got, want) {
+		t.Fatalf("stored %v, want %v", got, want)
 	}
 }

@@ -69,7 +69,7 @@ func (d *DB) SaveBan(b Ban) error {
 				return nil
 			}
 		case errors.Is(err, badger.ErrKeyNotFound):
-			if err := makeBanRoom(txn); err != nil {
+			if err := makeRoom(txn, banPrefix, banLimit); err != nil {
 				return err
 			}
 		default:
@@ -83,24 +83,27 @@ func (d *DB) SaveBan(b Ban) error {
 	return nil
 }
 
-// makeBanRoom deletes the bans that end first until a new one fits under
-// banLimit. It reads keys and expiry only.
-func makeBanRoom(txn *badger.Txn) error {
+// makeRoom deletes the rows under prefix that expire first until a new
+// one fits under limit. Rows that never expire are neither counted nor
+// deleted. It reads keys and expiry only.
+func makeRoom(txn *badger.Txn, prefix string, limit int) error {
 	type row struct {
 		key []byte
 		exp uint64
 	}
 	var rows []row
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(banPrefix)})
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefix)})
 	for it.Rewind(); it.Valid(); it.Next() {
-		rows = append(rows, row{it.Item().KeyCopy(nil), it.Item().ExpiresAt()})
+		if exp := it.Item().ExpiresAt(); exp != 0 {
+			rows = append(rows, row{it.Item().KeyCopy(nil), exp})
+		}
 	}
 	it.Close()
-	if len(rows) < banLimit {
+	if len(rows) < limit {
 		return nil
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].exp < rows[j].exp })
-	for _, r := range rows[:len(rows)-banLimit+1] {
+	for _, r := range rows[:len(rows)-limit+1] {
 		if err := txn.Delete(r.key); err != nil {
 			return err
 		}

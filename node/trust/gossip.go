@@ -253,6 +253,10 @@ func (t *Trust) ApplyFraud(proof []byte) {
 		t.log.Error("a verified fraud proof names this node: its chain was forked (a restored backup?) or its executor returned a wrong result")
 		return
 	}
+	if !t.everBacked(offender.String()) {
+		t.applyStrangerFraud(offender, proof)
+		return
+	}
 	if err := t.db.PutFraud(offender.String(), proof); err != nil {
 		t.log.Warn("store fraud proof", "err", err)
 	}
@@ -261,6 +265,32 @@ func (t *Trust) ApplyFraud(proof []byte) {
 	// API, and TestWrongResultProvenAndExcluded, read the two together).
 	t.rep.Invalidate()
 	t.p2p.Block(offender)
+}
+
+// A fraud proof against a peer this node never checked a capacity record
+// of costs its maker two signatures with a fresh key (it may prove its
+// own equivocation). Kept for good and blocked for good, as a proof
+// against a provider of this node's market is, each would be a row in
+// every node's store, an entry in its blocklist and a signature check at
+// every reputation fold, for ever. So such a proof is kept
+// strangerFraudFor, at most maxStrangerFrauds of them, and its offender
+// banned as long (bans are bounded too): long enough to outlast the
+// record check of a real provider proven before this node met it.
+const (
+	strangerFraudFor  = 30 * 24 * time.Hour
+	maxStrangerFrauds = 4096
+)
+
+// AbuseProvenFraud is the ban reason of a peer proven to cheat that this
+// node had no record of.
+const AbuseProvenFraud p2p.AbuseReason = "proven_fraud"
+
+func (t *Trust) applyStrangerFraud(offender peer.ID, proof []byte) {
+	if err := t.db.PutFraudFor(offender.String(), proof, strangerFraudFor, t.strangerFrauds); err != nil {
+		t.log.Warn("store fraud proof", "err", err)
+	}
+	t.rep.Invalidate()
+	t.p2p.Ban(offender, strangerFraudFor, AbuseProvenFraud)
 }
 
 // provenOffender returns the offender and date of a stored proof, which
@@ -297,19 +327,37 @@ func (t *Trust) BlockProven() {
 // renown count: the receipt book, brought up to date with the store.
 func (t *Trust) receiptEvidence() []reputation.Receipt { return t.receipts.sync(t.db) }
 
-// fraudEvidence turns stored fraud proofs into reputation evidence.
+// fraudEvidence turns stored fraud proofs into reputation evidence. Each
+// proof is verified once (provenFrauds), not at every fold.
 func (t *Trust) fraudEvidence() []reputation.Fraud {
 	raws, err := t.db.Frauds()
 	if err != nil {
 		return nil
 	}
 	var out []reputation.Fraud
+	seen := make(map[string]provenFraud, len(raws))
 	for _, raw := range raws {
-		offender, at, ok := t.provenOffender(raw)
+		id := attest.RecordID(raw).String()
+		t.fraudsMu.Lock()
+		pf, ok := t.provenFrauds[id]
+		t.fraudsMu.Unlock()
 		if !ok {
-			continue
+			offender, at, valid := t.provenOffender(raw)
+			pf = provenFraud{valid: valid, f: reputation.Fraud{Provider: offender.String(), At: at, Proof: id}}
 		}
-		out = append(out, reputation.Fraud{Provider: offender.String(), At: at, Proof: attest.RecordID(raw).String()})
+		seen[id] = pf
+		if pf.valid {
+			out = append(out, pf.f)
+		}
 	}
+	t.fraudsMu.Lock()
+	t.provenFrauds = seen // the proofs stored now: one gone from the store is forgotten
+	t.fraudsMu.Unlock()
 	return out
+}
+
+// provenFraud is a stored proof as checked: valid, and the evidence.
+type provenFraud struct {
+	valid bool
+	f     reputation.Fraud
 }

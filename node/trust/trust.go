@@ -110,9 +110,14 @@ type Trust struct {
 	// (receipt_book.go).
 	receipts        *receiptBook
 	receiptsDropped *prometheus.CounterVec
-	market          *market
-	digests         *auction.DigestBook
-	sync            *digestSync
+	// provenFrauds are the stored fraud proofs as checked, by record ID;
+	// strangerFrauds is maxStrangerFrauds (a test's smaller).
+	fraudsMu       sync.Mutex
+	provenFrauds   map[string]provenFraud
+	strangerFrauds int
+	market         *market
+	digests        *auction.DigestBook
+	sync           *digestSync
 
 	// ownRecord and recordRates serve records to peers checking digests
 	// (records_serve.go).
@@ -159,6 +164,7 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 		t.now = time.Now
 	}
 	t.rep = newReputationBook(t)
+	t.strangerFrauds = maxStrangerFrauds
 	t.receiptsDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "idlegrid_trust_receipts_dropped_total",
 		Help: "Other renters' gossiped receipts not kept (withheld on arrival, or pushed out by heavier ones later), by reason: pair (lighter than the 16 heaviest of its provider and renter, which bound its weight), full (the lightest when 65,536 were held), lease (a second receipt for one lease), self (a provider's receipt to itself), unbacked (of a provider this node never checked a record of). A steady rate of full, self or unbacked means a flood of receipts.",

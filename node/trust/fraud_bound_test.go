@@ -1,0 +1,103 @@
+package trust
+
+import (
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/idlegrid/idlegrid/attest"
+	"github.com/idlegrid/idlegrid/node/roomtest"
+)
+
+// freshEquivocation is a fresh key's proof of its own equivocation,
+// sealed by reporter: all it takes to make a fraud proof out of nothing.
+func freshEquivocation(t *testing.T, reporter *roomtest.Peer, at time.Time) (peer.ID, []byte) {
+	t.Helper()
+	sk, _, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return equivocationOf(t, reporter, sk, at)
+}
+
+// equivocationOf is reporter's proof that sk's peer signed two
+// fingerprint entries with seq 0.
+func equivocationOf(t *testing.T, reporter *roomtest.Peer, sk crypto.PrivKey, at time.Time) (peer.ID, []byte) {
+	t.Helper()
+	id, _ := peer.IDFromPrivateKey(sk)
+	var entries [][]byte
+	for _, driver := range []string{"550.54.15", "550.54.14"} {
+		c, err := attest.NewChain(sk, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _, err := c.Append(at.UnixMilli(), &attest.Fingerprint{Driver: driver, CUDA: "12.4", GPUs: []attest.GPUFact{{
+			UUID: "GPU-11111111-2222-3333-4444-555555555555", Name: "NVIDIA A10", PCIDeviceID: 0x223610de, MemoryMiB: 24564,
+			ComputeCap: "8.6", PowerLimitMW: 150_000,
+		}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, raw)
+	}
+	proof, err := attest.SealFraudProof(&attest.FraudProof{V: attest.RecordsVersion, Reporter: reporter.ID.String(),
+		Kind: attest.FraudEquivocation, Offender: id.String(), Entries: entries, AtMs: at.UnixMilli()}, reporter.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, proof
+}
+
+// TestFraudAgainstStrangersIsBounded: proofs against peers this node
+// never checked a record of (any fresh key can prove its own
+// equivocation) are kept for a while and at most so many, their offenders
+// banned, not blocked for good; a proof against a provider of this node's
+// market is kept and blocked for good, whatever the strangers' flood.
+func TestFraudAgainstStrangersIsBounded(t *testing.T) {
+	peers := roomtest.Peers(t, 3)
+	tr := newTrust(t, peers[0])
+	tr.strangerFrauds = 3
+	now := peers[0].Clock.Now()
+	real := peers[2]
+	markBacked(tr, real)
+	realID, realProof := equivocationOf(t, peers[1], real.Key, now)
+	tr.ApplyFraud(realProof)
+	var strangers []peer.ID
+	for range 6 {
+		id, proof := freshEquivocation(t, peers[1], now)
+		tr.ApplyFraud(proof)
+		strangers = append(strangers, id)
+	}
+	raws, err := tr.db.Frauds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raws) != 1+tr.strangerFrauds {
+		t.Fatalf("%d proofs stored, want the market provider's and %d strangers'", len(raws), tr.strangerFrauds)
+	}
+	if r := tr.Reputation().Of(realID.String()); !r.Fraud {
+		t.Fatalf("the market provider's proof was pushed out: %+v", r)
+	}
+	if !tr.p2p.Blocked(realID) {
+		t.Error("the proven market provider is not blocked")
+	}
+	// Which strangers' proofs stay is which end last: here, written
+	// within one second of each other, any of them.
+	kept := 0
+	for _, s := range strangers {
+		if !tr.p2p.Blocked(s) {
+			t.Errorf("stranger %s, proven, is not banned", s)
+		}
+		if tr.Reputation().Of(s.String()).Fraud {
+			kept++
+		}
+	}
+	if kept != tr.strangerFrauds {
+		t.Errorf("%d strangers' proofs count in reputation, want %d", kept, tr.strangerFrauds)
+	}
+	if got := len(tr.fraudEvidence()); got != 1+tr.strangerFrauds {
+		t.Errorf("fraud evidence of %d proofs, want %d", got, 1+tr.strangerFrauds)
+	}
+}
