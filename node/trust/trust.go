@@ -115,9 +115,13 @@ type Trust struct {
 	fraudsMu       sync.Mutex
 	provenFrauds   map[string]provenFraud
 	strangerFrauds int
-	market         *market
-	digests        *auction.DigestBook
-	sync           *digestSync
+	// openedSummaries are the stored award summaries as opened, by record
+	// ID (nil: not a summary), for the price index (prices.go).
+	summariesMu     sync.Mutex
+	openedSummaries map[string]*auction.AwardSummary
+	market          *market
+	digests         *auction.DigestBook
+	sync            *digestSync
 
 	// ownRecord and recordRates serve records to peers checking digests
 	// (records_serve.go).
