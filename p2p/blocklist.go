@@ -25,7 +25,15 @@ type Blocklist struct {
 	mu sync.RWMutex
 	// until is when the entry ends; the zero time means never.
 	until map[peer.ID]time.Time
+	// strangers are peers refused until a time apart from bans
+	// (AddStranger), with a bound of their own.
+	strangers map[peer.ID]time.Time
 }
+
+// maxStrangers bounds the stranger entries. They are kept apart from
+// bans because a key can prove its own fraud for two signatures: a flood
+// of such proofs must evict only its own kind, never a ban.
+const maxStrangers = 1 << 12
 
 // maxBans bounds the ban entries: a flood of fresh identities each earning
 // a ban must not grow memory without end. Blocks are never evicted.
@@ -85,10 +93,48 @@ func (b *Blocklist) evictLocked(now time.Time) {
 	}
 }
 
+// AddStranger refuses p until the given time, as a stranger entry (see
+// maxStrangers); it reports whether p was not refused before. Past the
+// bound the stranger entry that ends first makes room.
+func (b *Blocklist) AddStranger(p peer.ID, until time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	was := b.hasLocked(p)
+	if b.strangers == nil {
+		b.strangers = map[peer.ID]time.Time{}
+	}
+	if _, ok := b.strangers[p]; !ok && len(b.strangers) >= maxStrangers {
+		now := b.now()
+		var first peer.ID
+		var firstAt time.Time
+		for q, u := range b.strangers {
+			if !u.After(now) {
+				first = q
+				break
+			}
+			if first == "" || u.Before(firstAt) {
+				first, firstAt = q, u
+			}
+		}
+		delete(b.strangers, first)
+	}
+	if u, ok := b.strangers[p]; !ok || until.After(u) {
+		b.strangers[p] = until
+	}
+	return !was
+}
+
 // Has reports whether p is blocked or banned now.
 func (b *Blocklist) Has(p peer.ID) bool {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
+	return b.hasLocked(p)
+}
+
+func (b *Blocklist) hasLocked(p peer.ID) bool {
+	if u, ok := b.strangers[p]; ok && u.After(b.now()) {
+		return true
+	}
 	u, ok := b.until[p]
 	return ok && (u.IsZero() || u.After(b.now()))
 }
@@ -168,6 +214,19 @@ func (n *Node) Block(p peer.ID) {
 	}
 	if n.blocklist.Add(p) {
 		n.log.Warn("peer blocked", "peer", p)
+	}
+	n.cutOff(p)
+}
+
+// RefuseStranger refuses p for d, apart from the bans and with a bound of
+// its own (Blocklist.AddStranger): a peer proven to cheat that this node
+// had no record of. Its connections are closed now.
+func (n *Node) RefuseStranger(p peer.ID, d time.Duration) {
+	if p == n.host.ID() || n.boot[p] {
+		return
+	}
+	if n.blocklist.AddStranger(p, time.Now().Add(d)) {
+		n.log.Info("peer refused: proven to cheat, unknown here", "peer", p, "for", d)
 	}
 	n.cutOff(p)
 }

@@ -2,6 +2,7 @@ package p2p
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -47,5 +48,36 @@ func TestBlockClosesAndRefuses(t *testing.T) {
 	a.Block(a.ID()) // blocking oneself is ignored
 	if a.Blocked(a.ID()) {
 		t.Fatal("a node must not block itself")
+	}
+}
+
+// TestStrangersHaveTheirOwnBound: stranger entries (AddStranger) refuse
+// their peer until their time, and past maxStrangers make room among
+// themselves only: a flood of them never pushes out a ban or a block.
+func TestStrangersHaveTheirOwnBound(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	b := NewBlocklist()
+	b.now = func() time.Time { return now }
+	id := func(i int) peer.ID { return peer.ID(fmt.Sprintf("peer-%06d", i)) }
+	banned, blocked := peer.ID("banned"), peer.ID("blocked")
+	b.Ban(banned, now.Add(time.Hour))
+	b.Add(blocked)
+	for i := range maxStrangers + 10 {
+		if !b.AddStranger(id(i), now.Add(30*24*time.Hour+time.Duration(i)*time.Second)) {
+			t.Fatalf("stranger %d was refused before", i)
+		}
+	}
+	if !b.Has(banned) || !b.Has(blocked) {
+		t.Fatal("a flood of strangers pushed out a ban or a block")
+	}
+	if len(b.strangers) != maxStrangers {
+		t.Fatalf("%d stranger entries held, want %d", len(b.strangers), maxStrangers)
+	}
+	if b.Has(id(0)) || !b.Has(id(maxStrangers+9)) {
+		t.Error("past the bound the stranger ending first did not make room")
+	}
+	now = now.Add(31 * 24 * time.Hour)
+	if b.Has(id(maxStrangers + 9)) {
+		t.Error("a stranger entry outlived its time")
 	}
 }

@@ -53,8 +53,9 @@ func equivocationOf(t *testing.T, reporter *roomtest.Peer, sk crypto.PrivKey, at
 // TestFraudAgainstStrangersIsBounded: proofs against peers this node
 // never checked a record of (any fresh key can prove its own
 // equivocation) are kept for a while and at most so many, their offenders
-// banned, not blocked for good; a proof against a provider of this node's
-// market is kept and blocked for good, whatever the strangers' flood.
+// refused for a while, not blocked for good; a proof against a provider
+// of this node's market is kept and blocked for good, whatever the
+// strangers' flood.
 func TestFraudAgainstStrangersIsBounded(t *testing.T) {
 	peers := roomtest.Peers(t, 3)
 	tr := newTrust(t, peers[0])
@@ -88,7 +89,7 @@ func TestFraudAgainstStrangersIsBounded(t *testing.T) {
 	kept := 0
 	for _, s := range strangers {
 		if !tr.p2p.Blocked(s) {
-			t.Errorf("stranger %s, proven, is not banned", s)
+			t.Errorf("stranger %s, proven, is not refused", s)
 		}
 		if tr.Reputation().Of(s.String()).Fraud {
 			kept++

@@ -274,23 +274,21 @@ func (t *Trust) ApplyFraud(proof []byte) {
 // every node's store, an entry in its blocklist and a signature check at
 // every reputation fold, for ever. So such a proof is kept
 // strangerFraudFor, at most maxStrangerFrauds of them, and its offender
-// banned as long (bans are bounded too): long enough to outlast the
-// record check of a real provider proven before this node met it.
+// refused as long (p2p.Node.RefuseStranger: bounded on its own, so that a
+// flood of such proofs cannot push the abuse bans out): long enough to
+// outlast the record check of a real provider proven before this node
+// met it.
 const (
 	strangerFraudFor  = 30 * 24 * time.Hour
 	maxStrangerFrauds = 4096
 )
-
-// AbuseProvenFraud is the ban reason of a peer proven to cheat that this
-// node had no record of.
-const AbuseProvenFraud p2p.AbuseReason = "proven_fraud"
 
 func (t *Trust) applyStrangerFraud(offender peer.ID, proof []byte) {
 	if err := t.db.PutFraudFor(offender.String(), proof, strangerFraudFor, t.strangerFrauds); err != nil {
 		t.log.Warn("store fraud proof", "err", err)
 	}
 	t.rep.Invalidate()
-	t.p2p.Ban(offender, strangerFraudFor, AbuseProvenFraud)
+	t.p2p.RefuseStranger(offender, strangerFraudFor)
 }
 
 // provenOffender returns the offender and date of a stored proof, which
