@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -130,45 +129,14 @@ func (d *DB) PutReceiptTTL(id string, raw []byte, ttl time.Duration) error {
 // ReceiptIDs returns the IDs of every stored receipt, reading keys only:
 // a node that keeps the receipts it parsed asks only for the ones it
 // lacks (Receipt) and forgets the ones gone.
-func (d *DB) ReceiptIDs() ([]string, error) {
-	var ids []string
-	err := d.view(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(receiptPrefix)})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			ids = append(ids, string(it.Item().Key()[len(receiptPrefix):]))
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store.ReceiptIDs: %w", err)
-	}
-	return ids, nil
-}
+func (d *DB) ReceiptIDs() ([]string, error) { return d.idsUnder("store.ReceiptIDs", receiptPrefix) }
 
 // Receipt returns one stored receipt, or ErrNotFound.
 func (d *DB) Receipt(id string) ([]byte, error) { return d.getRaw("store.Receipt", receiptPrefix+id) }
 
-// deleteChunk bounds the deletes of one transaction (badger's
-// ErrTxnTooBig).
-const deleteChunk = 1000
-
 // DeleteReceipts removes stored receipts; IDs not stored are no error.
 func (d *DB) DeleteReceipts(ids []string) error {
-	for c := range slices.Chunk(ids, deleteChunk) {
-		err := d.update(func(txn *badger.Txn) error {
-			for _, id := range c {
-				if err := txn.Delete([]byte(receiptPrefix + id)); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("store.DeleteReceipts: %w", err)
-		}
-	}
-	return nil
+	return d.deleteUnder("store.DeleteReceipts", receiptPrefix, ids)
 }
 
 // PutFraud stores the proof against a peer durably.

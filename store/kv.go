@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -144,6 +145,45 @@ func scanJSON[T any](d *DB, op, prefix string, add func(*T)) error {
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
+// idsUnder returns the rest of every key under prefix, reading keys only.
+func (d *DB) idsUnder(op, prefix string) ([]string, error) {
+	var ids []string
+	err := d.view(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte(prefix)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			ids = append(ids, string(it.Item().Key()[len(prefix):]))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return ids, nil
+}
+
+// deleteChunk bounds the deletes of one transaction (badger's
+// ErrTxnTooBig).
+const deleteChunk = 1000
+
+// deleteUnder removes the keys prefix+id; IDs not stored are no error.
+func (d *DB) deleteUnder(op, prefix string, ids []string) error {
+	for c := range slices.Chunk(ids, deleteChunk) {
+		err := d.update(func(txn *badger.Txn) error {
+			for _, id := range c {
+				if err := txn.Delete([]byte(prefix + id)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
 	}
 	return nil
 }

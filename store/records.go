@@ -216,3 +216,17 @@ func (d *DB) PutSummary(id string, raw []byte, expires time.Time) error {
 
 // Summaries returns every stored award summary envelope.
 func (d *DB) Summaries() ([][]byte, error) { return d.scanRaw("store.Summaries", summaryPrefix) }
+
+// SummaryIDs returns the IDs of every stored award summary, reading keys
+// only: the price index keeps the summaries it opened and reads only the
+// ones it lacks (Summary).
+func (d *DB) SummaryIDs() ([]string, error) { return d.idsUnder("store.SummaryIDs", summaryPrefix) }
+
+// Summary returns one stored award summary, or ErrNotFound.
+func (d *DB) Summary(id string) ([]byte, error) { return d.getRaw("store.Summary", summaryPrefix+id) }
+
+// DeleteSummaries removes stored award summaries; IDs not stored are no
+// error.
+func (d *DB) DeleteSummaries(ids []string) error {
+	return d.deleteUnder("store.DeleteSummaries", summaryPrefix, ids)
+}

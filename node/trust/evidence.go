@@ -176,8 +176,17 @@ func (t *Trust) NoteBid(rfqID, provider string) {
 	t.expect.answered(rfqID, provider)
 }
 
+// Summaries are evidence of bids only about providers this node checked
+// a record of (noteWon, noteVouched): for the others they move nothing
+// (proven needs backed), and an entry made for each would let a flood of
+// summaries naming made-up bidders (64 each, any two keys can sign one)
+// push honest providers' evidence out of the bounded book.
+
 // noteWon records an award summary carrying provider's acceptance.
 func (t *Trust) noteWon(provider string) {
+	if !t.everBacked(provider) {
+		return
+	}
 	t.ev.update(provider, t.now(), func(ev *peerEvidence) { ev.Won++ })
 }
 
@@ -185,7 +194,7 @@ func (t *Trust) noteWon(provider string) {
 func (t *Trust) noteVouched(renter string, bidders []string) {
 	now := t.now()
 	for _, b := range bidders {
-		if b == renter || b == t.selfStr {
+		if b == renter || b == t.selfStr || !t.everBacked(b) {
 			continue
 		}
 		t.ev.update(b, now, func(ev *peerEvidence) {

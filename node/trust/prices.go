@@ -1,6 +1,7 @@
 package trust
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/idlegrid/idlegrid/attest"
@@ -21,69 +22,81 @@ const summaryRetention = 7 * 24 * time.Hour
 // colluding pairs cannot drag the median out of what others paid.
 
 // PriceIndex computes cleared prices per model and tier from the award
-// summaries this node has received, over [since, until).
+// summaries this node holds (summary_book.go), over [since, until).
 func (t *Trust) PriceIndex(since, until time.Time) ([]auction.PriceStat, error) {
-	raws, err := t.db.Summaries()
-	if err != nil {
-		return nil, err
+	if err := t.summaries.load(t.db); err != nil {
+		return nil, fmt.Errorf("trust.PriceIndex: %w", err)
 	}
 	now := t.now()
-	t.summariesMu.Lock()
-	known := t.openedSummaries
-	t.summariesMu.Unlock()
-	opened := make(map[string]*auction.AwardSummary, len(raws))
-	var entries []auction.PriceEntry
-	for _, raw := range raws {
-		// Stored summaries are opened (their signatures checked: the
-		// store is not a trust boundary) the first time they are read
-		// here, not at every reading: about 0.3 ms each, and a provider
-		// reads the index every 10 s over 7 days of summaries
-		// (BenchmarkPriceIndex: 2.8 s at 10,000 before).
-		id := attest.RecordID(raw).String()
-		s, ok := known[id]
-		if !ok {
-			s, _, err = auction.OpenAwardSummary(raw)
-			if err != nil {
-				s = nil // not a summary: skipped, and not opened again
-			}
+	held := t.summaries.current(now)
+	entries := make([]auction.PriceEntry, 0, len(held))
+	weigh := summaryWeigher(t, now)
+	for _, h := range held {
+		if !since.IsZero() && h.s.AtMs < since.UnixMilli() || !until.IsZero() && h.s.AtMs >= until.UnixMilli() {
+			continue // PriceStats leaves it out too; no need to weigh it
 		}
-		opened[id] = s
-		if s != nil {
-			entries = append(entries, auction.PriceEntry{Summary: *s, Weight: t.summaryWeight(s, now)})
-		}
+		entries = append(entries, auction.PriceEntry{Summary: h.s, Weight: weigh(&h.s)})
 	}
-	t.summariesMu.Lock()
-	t.openedSummaries = opened // the summaries stored now: expired ones are forgotten
-	t.summariesMu.Unlock()
 	return auction.PriceStats(entries, since, until), nil
 }
 
-// summaryWeight is what a summary's parties' evidence earns it.
-func (t *Trust) summaryWeight(s *auction.AwardSummary, now time.Time) float64 {
-	self := t.selfStr
-	if s.Renter == self || s.Provider == self {
-		return 1
+// summaryWeigher returns what a summary's parties' evidence earns it at
+// now, asking for each provider's evidence and each renter's renown once
+// in a reading.
+func summaryWeigher(t *Trust, now time.Time) func(s *auction.AwardSummary) float64 {
+	providers := map[string]float64{}
+	renowned := map[string]bool{}
+	return func(s *auction.AwardSummary) float64 {
+		self := t.selfStr
+		if s.Renter == self || s.Provider == self {
+			return 1
+		}
+		w, ok := providers[s.Provider]
+		if !ok {
+			ev := t.evidence(s.Provider, true)
+			if t.ev.of(s.Provider).everBacked && !ev.Backed(now) {
+				// A provider that has left still backs the awards it
+				// made while its record did.
+				ev.RecordUntil = now.Add(time.Second)
+			}
+			w = ev.Weight(now)
+			providers[s.Provider] = w
+		}
+		r, ok := renowned[s.Renter]
+		if !ok {
+			r = t.Renowned(s.Renter)
+			renowned[s.Renter] = r
+		}
+		if !r {
+			w /= 2
+		}
+		return w
 	}
-	ev := t.evidence(s.Provider, true)
-	if t.ev.of(s.Provider).everBacked && !ev.Backed(now) {
-		// A provider that has left still backs the awards it made while
-		// its record did.
-		ev.RecordUntil = now.Add(time.Second)
-	}
-	w := ev.Weight(now)
-	if !t.Renowned(s.Renter) {
-		w /= 2
-	}
-	return w
 }
 
-// storeSummary keeps a verified award summary for the price index and
-// notes the award, and the renter's list of bidders, as evidence that its
-// providers bid.
+// storeSummary keeps a verified award summary for the price index when
+// the summary book takes it (of a provider this node checked a record of,
+// or its own), and notes the award, and the renter's list of bidders, as
+// evidence that its providers bid.
 func (t *Trust) storeSummary(raw []byte, sum *auction.AwardSummary) {
-	expires := time.UnixMilli(sum.AtMs).Add(summaryRetention)
-	if err := t.db.PutSummary(attest.RecordID(raw).String(), raw, expires); err != nil {
-		t.log.Warn("store award summary", "err", err)
+	own := sum.Renter == t.selfStr || sum.Provider == t.selfStr
+	if !own && !t.everBacked(sum.Provider) {
+		// It weighs nothing in the index, and any two keys can make one.
+		t.summariesDropped.WithLabelValues(summaryDropUnbacked).Inc()
+	} else {
+		id := attest.RecordID(raw).String()
+		keep, drop := t.summaries.admit(id, sum)
+		if keep {
+			expires := time.UnixMilli(sum.AtMs).Add(summaryRetention)
+			if err := t.db.PutSummary(id, raw, expires); err != nil {
+				t.log.Warn("store award summary", "err", err)
+			}
+		}
+		if len(drop) > 0 {
+			if err := t.db.DeleteSummaries(drop); err != nil {
+				t.log.Warn("drop award summaries", "err", err) // badger's TTL drops them in 7 days
+			}
+		}
 	}
 	if sum.Provider != t.selfStr {
 		t.noteWon(sum.Provider)

@@ -115,13 +115,13 @@ type Trust struct {
 	fraudsMu       sync.Mutex
 	provenFrauds   map[string]provenFraud
 	strangerFrauds int
-	// openedSummaries are the stored award summaries as opened, by record
-	// ID (nil: not a summary), for the price index (prices.go).
-	summariesMu     sync.Mutex
-	openedSummaries map[string]*auction.AwardSummary
-	market          *market
-	digests         *auction.DigestBook
-	sync            *digestSync
+	// summaries holds the award summaries the price index reads, bounded
+	// (summary_book.go).
+	summaries        *summaryBook
+	summariesDropped *prometheus.CounterVec
+	market           *market
+	digests          *auction.DigestBook
+	sync             *digestSync
 
 	// ownRecord and recordRates serve records to peers checking digests
 	// (records_serve.go).
@@ -174,6 +174,11 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 		Help: "Other renters' gossiped receipts not kept (withheld on arrival, or pushed out by heavier ones later), by reason: pair (lighter than the 16 heaviest of its provider and renter, which bound its weight), full (the lightest when 65,536 were held), lease (a second receipt for one lease), self (a provider's receipt to itself), unbacked (of a provider this node never checked a record of). A steady rate of full, self or unbacked means a flood of receipts.",
 	}, []string{"reason"})
 	t.receipts = newReceiptBook(t.rep.cfg, t.selfStr, func(reason string) { t.receiptsDropped.WithLabelValues(reason).Inc() })
+	t.summariesDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "idlegrid_trust_summaries_dropped_total",
+		Help: "Other nodes' gossiped award summaries not kept for the price index (on arrival, or pushed out later), by reason: unbacked (of a provider this node never checked a record of: it would weigh nothing), provider (older than its provider's newest 1,024), full (the oldest when 65,536 were held). A steady rate of unbacked or provider means a flood of summaries.",
+	}, []string{"reason"})
+	t.summaries = newSummaryBook(t.selfStr, func(reason string) { t.summariesDropped.WithLabelValues(reason).Inc() })
 	t.digests = auction.NewDigestBook(auction.MaxBookDigests)
 	t.market = newMarket(t)
 	t.market.fromDigests = t.digestOffers
@@ -189,7 +194,7 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 		Name: "idlegrid_trust_record_asks_total",
 		Help: "Capacity records asked of a peer for a record check, by outcome: backed, not_backing (a record older than the digest names), none (the peer holds none), failed (the request failed or was refused), not_asked (not connected, not serving records, or charged lately).",
 	}, []string{"outcome"})
-	for _, c := range []**prometheus.CounterVec{&t.recordChecks, &t.recordAsks, &t.receiptsDropped} {
+	for _, c := range []**prometheus.CounterVec{&t.recordChecks, &t.recordAsks, &t.receiptsDropped, &t.summariesDropped} {
 		if err := register(deps.Registerer, c); err != nil {
 			return nil, fmt.Errorf("trust.New: %w", err)
 		}
