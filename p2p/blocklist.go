@@ -1,6 +1,8 @@
 package p2p
 
 import (
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -156,6 +158,27 @@ func (b *Blocklist) BannedUntil(p peer.ID) (until time.Time, forever, ok bool) {
 	return time.Time{}, false, false
 }
 
+// Refusal is a stranger refused until a time (AddStranger).
+type Refusal struct {
+	Peer  peer.ID
+	Until time.Time
+}
+
+// Strangers are the stranger entries in force now, sorted by peer ID.
+func (b *Blocklist) Strangers() []Refusal {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	now := b.now()
+	out := make([]Refusal, 0, len(b.strangers))
+	for p, u := range b.strangers {
+		if u.After(now) {
+			out = append(out, Refusal{Peer: p, Until: u})
+		}
+	}
+	slices.SortFunc(out, func(a, b Refusal) int { return strings.Compare(string(a.Peer), string(b.Peer)) })
+	return out
+}
+
 // Count is the number of peers blocked or banned now.
 func (b *Blocklist) Count() int {
 	b.mu.RLock()
@@ -230,6 +253,10 @@ func (n *Node) RefuseStranger(p peer.ID, d time.Duration) {
 	}
 	n.cutOff(p)
 }
+
+// RefusedStrangers are the peers refused by RefuseStranger now, sorted
+// by peer ID.
+func (n *Node) RefusedStrangers() []Refusal { return n.blocklist.Strangers() }
 
 // cutOff closes p's connections and forgets it as a DHT and gossip peer.
 func (n *Node) cutOff(p peer.ID) {

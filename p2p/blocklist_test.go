@@ -76,8 +76,14 @@ func TestStrangersHaveTheirOwnBound(t *testing.T) {
 	if b.Has(id(0)) || !b.Has(id(maxStrangers+9)) {
 		t.Error("past the bound the stranger ending first did not make room")
 	}
+	if rs := b.Strangers(); len(rs) != maxStrangers || rs[0].Peer != id(10) || !rs[0].Until.Equal(now.Add(30*24*time.Hour+10*time.Second)) {
+		t.Errorf("the strangers listed: %d, first %+v", len(rs), rs[0])
+	}
 	now = now.Add(31 * 24 * time.Hour)
 	if b.Has(id(maxStrangers + 9)) {
 		t.Error("a stranger entry outlived its time")
+	}
+	if rs := b.Strangers(); len(rs) != 0 {
+		t.Errorf("%d strangers listed after their time", len(rs))
 	}
 }

@@ -96,6 +96,10 @@ func newMetrics(n *Node) *metrics {
 			Help: "Peers banned (abuse) or blocked (fraud) now.",
 		}, func() float64 { return float64(n.blocklist.Count()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "idlegrid", Subsystem: "p2p", Name: "refused_strangers",
+			Help: "Peers proven to cheat that this node had no record of, refused for 30 days apart from the bans (at most 4,096).",
+		}, func() float64 { return float64(len(n.blocklist.Strangers())) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "idlegrid", Subsystem: "p2p", Name: "abuse_tracked_peers",
 			Help: "Peers the abuse guard keeps state for (bounded).",
 		}, func() float64 { return float64(n.guard.Tracked()) }),

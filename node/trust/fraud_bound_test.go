@@ -101,4 +101,16 @@ func TestFraudAgainstStrangersIsBounded(t *testing.T) {
 	if got := len(tr.fraudEvidence()); got != 1+tr.strangerFrauds {
 		t.Errorf("fraud evidence of %d proofs, want %d", got, 1+tr.strangerFrauds)
 	}
+	// The operator sees every refused stranger in the peers view, with
+	// the reason and the end of its refusal.
+	listed := map[peer.ID]Peer{}
+	for _, p := range tr.Peers() {
+		listed[p.ID] = p
+	}
+	for _, s := range strangers {
+		p, ok := listed[s]
+		if !ok || !p.Banned || p.BanReason != StrangerFraudReason || p.BannedUntil.Before(time.Now().Add(strangerFraudFor-time.Hour)) {
+			t.Errorf("refused stranger %s in the peers view: %+v (listed %v)", s, p, ok)
+		}
+	}
 }

@@ -38,9 +38,14 @@ type Peer struct {
 	Blocked     bool
 }
 
+// StrangerFraudReason is the ban reason the peers view gives a peer
+// refused as a stranger proven to cheat (p2p.Node.RefuseStranger).
+const StrangerFraudReason = "proven_fraud"
+
 // Peers is the operator's view of peers (GET /v1/peers, `idlegrid
 // peers`): every connected peer with its gossip score and abuse points,
-// and every peer charged or banned, connected or not, sorted by ID. Bans
+// and every peer charged, banned or refused as a stranger proven to
+// cheat, connected or not, sorted by ID. Bans
 // come from the store, so a peer banned before a restart is listed; the
 // store keeps at most store.MaxBans of them.
 func (t *Trust) Peers() []Peer {
@@ -84,6 +89,15 @@ func (t *Trust) Peers() []Peer {
 		e.Banned, e.BanReason = true, b.Reason
 		if e.BannedUntil.IsZero() {
 			e.BannedUntil = b.Until.UTC()
+		}
+	}
+	for _, r := range t.p2p.RefusedStrangers() {
+		// Proven to cheat, and unknown here: refused for a while, apart
+		// from the abuse bans (ApplyFraud, gossip.go).
+		e := get(r.Peer)
+		e.Banned, e.BanReason = true, StrangerFraudReason
+		if e.BannedUntil.IsZero() || r.Until.After(e.BannedUntil) {
+			e.BannedUntil = r.Until.UTC()
 		}
 	}
 	out := make([]Peer, 0, len(byID))
