@@ -24,6 +24,10 @@ import (
 //     diminishes one renter's receipts about a provider by half each, so
 //     the rest could never move a score by more than 2^-15 of the pair's
 //     weight, and a pair's heaviest stay its heaviest as they age;
+//   - per provider it keeps maxReceiptsPerProvider, the lightest going
+//     first: renter keys are free, so without it one checked provider
+//     and fresh renters could fill the whole book with their receipts
+//     and push every honest one out; now that takes 32 checked providers;
 //   - in all it keeps maxGossipedReceipts, past which the lightest go
 //     first (the oldest and smallest: the least evidence);
 //   - it keeps each receipt parsed, so a fold reads the store's keys and
@@ -43,12 +47,20 @@ import (
 // BenchmarkReputationFold).
 const maxGossipedReceipts = 1 << 16
 
+// maxReceiptsPerProvider bounds one provider's gossiped receipts kept: 68
+// a day over the 30 days a receipt is kept. A provider with more (many
+// renters, short leases) is scored on its heaviest: its newest and
+// largest leases.
+const maxReceiptsPerProvider = 1 << 11
+
 // receiptBook is the receipts reputation and renown read (see above).
 type receiptBook struct {
 	cfg  reputation.Config
 	self string
 	keep int // cfg.GossipKeep()
-	max  int // maxGossipedReceipts (a test's smaller)
+	// max and perProvider are maxGossipedReceipts and
+	// maxReceiptsPerProvider (a test's smaller).
+	max, perProvider int
 	// dropped counts receipts not kept, by reason (receiptDrop*).
 	dropped func(reason string)
 
@@ -56,17 +68,20 @@ type receiptBook struct {
 	byID map[string]*heldReceipt
 	// unread are stored receipts that do not open (another release's):
 	// not read again while they stay stored.
-	unread map[string]struct{}
-	pairs  map[receiptPair][]*heldReceipt // gossiped, heaviest first
-	light  receiptHeap                    // gossiped, lightest first
+	unread    map[string]struct{}
+	pairs     map[receiptPair][]*heldReceipt // gossiped, heaviest first
+	providers map[string][]*heldReceipt      // gossiped, heaviest first
+	light     receiptHeap                    // gossiped, lightest first
 }
 
 // Reasons a receipt is not kept, for idlegrid_trust_receipts_dropped_total.
 const (
-	receiptDropPair  = "pair"  // lighter than its pair's GossipKeep heaviest
-	receiptDropFull  = "full"  // lightest when the book was full
-	receiptDropSelf  = "self"  // a provider's receipt to itself: never counts
-	receiptDropLease = "lease" // a second receipt for a lease: the fold counts one
+	receiptDropPair = "pair" // lighter than its pair's GossipKeep heaviest
+	// lighter than its provider's maxReceiptsPerProvider heaviest
+	receiptDropProvider = "provider"
+	receiptDropFull     = "full"  // lightest when the book was full
+	receiptDropSelf     = "self"  // a provider's receipt to itself: never counts
+	receiptDropLease    = "lease" // a second receipt for a lease: the fold counts one
 	// a receipt of a provider this node never checked a record of
 	// (withheld by the validator, Trust.everBacked)
 	receiptDropUnbacked = "unbacked"
@@ -82,9 +97,10 @@ type heldReceipt struct {
 }
 
 func newReceiptBook(cfg reputation.Config, self string, dropped func(string)) *receiptBook {
-	return &receiptBook{cfg: cfg, self: self, keep: cfg.GossipKeep(), max: maxGossipedReceipts, dropped: dropped,
+	return &receiptBook{cfg: cfg, self: self, keep: cfg.GossipKeep(), max: maxGossipedReceipts,
+		perProvider: maxReceiptsPerProvider, dropped: dropped,
 		byID: map[string]*heldReceipt{}, unread: map[string]struct{}{}, pairs: map[receiptPair][]*heldReceipt{},
-		light: receiptHeap{cfg: cfg}}
+		providers: map[string][]*heldReceipt{}, light: receiptHeap{cfg: cfg}}
 }
 
 // receiptEvidenceOf is a verified receipt as reputation evidence.
@@ -119,6 +135,9 @@ func (b *receiptBook) refusal(id string, rc reputation.Receipt) string {
 	}
 	if len(pair) >= b.keep && heavierFirst(b.cfg, rc, pair[len(pair)-1].rc) >= 0 {
 		return receiptDropPair
+	}
+	if mine := b.providers[rc.Provider]; len(mine) >= b.perProvider && heavierFirst(b.cfg, rc, mine[len(mine)-1].rc) >= 0 {
+		return receiptDropProvider
 	}
 	if b.light.Len() >= b.max && heavierFirst(b.cfg, rc, b.light.items[0].rc) >= 0 {
 		return receiptDropFull
@@ -176,14 +195,19 @@ func (b *receiptBook) admit(id string, rc reputation.Receipt) (keep bool, drop [
 		drop = append(drop, old.id)
 		break
 	}
-	pair := b.pairs[key]
-	i, _ := slices.BinarySearchFunc(pair, h, func(x, y *heldReceipt) int { return heavierFirst(b.cfg, x.rc, y.rc) })
-	b.pairs[key] = slices.Insert(pair, i, h)
+	b.pairs[key] = b.insertLocked(b.pairs[key], h)
+	b.providers[rc.Provider] = b.insertLocked(b.providers[rc.Provider], h)
 	b.byID[id] = h
 	heap.Push(&b.light, h)
 	if pair := b.pairs[key]; len(pair) > b.keep {
 		last := pair[len(pair)-1]
 		b.dropped(receiptDropPair)
+		b.removeLocked(last)
+		drop = append(drop, last.id)
+	}
+	if mine := b.providers[rc.Provider]; len(mine) > b.perProvider {
+		last := mine[len(mine)-1]
+		b.dropped(receiptDropProvider)
 		b.removeLocked(last)
 		drop = append(drop, last.id)
 	}
@@ -197,6 +221,12 @@ func (b *receiptBook) admit(id string, rc reputation.Receipt) (keep bool, drop [
 	return keep, drop
 }
 
+// insertLocked puts h in its place in xs, heaviest first.
+func (b *receiptBook) insertLocked(xs []*heldReceipt, h *heldReceipt) []*heldReceipt {
+	i, _ := slices.BinarySearchFunc(xs, h, func(x, y *heldReceipt) int { return heavierFirst(b.cfg, x.rc, y.rc) })
+	return slices.Insert(xs, i, h)
+}
+
 // removeLocked forgets h.
 func (b *receiptBook) removeLocked(h *heldReceipt) {
 	delete(b.byID, h.id)
@@ -206,12 +236,16 @@ func (b *receiptBook) removeLocked(h *heldReceipt) {
 	if h.at >= 0 {
 		heap.Remove(&b.light, h.at)
 	}
-	key := receiptPair{h.rc.Provider, h.rc.Renter}
-	pair := slices.DeleteFunc(b.pairs[key], func(x *heldReceipt) bool { return x == h })
-	if len(pair) == 0 {
-		delete(b.pairs, key)
+	removeFrom(b.pairs, receiptPair{h.rc.Provider, h.rc.Renter}, h)
+	removeFrom(b.providers, h.rc.Provider, h)
+}
+
+// removeFrom takes h out of m[key], and key out of m when that empties.
+func removeFrom[K, V comparable](m map[K][]V, key K, h V) {
+	if xs := slices.DeleteFunc(m[key], func(x V) bool { return x == h }); len(xs) > 0 {
+		m[key] = xs
 	} else {
-		b.pairs[key] = pair
+		delete(m, key)
 	}
 }
 

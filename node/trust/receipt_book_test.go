@@ -132,6 +132,40 @@ func TestReceiptBookKeepsEachPairsHeaviest(t *testing.T) {
 	}
 }
 
+// TestReceiptBookBoundsEachProvider: renter keys are free, so one checked
+// provider could sign receipts to fresh renters until the book held
+// nothing else. Past its bound per provider the book drops that
+// provider's lightest receipt, whichever renter's, and withholds one
+// lighter than all it holds of that provider; other providers' receipts
+// stay.
+func TestReceiptBookBoundsEachProvider(t *testing.T) {
+	peers := roomtest.Peers(t, 9)
+	tr := newTrust(t, peers[0])
+	tr.receipts.perProvider = 3
+	flooder, honest := peers[1], peers[2]
+	markBacked(tr, flooder, honest)
+	now := peers[0].Clock.Now()
+	kept := sealReceipt(t, peers[3], honest, "honest", now.Add(-10*time.Hour), 1)
+	gossip(t, tr, peers[3], kept)
+	var raws [][]byte
+	for i := range 5 { // five fresh renters, newest last
+		renter := peers[4+i]
+		raws = append(raws, sealReceipt(t, renter, flooder, fmt.Sprintf("flood-%d", i), now.Add(-time.Duration(5-i)*time.Hour), 1))
+		if v := gossip(t, tr, renter, raws[i]); v != p2p.Accept {
+			t.Fatalf("receipt %d: %v", i, v)
+		}
+	}
+	if got, want := storedReceipts(t, tr), idsOf(kept, raws[2], raws[3], raws[4]); !slices.Equal(got, want) {
+		t.Fatalf("stored\n got %q\nwant %q (the honest provider's and the flooder's 3 heaviest)", got, want)
+	}
+	if n := testutil.ToFloat64(tr.receiptsDropped.WithLabelValues(receiptDropProvider)); n != 2 {
+		t.Errorf("receipts dropped for the provider bound: %v, want 2", n)
+	}
+	if v := gossip(t, tr, peers[4], sealReceipt(t, peers[4], flooder, "flood-old", now.Add(-24*time.Hour), 1)); v != p2p.Withhold {
+		t.Fatalf("a receipt lighter than all the provider's held: %v, want withheld", v)
+	}
+}
+
 // TestReceiptBookBoundedInAll: past its bound the book drops the lightest
 // receipt of all, from the store too, and withholds a receipt lighter
 // than everything it holds. Own receipts are neither counted in the bound
@@ -226,9 +260,10 @@ func TestReceiptBookOneReceiptPerLease(t *testing.T) {
 }
 
 // TestReceiptBookMatchesPlainRules checks the book's indexes (a heap, a
-// sorted slice per pair) against the same rules done plainly, over random
-// receipts: each pair keeps its GossipKeep heaviest, one receipt per
-// lease, and the book its max heaviest in all. What the validator asks
+// sorted slice per pair and per provider) against the same rules done
+// plainly, over random receipts: each pair keeps its GossipKeep heaviest,
+// one receipt per lease, each provider its perProvider heaviest, and the
+// book its max heaviest in all. What the validator asks
 // first (refusal) is what admit then does.
 func TestReceiptBookMatchesPlainRules(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
@@ -236,6 +271,7 @@ func TestReceiptBookMatchesPlainRules(t *testing.T) {
 		cfg.GossipDiminish = rapid.SampledFrom([]float64{0.5, 0.1, 0}).Draw(rt, "diminish")
 		b := newReceiptBook(cfg, "self", func(string) {})
 		b.max = rapid.IntRange(1, 40).Draw(rt, "max")
+		b.perProvider = rapid.IntRange(1, 30).Draw(rt, "perProvider")
 		t0 := time.UnixMilli(1_700_000_000_000)
 		held := map[string]reputation.Receipt{} // the plain model
 		lightest := func(in func(reputation.Receipt) bool) string {
@@ -286,6 +322,10 @@ func TestReceiptBookMatchesPlainRules(t *testing.T) {
 			held[id] = rc
 			if count(held, samePair) > b.keep {
 				delete(held, lightest(samePair))
+			}
+			sameProvider := func(x reputation.Receipt) bool { return x.Provider == rc.Provider && x.Renter != "self" }
+			if count(held, sameProvider) > b.perProvider {
+				delete(held, lightest(sameProvider))
 			}
 			gossiped := func(x reputation.Receipt) bool { return x.Provider != "self" && x.Renter != "self" }
 			for count(held, gossiped) > b.max {

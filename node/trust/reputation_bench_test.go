@@ -27,10 +27,20 @@ import (
 func BenchmarkReputationFold(b *testing.B) {
 	for _, n := range []int{1_000, 10_000, 50_000, 200_000} {
 		b.Run(fmt.Sprintf("leases+receipts=%d", n), func(b *testing.B) {
-			peers := roomtest.Peers(b, 9)
+			peers := roomtest.Peers(b, 1)
 			tr := newTrust(b, peers[0])
 			now := peers[0].Clock.Now()
-			providers := peers[1:]
+			// 64 providers: the receipt book keeps 2,048 of each
+			// (maxReceiptsPerProvider), so they can fill it.
+			type prov struct {
+				key crypto.PrivKey
+				id  string
+			}
+			var providers []prov
+			for range 64 {
+				sk, id := newKey(b)
+				providers = append(providers, prov{sk, id.String()})
+			}
 			// A renter key per four receipts: pairs of up to 4 receipts
 			// about each provider, which the receipt book keeps whole
 			// (up to maxGossipedReceipts in all).
@@ -38,7 +48,7 @@ func BenchmarkReputationFold(b *testing.B) {
 			for i := range n {
 				at := now.Add(-time.Duration(i%(30*24)) * time.Hour)
 				prov := providers[i%len(providers)]
-				l := &store.Lease{ID: fmt.Sprintf("own-%06d", i), Side: lease.SideRenter, Provider: prov.ID.String(),
+				l := &store.Lease{ID: fmt.Sprintf("own-%06d", i), Side: lease.SideRenter, Provider: prov.id,
 					Renter: peers[0].ID.String(), GPUs: []string{"GPU-0"}, ExpectedSec: 3600, State: lease.Completed,
 					UpdatedAtMs: at.UnixMilli()}
 				if err := tr.db.PutLease(l); err != nil {
@@ -58,13 +68,13 @@ func BenchmarkReputationFold(b *testing.B) {
 				}
 				award := attest.RecordID(fmt.Appendf(nil, "gossiped-%06d", i)).String()
 				v, err := attest.SealVoucher(&attest.Voucher{V: attest.RecordsVersion, Lease: award, Renter: renter.String(),
-					Provider: prov.ID.String(), Seq: 1, AmountMicro: 10_000, CoveredUntilMs: at.UnixMilli(), IssuedMs: at.UnixMilli()}, renterKey)
+					Provider: prov.id, Seq: 1, AmountMicro: 10_000, CoveredUntilMs: at.UnixMilli(), IssuedMs: at.UnixMilli()}, renterKey)
 				if err != nil {
 					b.Fatal(err)
 				}
-				raw, err := attest.SealReceipt(&attest.Receipt{V: attest.RecordsVersion, Lease: award, Provider: prov.ID.String(),
+				raw, err := attest.SealReceipt(&attest.Receipt{V: attest.RecordsVersion, Lease: award, Provider: prov.id,
 					Renter: renter.String(), Outcome: lease.Completed, GPUMs: 3_600_000, FirstSeq: 1, LastSeq: 2, AtMs: at.UnixMilli(),
-					Voucher: v}, prov.Key)
+					Voucher: v}, prov.key)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -127,12 +127,7 @@ func (b *summaryBook) removeLocked(h *heldSummary) string {
 	if h.at >= 0 {
 		heap.Remove(&b.old, h.at)
 	}
-	p := h.s.Provider
-	if mine := slices.DeleteFunc(b.byProvider[p], func(x *heldSummary) bool { return x == h }); len(mine) > 0 {
-		b.byProvider[p] = mine
-	} else {
-		delete(b.byProvider, p)
-	}
+	removeFrom(b.byProvider, h.s.Provider, h)
 	return h.id
 }
 

@@ -171,7 +171,7 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 	t.strangerFrauds = maxStrangerFrauds
 	t.receiptsDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "idlegrid_trust_receipts_dropped_total",
-		Help: "Other renters' gossiped receipts not kept (withheld on arrival, or pushed out by heavier ones later), by reason: pair (lighter than the 16 heaviest of its provider and renter, which bound its weight), full (the lightest when 65,536 were held), lease (a second receipt for one lease), self (a provider's receipt to itself), unbacked (of a provider this node never checked a record of). A steady rate of full, self or unbacked means a flood of receipts.",
+		Help: "Other renters' gossiped receipts not kept (withheld on arrival, or pushed out by heavier ones later), by reason: pair (lighter than the 16 heaviest of its provider and renter, which bound its weight), provider (lighter than the 2,048 heaviest of its provider), full (the lightest when 65,536 were held), lease (a second receipt for one lease), self (a provider's receipt to itself), unbacked (of a provider this node never checked a record of). A steady rate of full, provider, self or unbacked means a flood of receipts.",
 	}, []string{"reason"})
 	t.receipts = newReceiptBook(t.rep.cfg, t.selfStr, func(reason string) { t.receiptsDropped.WithLabelValues(reason).Inc() })
 	t.summariesDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
