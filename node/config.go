@@ -20,6 +20,7 @@ import (
 	"github.com/idlegrid/idlegrid/node/gpu"
 	"github.com/idlegrid/idlegrid/node/lease"
 	"github.com/idlegrid/idlegrid/node/provider"
+	"github.com/idlegrid/idlegrid/node/trust"
 	"github.com/idlegrid/idlegrid/node/words"
 	"github.com/idlegrid/idlegrid/store"
 )
@@ -82,6 +83,10 @@ type P2PConfig struct {
 	// (attest.BeatSlot): a network-wide agreement, like the gossip
 	// parameters, that every node of a network sets alike.
 	TelemetryGossipEvery time.Duration `toml:"telemetry_gossip_every"`
+	// FraudRepeatEvery: a fraud proof this node holds for good that
+	// nobody was heard publishing this long is published again, for the
+	// nodes that missed it (trust.Config.FraudRepeatEvery).
+	FraudRepeatEvery time.Duration `toml:"fraud_repeat_every"`
 	// RelayCircuitDuration and RelayCircuitKiB limit each connection a
 	// bootstrap peer relays (p2p.RelayConfig); both 0: unlimited.
 	RelayCircuitDuration time.Duration `toml:"relay_circuit_duration"`
@@ -184,6 +189,7 @@ func DefaultConfig(role Role) Config {
 			GossipMaxMessageKiB:  256,
 			GossipHeartbeat:      time.Second,
 			TelemetryGossipEvery: attest.DefaultBeatEvery,
+			FraudRepeatEvery:     trust.DefaultFraudRepeatEvery,
 			// relay v2's own defaults: signalling and hole punching only.
 			RelayCircuitDuration: 2 * time.Minute,
 			RelayCircuitKiB:      128,

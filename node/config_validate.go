@@ -54,6 +54,8 @@ func (c *Config) Validate() error {
 		return bad("p2p.gossip_heartbeat", "%s is too short; at least 10ms", dur(c.P2P.GossipHeartbeat))
 	case c.P2P.TelemetryGossipEvery < 100*time.Millisecond || c.P2P.TelemetryGossipEvery > time.Hour:
 		return bad("p2p.telemetry_gossip_every", "%s: must be 100ms..1h (every node of a network uses the same value)", dur(c.P2P.TelemetryGossipEvery))
+	case c.P2P.FraudRepeatEvery < time.Second || c.P2P.FraudRepeatEvery > 7*24*time.Hour:
+		return bad("p2p.fraud_repeat_every", "%s: must be 1s..168h", dur(c.P2P.FraudRepeatEvery))
 	case c.P2P.MinPeers < 0:
 		return bad("p2p.min_peers", "must not be negative")
 	}

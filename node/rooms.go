@@ -66,6 +66,7 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 	m := n.cfg.Market
 	if n.trust, err = trust.New(trust.Config{
 		ReliabilityPrior: m.ReliabilityPrior, Refresh: m.Refresh, SearchTimeout: m.SearchTimeout, BeatEvery: n.cfg.P2P.TelemetryGossipEvery,
+		FraudRepeatEvery: n.cfg.P2P.FraudRepeatEvery,
 	}, tdeps); err != nil {
 		return err
 	}

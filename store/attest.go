@@ -173,6 +173,27 @@ func (d *DB) PutFraudFor(peer string, raw []byte, ttl time.Duration, limit int) 
 // Frauds returns every stored fraud proof.
 func (d *DB) Frauds() ([][]byte, error) { return d.scanRaw("store.Frauds", fraudPrefix) }
 
+// FraudsForGood returns the fraud proofs stored for good (PutFraud), not
+// those stored for a while (PutFraudFor).
+func (d *DB) FraudsForGood() ([][]byte, error) {
+	var out [][]byte
+	err := d.scan([]byte(fraudPrefix), nil, func(item *badger.Item) (bool, error) {
+		if item.ExpiresAt() != 0 {
+			return true, nil
+		}
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return false, err
+		}
+		out = append(out, v)
+		return true, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store.FraudsForGood: %w", err)
+	}
+	return out, nil
+}
+
 // Uptime is what a node observed of a provider's heartbeats.
 type Uptime struct {
 	Provider string `json:"provider"`

@@ -90,6 +90,109 @@ func TestForkedChainBlockedByEveryNode(t *testing.T) {
 	}
 }
 
+// TestRestartedNodeLearnsAnOldFraudProof: a fraud proof is gossiped when
+// it is found, so a node that was not there then never heard it. Here a
+// renter is restarted with an empty store (a lost disk, or a new node)
+// after the proof against a forking provider went round; the others
+// repeat what they hold once nobody was heard repeating it for
+// p2p.fraud_repeat_every (2 s here), and the renter refuses the cheater
+// too.
+func TestRestartedNodeLearnsAnOldFraudProof(t *testing.T) {
+	c := nodetest.New(t, 8, nodetest.Options{Configure: func(_ int, cfg *node.Config) {
+		cfg.P2P.FraudRepeatEvery = 2 * time.Second
+	}})
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cheat := c.Members[1]
+	id := cheat.Node.ID()
+	late := c.ByRole(node.RoleRenter)[0]
+	// Nodes repeat proofs against providers they checked a record of
+	// (others' are a stranger's, which anyone can make): wait until the
+	// renter and the providers checked every provider's.
+	providers := c.ByRole(node.RoleProvider)
+	for _, m := range append([]*nodetest.Member{late}, providers...) {
+		want := len(providers)
+		if m.Node.Provider() != nil {
+			want-- // a node's view leaves itself out
+		}
+		if err := nodetest.WaitFor(ctx, "every provider's record checked", func() bool {
+			return m.Node.Trust().MarketView().Backed >= want
+		}); err != nil {
+			t.Fatalf("member %d: %v", m.Index, err)
+		}
+	}
+	topic := auction.GPUShard("a10").AttestTopic()
+	if err := nodetest.WaitFor(ctx, "attest topic meshes", func() bool {
+		return len(cheat.Node.P2P().ListTopicPeers(topic)) >= 2
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a, b := forkedEntries(t, cheat.Key)
+	for _, raw := range [][]byte{a, b} {
+		if err := cheat.Node.P2P().Publish(ctx, topic, raw, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nodetest.WaitFor(ctx, "the renter blocks the forking provider", func() bool {
+		return late.Node.P2P().Blocked(id)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Once someone repeated the proof, a period has passed since it went
+	// round: gossipsub's caches, which could hand it to a node that just
+	// joined, keep a message for half a second here.
+	repeats := func() float64 {
+		sum := 0.0
+		for _, m := range c.Members {
+			sum += counterTotal(t, m, "idlegrid_trust_fraud_repeats_total")
+		}
+		return sum
+	}
+	if err := nodetest.WaitFor(ctx, "a repeat of the proof", func() bool { return repeats() > 0 }); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Restart(late.Index); err != nil {
+		t.Fatal(err)
+	}
+	if late.Node.P2P().Blocked(id) {
+		t.Fatal("the restarted renter refuses the cheater before hearing anything: the test proves nothing")
+	}
+	// Repeats come every 2 s; without them the renter did not learn the
+	// proof in 4 minutes in one run, and in another learnt it after
+	// 56 s by some other path, hence the bound.
+	lctx, lcancel := context.WithTimeout(ctx, 40*time.Second)
+	defer lcancel()
+	if err := nodetest.WaitFor(lctx, "the restarted renter learns the proof and refuses the cheater", func() bool {
+		return late.Node.P2P().Blocked(id)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if r := late.Node.Trust().Reputation().Of(id.String()); r.Score != 0 || !r.Fraud {
+		t.Fatalf("the restarted renter's reputation of the cheater: %+v, want 0 with fraud", r)
+	}
+}
+
+// counterTotal is member m's counter name, summed over its labels.
+func counterTotal(t *testing.T, m *nodetest.Member, name string) float64 {
+	t.Helper()
+	mfs, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, mt := range mf.GetMetric() {
+				sum += mt.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
 // TestFalseFraudProofChangesOnlyTheSendersScore: a hostile client (plain
 // gossipsub, no validators) gossips a "proof" that proves nothing: the
 // same entry twice. Every node checks it itself and rejects it: the

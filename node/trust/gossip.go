@@ -123,13 +123,15 @@ func (t *Trust) ValidateFraud(ctx context.Context, from, _ peer.ID, data []byte)
 	if _, err := attest.OpenWrongResult(data); err == nil {
 		return t.validateWrongResult(ctx, from, data)
 	}
-	if _, err := attest.VerifyFraudProof(data); err != nil {
+	offender, err := attest.VerifyFraudProof(data)
+	if err != nil {
 		if attest.FromOtherVersion(err) {
 			return p2p.Skip // evidence this release cannot check
 		}
 		t.log.Warn("false fraud proof rejected", "from", from, "err", err)
 		return p2p.Reject
 	}
+	t.repeats.hear(offender.String(), t.now()) // someone repeats it: this node need not
 	return p2p.Accept
 }
 
@@ -229,8 +231,11 @@ func (t *Trust) observeEntry(ctx context.Context, raw []byte, e *attest.Entry) {
 	t.ApplyFraud(proof)
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := t.p2p.Publish(pctx, p2p.TopicFraud, proof, 0); err != nil {
+	if err := t.publish(pctx, p2p.TopicFraud, proof); err != nil {
 		t.log.Warn("publish fraud proof", "err", err)
+	}
+	if offender, err := attest.VerifyFraudProof(proof); err == nil {
+		t.repeats.hear(offender.String(), t.now())
 	}
 }
 

@@ -43,6 +43,10 @@ type Config struct {
 	// attest.BeatSlot): a provider gossips one heartbeat per slot, this
 	// node admits one, and counts uptime in slots.
 	BeatEvery time.Duration
+	// FraudRepeatEvery: a fraud proof held for good that nobody was heard
+	// publishing this long is published again (p2p.fraud_repeat_every;
+	// 0: DefaultFraudRepeatEvery; fraud_repeat.go).
+	FraudRepeatEvery time.Duration
 }
 
 // Deps are trust's collaborators.
@@ -115,6 +119,11 @@ type Trust struct {
 	fraudsMu       sync.Mutex
 	provenFrauds   map[string]provenFraud
 	strangerFrauds int
+	// repeats and publish: fraud proofs repeated for nodes that missed
+	// them (fraud_repeat.go); publish is p2p's, a test's fake.
+	repeats        fraudRepeats
+	publish        func(ctx context.Context, topic string, data []byte) error
+	fraudsRepeated prometheus.Counter
 	// summaries holds the award summaries the price index reads, bounded
 	// (summary_book.go).
 	summaries        *summaryBook
@@ -168,6 +177,7 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 		t.now = time.Now
 	}
 	t.rep = newReputationBook(t)
+	t.publish = func(ctx context.Context, topic string, data []byte) error { return t.p2p.Publish(ctx, topic, data, 0) }
 	t.strangerFrauds = maxStrangerFrauds
 	t.receiptsDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "idlegrid_trust_receipts_dropped_total",
@@ -178,6 +188,10 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 		Name: "idlegrid_trust_summaries_dropped_total",
 		Help: "Other nodes' gossiped award summaries not kept for the price index (on arrival, or pushed out later), by reason: unbacked (of a provider this node never checked a record of: it would weigh nothing), provider (older than its provider's newest 1,024), full (the oldest when 65,536 were held). A steady rate of unbacked or provider means a flood of summaries.",
 	}, []string{"reason"})
+	t.fraudsRepeated = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "idlegrid_trust_fraud_repeats_total",
+		Help: "Fraud proofs this node published again because nobody was heard publishing them for p2p.fraud_repeat_every: for nodes that were offline or new when the proof went round.",
+	})
 	t.summaries = newSummaryBook(t.selfStr, func(reason string) { t.summariesDropped.WithLabelValues(reason).Inc() })
 	t.digests = auction.NewDigestBook(auction.MaxBookDigests)
 	t.market = newMarket(t)
@@ -199,19 +213,22 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 			return nil, fmt.Errorf("trust.New: %w", err)
 		}
 	}
+	if err := register(deps.Registerer, &t.fraudsRepeated); err != nil {
+		return nil, fmt.Errorf("trust.New: %w", err)
+	}
 	return t, nil
 }
 
 // register registers *c with reg (nil: none), or takes the collector
 // already registered in its place.
-func register(reg prometheus.Registerer, c **prometheus.CounterVec) error {
+func register[C prometheus.Collector](reg prometheus.Registerer, c *C) error {
 	if reg == nil {
 		return nil
 	}
 	var are prometheus.AlreadyRegisteredError
 	err := reg.Register(*c)
 	if errors.As(err, &are) {
-		if ex, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
+		if ex, ok := are.ExistingCollector.(C); ok {
 			*c = ex
 			return nil
 		}
@@ -229,6 +246,7 @@ func (t *Trust) Run(ctx context.Context) error {
 	wg.Go(func() { t.pruneDigests(ctx) })
 	wg.Go(func() { t.everySecond(ctx) })
 	wg.Go(func() { t.rep.runFolds(ctx) })
+	wg.Go(func() { t.runFraudRepeats(ctx) })
 	wg.Wait()
 	return nil
 }
