@@ -68,7 +68,7 @@ func TestBusyProviderStaysInItsPeersDHTBudget(t *testing.T) {
 		if m == busy {
 			continue
 		}
-		if n := labelledCounter(t, m.Registry, "idlegrid_dht_puts_total", "result", "throttled"); n > 0 {
+		if n := nodetest.CounterSum(t, m.Registry, "idlegrid_dht_puts_total", "result", "throttled"); n > 0 {
 			t.Errorf("%s throttled %v of the busy provider's PUTs", m.Role, n)
 		}
 		for _, a := range m.Node.P2P().PeerAbuse() {
@@ -77,7 +77,7 @@ func TestBusyProviderStaysInItsPeersDHTBudget(t *testing.T) {
 			}
 		}
 	}
-	if n := labelledCounter(t, c.ByRole(node.RoleBootstrap)[0].Registry, "idlegrid_dht_puts_total", "result", "valid"); n == 0 {
+	if n := nodetest.CounterSum(t, c.ByRole(node.RoleBootstrap)[0].Registry, "idlegrid_dht_puts_total", "result", "valid"); n == 0 {
 		t.Error("the bootstrap took no valid PUT: the test measured nothing")
 	}
 }

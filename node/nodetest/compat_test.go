@@ -98,5 +98,5 @@ func resign(t *testing.T, raw []byte, key crypto.PrivKey, edit func(map[string]a
 // verdicts sums idlegrid_gossip_validation_total{result} over topics.
 func verdicts(t *testing.T, reg *prometheus.Registry, result string) float64 {
 	t.Helper()
-	return labelledCounter(t, reg, "idlegrid_gossip_validation_total", "result", result)
+	return nodetest.CounterSum(t, reg, "idlegrid_gossip_validation_total", "result", result)
 }

@@ -251,29 +251,6 @@ func verdicts(m *Member, topic string) map[string]float64 {
 	return out
 }
 
-// counterOf reads one member's counter name where label is value, summed
-// over its other labels.
-func counterOf(m *Member, name, label, value string) float64 {
-	mfs, err := m.Registry.Gather()
-	if err != nil {
-		return 0
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, mt := range mf.GetMetric() {
-			for _, l := range mt.GetLabel() {
-				if l.GetName() == label && l.GetValue() == value {
-					sum += mt.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return sum
-}
-
 // signedBy is a record and the key that signed it.
 type signedBy struct {
 	key crypto.PrivKey

@@ -178,7 +178,7 @@ func TestForgedSummariesDoNotMovePrices(t *testing.T) {
 	}
 	before := len(storedSummaries(t, renter))
 	unbacked := func() float64 {
-		return counterOf(m.renter, "idlegrid_trust_summaries_dropped_total", "reason", "unbacked")
+		return CounterSum(t, m.renter.Registry, "idlegrid_trust_summaries_dropped_total", "reason", "unbacked")
 	}
 	dropped := unbacked()
 	forged, cosigned := forgedSummaries(t, 50, 2_400_000)

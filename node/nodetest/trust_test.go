@@ -41,6 +41,25 @@ func forkedEntries(t *testing.T, key crypto.PrivKey) (a, b []byte) {
 	return out[0], out[1]
 }
 
+// forkOnAttest has cheat gossip two different signed entries for one
+// seq, as heartbeats on the attestation topic of its shard (nodetest's
+// simulated GPUs are A10s), once it has peers there.
+func forkOnAttest(t *testing.T, ctx context.Context, cheat *nodetest.Member) {
+	t.Helper()
+	topic := auction.GPUShard("a10").AttestTopic()
+	if err := nodetest.WaitFor(ctx, "attest topic meshes", func() bool {
+		return len(cheat.Node.P2P().ListTopicPeers(topic)) >= 2
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a, b := forkedEntries(t, cheat.Key)
+	for _, raw := range [][]byte{a, b} {
+		if err := cheat.Node.P2P().Publish(ctx, topic, raw, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestForkedChainBlockedByEveryNode: a provider gossips two different
 // signed entries for one seq of its chain. Every node of a 12-node cluster
 // catches it or verifies a peer's proof, blocks the provider and zeroes
@@ -54,20 +73,7 @@ func TestForkedChainBlockedByEveryNode(t *testing.T) {
 	}
 	cheat := c.Members[1]
 	id := cheat.Node.ID()
-	// Heartbeats go to the attestation topic of the provider's shard
-	// (nodetest's simulated GPUs are A10s).
-	topic := auction.GPUShard("a10").AttestTopic()
-	if err := nodetest.WaitFor(ctx, "attest topic meshes", func() bool {
-		return len(cheat.Node.P2P().ListTopicPeers(topic)) >= 2
-	}); err != nil {
-		t.Fatal(err)
-	}
-	a, b := forkedEntries(t, cheat.Key)
-	for _, raw := range [][]byte{a, b} {
-		if err := cheat.Node.P2P().Publish(ctx, topic, raw, 1); err != nil {
-			t.Fatal(err)
-		}
-	}
+	forkOnAttest(t, ctx, cheat)
 	for _, m := range c.Members {
 		if m == cheat {
 			continue
@@ -124,18 +130,7 @@ func TestRestartedNodeLearnsAnOldFraudProof(t *testing.T) {
 			t.Fatalf("member %d: %v", m.Index, err)
 		}
 	}
-	topic := auction.GPUShard("a10").AttestTopic()
-	if err := nodetest.WaitFor(ctx, "attest topic meshes", func() bool {
-		return len(cheat.Node.P2P().ListTopicPeers(topic)) >= 2
-	}); err != nil {
-		t.Fatal(err)
-	}
-	a, b := forkedEntries(t, cheat.Key)
-	for _, raw := range [][]byte{a, b} {
-		if err := cheat.Node.P2P().Publish(ctx, topic, raw, 1); err != nil {
-			t.Fatal(err)
-		}
-	}
+	forkOnAttest(t, ctx, cheat)
 	if err := nodetest.WaitFor(ctx, "the renter blocks the forking provider", func() bool {
 		return late.Node.P2P().Blocked(id)
 	}); err != nil {
@@ -147,7 +142,7 @@ func TestRestartedNodeLearnsAnOldFraudProof(t *testing.T) {
 	repeats := func() float64 {
 		sum := 0.0
 		for _, m := range c.Members {
-			sum += counterTotal(t, m, "idlegrid_trust_fraud_repeats_total")
+			sum += nodetest.CounterSum(t, m.Registry, "idlegrid_trust_fraud_repeats_total", "", "")
 		}
 		return sum
 	}
@@ -173,24 +168,6 @@ func TestRestartedNodeLearnsAnOldFraudProof(t *testing.T) {
 	if r := late.Node.Trust().Reputation().Of(id.String()); r.Score != 0 || !r.Fraud {
 		t.Fatalf("the restarted renter's reputation of the cheater: %+v, want 0 with fraud", r)
 	}
-}
-
-// counterTotal is member m's counter name, summed over its labels.
-func counterTotal(t *testing.T, m *nodetest.Member, name string) float64 {
-	t.Helper()
-	mfs, err := m.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, mt := range mf.GetMetric() {
-				sum += mt.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
 }
 
 // TestFalseFraudProofChangesOnlyTheSendersScore: a hostile client (plain

@@ -71,7 +71,7 @@ type receiptBook struct {
 	unread    map[string]struct{}
 	pairs     map[receiptPair][]*heldReceipt // gossiped, heaviest first
 	providers map[string][]*heldReceipt      // gossiped, heaviest first
-	light     receiptHeap                    // gossiped, lightest first
+	light     indexedHeap[*heldReceipt]      // gossiped, lightest first
 }
 
 // Reasons a receipt is not kept, for idlegrid_trust_receipts_dropped_total.
@@ -96,11 +96,14 @@ type heldReceipt struct {
 	at  int // index in light; -1 when not there
 }
 
+func (h *heldReceipt) slot() *int { return &h.at }
+
 func newReceiptBook(cfg reputation.Config, self string, dropped func(string)) *receiptBook {
 	return &receiptBook{cfg: cfg, self: self, keep: cfg.GossipKeep(), max: maxGossipedReceipts,
 		perProvider: maxReceiptsPerProvider, dropped: dropped,
 		byID: map[string]*heldReceipt{}, unread: map[string]struct{}{}, pairs: map[receiptPair][]*heldReceipt{},
-		providers: map[string][]*heldReceipt{}, light: receiptHeap{cfg: cfg}}
+		providers: map[string][]*heldReceipt{},
+		light:     indexedHeap[*heldReceipt]{less: func(a, b *heldReceipt) bool { return heavierFirst(cfg, a.rc, b.rc) > 0 }}}
 }
 
 // receiptEvidenceOf is a verified receipt as reputation evidence.
@@ -326,36 +329,4 @@ func (b *receiptBook) gossiped() int {
 // per pair and lease, so no two held receipts compare equal.
 func heavierFirst(cfg reputation.Config, a, b reputation.Receipt) int {
 	return cmp.Or(cfg.HeavierFirst(a, b), cmp.Compare(a.Provider, b.Provider), cmp.Compare(a.Renter, b.Renter))
-}
-
-// receiptHeap orders held gossiped receipts lightest first
-// (container/heap); each knows its index.
-type receiptHeap struct {
-	cfg   reputation.Config
-	items []*heldReceipt
-}
-
-func (q *receiptHeap) Len() int { return len(q.items) }
-
-func (q *receiptHeap) Less(i, j int) bool {
-	return heavierFirst(q.cfg, q.items[i].rc, q.items[j].rc) > 0
-}
-
-func (q *receiptHeap) Swap(i, j int) {
-	q.items[i], q.items[j] = q.items[j], q.items[i]
-	q.items[i].at, q.items[j].at = i, j
-}
-
-func (q *receiptHeap) Push(x any) {
-	h := x.(*heldReceipt)
-	h.at = len(q.items)
-	q.items = append(q.items, h)
-}
-
-func (q *receiptHeap) Pop() any {
-	last := q.items[len(q.items)-1]
-	q.items[len(q.items)-1] = nil
-	q.items = q.items[:len(q.items)-1]
-	last.at = -1
-	return last
 }

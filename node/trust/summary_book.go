@@ -59,6 +59,8 @@ type heldSummary struct {
 	at  int // index in old; -1 when not there
 }
 
+func (h *heldSummary) slot() *int { return &h.at }
+
 // summaryBook is the summaries the price index reads (see above).
 type summaryBook struct {
 	self             string
@@ -69,12 +71,13 @@ type summaryBook struct {
 	loaded     bool
 	byID       map[string]*heldSummary
 	byProvider map[string][]*heldSummary // others', oldest first
-	old        summaryHeap               // others', oldest first
+	old        indexedHeap[*heldSummary] // others', oldest first
 }
 
 func newSummaryBook(self string, dropped func(string)) *summaryBook {
 	return &summaryBook{self: self, max: maxSummaries, perProvider: maxSummariesPerProvider, dropped: dropped,
-		byID: map[string]*heldSummary{}, byProvider: map[string][]*heldSummary{}}
+		byID: map[string]*heldSummary{}, byProvider: map[string][]*heldSummary{},
+		old: indexedHeap[*heldSummary]{less: func(a, b *heldSummary) bool { return olderFirst(a, b) < 0 }}}
 }
 
 // compact is what the index reads of a summary.
@@ -198,30 +201,4 @@ func (b *summaryBook) others() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.old.Len()
-}
-
-// summaryHeap orders held summaries oldest first (container/heap); each
-// knows its index.
-type summaryHeap struct{ items []*heldSummary }
-
-func (q *summaryHeap) Len() int           { return len(q.items) }
-func (q *summaryHeap) Less(i, j int) bool { return olderFirst(q.items[i], q.items[j]) < 0 }
-
-func (q *summaryHeap) Swap(i, j int) {
-	q.items[i], q.items[j] = q.items[j], q.items[i]
-	q.items[i].at, q.items[j].at = i, j
-}
-
-func (q *summaryHeap) Push(x any) {
-	h := x.(*heldSummary)
-	h.at = len(q.items)
-	q.items = append(q.items, h)
-}
-
-func (q *summaryHeap) Pop() any {
-	last := q.items[len(q.items)-1]
-	q.items[len(q.items)-1] = nil
-	q.items = q.items[:len(q.items)-1]
-	last.at = -1
-	return last
 }

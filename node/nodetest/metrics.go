@@ -1,4 +1,4 @@
-package nodetest_test
+package nodetest
 
 import (
 	"testing"
@@ -6,13 +6,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// labelledCounter sums the counter name over the series of reg whose
-// label is value (other labels summed over).
-func labelledCounter(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
-	t.Helper()
+// CounterSum sums the counter name over reg's series whose label is value
+// (other labels summed over); label "" sums every series.
+func CounterSum(tb testing.TB, reg prometheus.Gatherer, name, label, value string) float64 {
+	tb.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	sum := 0.0
 	for _, mf := range mfs {
@@ -20,6 +20,10 @@ func labelledCounter(t *testing.T, reg *prometheus.Registry, name, label, value 
 			continue
 		}
 		for _, m := range mf.GetMetric() {
+			if label == "" {
+				sum += m.GetCounter().GetValue()
+				continue
+			}
 			for _, l := range m.GetLabel() {
 				if l.GetName() == label && l.GetValue() == value {
 					sum += m.GetCounter().GetValue()
