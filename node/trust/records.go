@@ -45,10 +45,9 @@ const (
 // cost a ban (BanPoints 200), well within the newPeersPerSource a source
 // may put into the book unchecked. A provider that gossips its own digest is not charged (its record
 // may not have spread yet); a peer that passes on a stranger's is.
-const (
-	AbuseDigestUnbacked p2p.AbuseReason = "digest_unbacked"
-	unbackedPoints                      = 8
-)
+const AbuseDigestUnbacked p2p.AbuseReason = "digest_unbacked"
+
+const unbackedPoints = 8
 
 // queueCheck queues a record check of p unless one is queued or running.
 // It reports whether p is being checked.

@@ -195,10 +195,3 @@ func (b *summaryBook) current(now time.Time) []*heldSummary {
 	}
 	return out
 }
-
-// others is how many summaries of other parties the book holds.
-func (b *summaryBook) others() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.old.Len()
-}

@@ -36,8 +36,10 @@ func build() ([]byte, error) {
 	}
 	defer os.RemoveAll(tmp)
 	bin := filepath.Join(tmp, "numcmp.wasm")
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
+	// The toolchain go test runs under (it sets GOROOT for the test
+	// binary's children when it has one), else the one on PATH.
+	goBin := filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+	if _, err := os.Stat(goBin); os.Getenv("GOROOT") == "" || err != nil {
 		goBin = "go"
 	}
 	cmd := exec.Command(goBin, "build", "-trimpath", "-o", bin, "./testdata/numcmp")
