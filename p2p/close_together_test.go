@@ -2,6 +2,7 @@ package p2p
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime/pprof"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/idlegrid/idlegrid/p2p/p2ptest/memnet"
@@ -103,4 +105,44 @@ func TestNodesCloseTogether(t *testing.T) {
 		}
 		t.Fatalf("%d nodes closing together did not all stop within a minute; goroutines in %s", n, f.Name())
 	}
+}
+
+// stallingHost is a host whose Close blocks until release, as libp2p's
+// can when its event bus stalls.
+type stallingHost struct {
+	host.Host
+	release chan struct{}
+	closed  chan struct{}
+}
+
+func (h *stallingHost) Close() error {
+	<-h.release
+	defer close(h.closed)
+	return h.Host.Close()
+}
+
+// TestCloseDoesNotWaitForAStalledHost: when libp2p's host never finishes
+// closing, the node's Close still returns, after its bound, saying so,
+// so the node goes on to close its store.
+func TestCloseDoesNotWaitForAStalledHost(t *testing.T) {
+	mem := memnet.New()
+	node, err := New(hostConfig(t, "/ip4/10.9.200.1/tcp/7401"), Deps{Transports: mem.HostOptions(), PeerBook: newMemBook()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stall := &stallingHost{Host: node.host, release: make(chan struct{}), closed: make(chan struct{})}
+	node.host = stall
+	node.hostCloseWait = 100 * time.Millisecond
+	done := make(chan error, 1)
+	go func() { done <- node.Close() }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrHostCloseStalled) {
+			t.Fatalf("Close: %v, want %v", err, ErrHostCloseStalled)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Close waited for the stalled host")
+	}
+	close(stall.release) // the host closes after all: nothing is left running
+	<-stall.closed
 }
