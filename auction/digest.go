@@ -19,6 +19,8 @@ import (
 // DHT. The full record stays in the DHT for details a digest leaves out
 // (GPU UUIDs, datasets, the calendar, the image allowlist).
 const (
+	// DigestVersion is the version this release writes; it reads
+	// DigestLotsVersion too.
 	DigestVersion = 1
 	// MaxDigestSize bounds a sealed digest: a typical one (one or two
 	// models) is about 400 bytes, the largest valid one about 2.1 KiB.
@@ -34,7 +36,7 @@ const (
 // DigestKind is the attest kind of capacity digests.
 var DigestKind = attest.Register(attest.Kind{
 	Name: "capacity-digest", Domain: "idlegrid-digest", PayloadType: []byte("/idlegrid/digest/1"),
-	Versions: []uint{DigestVersion}, MaxSize: MaxDigestSize,
+	Versions: []uint{DigestVersion, DigestLotsVersion}, MaxSize: MaxDigestSize,
 })
 
 // Digest is a provider's signed capacity summary.
@@ -74,6 +76,10 @@ type Digest struct {
 	// always open.
 	OpenUntilMs int64 `cbor:"open_until_ms,omitempty"`
 	Closed      bool  `cbor:"closed,omitempty"`
+	// Lots (version 2 only) is how many lots the provider puts each of
+	// its shards in, where more than one (digest_lots.go); absent for a
+	// shard of one lot.
+	Lots map[Shard]uint32 `cbor:"lots,omitempty"`
 }
 
 // DigestModel counts a provider's GPUs of one model.

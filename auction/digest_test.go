@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -189,7 +190,7 @@ func TestDigestValidate(t *testing.T) {
 		name, field string
 		mut         func(*Digest)
 	}{
-		{"version", "v", func(d *Digest) { d.V = 2 }},
+		{"version", "v", func(d *Digest) { d.V = 3 }},
 		{"peer", "peer", func(d *Digest) { d.Peer = "nobody" }},
 		{"seq", "seq", func(d *Digest) { d.Seq = 0 }},
 		{"lifetime", "expires_at_ms", func(d *Digest) { d.ExpiresAtMs = d.IssuedAtMs + MaxDigestTTL.Milliseconds() + 1 }},
@@ -304,6 +305,11 @@ func FuzzOpenDigest(f *testing.F) {
 	} else {
 		f.Fatal(err)
 	}
+	if raw, err := SealDigest(fixtureLotsDigest(f), key); err == nil {
+		f.Add(raw)
+	} else {
+		f.Fatal(err)
+	}
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		got, signer, err := OpenDigest(raw)
@@ -319,7 +325,12 @@ func FuzzOpenDigest(f *testing.F) {
 		if err := got.Validate(); err != nil {
 			t.Fatalf("accepted an invalid digest: %v", err)
 		}
-		_ = got.Shards()
+		shards := got.Shards()
+		for s := range got.Lots {
+			if !slices.Contains(shards, s) || !ValidLots(got.LotsOn(s)) || got.V != DigestLotsVersion {
+				t.Fatalf("accepted lots %v on shards %v (v%d)", got.Lots, shards, got.V)
+			}
+		}
 		if got.Closed && (got.TakesNow(&RFQ{}, time.UnixMilli(got.IssuedAtMs)) || !got.ClosedAt(time.UnixMilli(got.IssuedAtMs))) {
 			t.Fatal("a closed digest takes work")
 		}

@@ -12,9 +12,7 @@ import (
 // problem, each prefixed with its field path, wrapped in ErrInvalidMessage.
 func (d *Digest) Validate() error {
 	var p problems
-	if d.V != DigestVersion {
-		p.Addf("v", "version %d, want %d", d.V, DigestVersion)
-	}
+	d.validateLots(&p)
 	attest.CheckPeerID(&p, "peer", d.Peer)
 	if d.Seq == 0 {
 		p.Addf("seq", "must be at least 1")

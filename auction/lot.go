@@ -3,12 +3,16 @@ package auction
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"strconv"
+	"strings"
 )
 
 // Lots split a large shard by a hash of the peer ID, so each provider
-// hears only its lot's streams (docs/protocol.md §3.6, planned). The
-// replay measures what they would cost renters (auction/sim,
-// idlegrid-lots) before any node uses them.
+// hears only its lot's streams (docs/protocol.md §3.6). The replay
+// measures what they would cost renters (auction/sim, idlegrid-lots).
+// This release reads them: lot topics are admitted and validated, and a
+// digest of version 2 says how many lots each of its shards is in; no
+// node joins a lot topic or writes a version 2 digest yet.
 const lotDomain = "idlegrid-lot/1"
 
 // Lot is the lot, of lots (a power of two), that provider peer (its peer
@@ -25,4 +29,48 @@ func Lot(peer string, lots int) int {
 	h.Write([]byte{0})
 	h.Write([]byte(peer))
 	return int(binary.BigEndian.Uint64(h.Sum(nil)[:8]) % uint64(lots))
+}
+
+// MaxLots bounds the lots a shard splits into: a lot holds about 500 to
+// 1,000 proven providers (docs/protocol.md §3.6), so 1,024 lots are a
+// shard of half a million providers or more.
+const MaxLots = 1 << 10
+
+// ValidLots reports whether lots is a count a shard splits into: a power
+// of two, 2..MaxLots. One lot is the shard itself and is never named.
+func ValidLots(lots int) bool {
+	return lots >= 2 && lots <= MaxLots && lots&(lots-1) == 0
+}
+
+// lotSuffix is the part of a lot topic after its shard topic.
+const lotSuffix = "/lot-"
+
+// LotTopic is shard topic topic's lot lot of lots:
+// "<topic>/lot-<lot>-of-<lots>". With lots below 2 it is topic itself: a
+// shard of one lot keeps its scheme-2 topics.
+func LotTopic(topic string, lot, lots int) string {
+	if lots < 2 {
+		return topic
+	}
+	return topic + lotSuffix + strconv.Itoa(lot) + "-of-" + strconv.Itoa(lots)
+}
+
+// parseLot parses "<lot>-of-<lots>" in canonical decimal (no sign, no
+// leading zero), lots a valid count and lot below it.
+func parseLot(s string) (lot, lots int, ok bool) {
+	a, b, found := strings.Cut(s, "-of-")
+	if !found || !canonicalDecimal(a) || !canonicalDecimal(b) {
+		return 0, 0, false
+	}
+	lot, err1 := strconv.Atoi(a)
+	lots, err2 := strconv.Atoi(b)
+	if err1 != nil || err2 != nil || !ValidLots(lots) || lot >= lots {
+		return 0, 0, false
+	}
+	return lot, lots, true
+}
+
+// canonicalDecimal: 1..4 digits (MaxLots has 4), no leading zero but "0".
+func canonicalDecimal(s string) bool {
+	return digits(s, 1, 4) && (s == "0" || s[0] != '0')
 }

@@ -28,3 +28,36 @@ func TestLotsAreEvenAndSplitInTwo(t *testing.T) {
 		t.Error("a shard of one lot has lot 0 only")
 	}
 }
+
+// A lot topic names its lot and holds only its lot's providers; a shard
+// of one lot keeps its own topic.
+func TestLotTopics(t *testing.T) {
+	for _, tc := range []struct {
+		lots int
+		ok   bool
+	}{{0, false}, {1, false}, {2, true}, {3, false}, {32, true}, {MaxLots, true}, {2 * MaxLots, false}, {-2, false}} {
+		if ValidLots(tc.lots) != tc.ok {
+			t.Errorf("ValidLots(%d) = %v", tc.lots, !tc.ok)
+		}
+	}
+	base := GPUShard("h100").DigestTopic()
+	if got := LotTopic(base, 0, 1); got != base {
+		t.Errorf("one lot: %q, want the shard's topic", got)
+	}
+	const p = "12D3KooWpeer000001"
+	lot := Lot(p, 32)
+	st, err := ParseShardTopic(LotTopic(base, lot, 32))
+	if err != nil || st.Lot != lot || st.Lots != 32 || st.Shard != GPUShard("h100") || st.Kind != ShardTopicDigest {
+		t.Fatalf("%+v, %v", st, err)
+	}
+	if !st.Holds(p) {
+		t.Errorf("lot %d of 32 does not hold its provider", lot)
+	}
+	st.Lot = (lot + 1) % 32
+	if st.Holds(p) {
+		t.Errorf("lot %d of 32 holds a provider of lot %d", st.Lot, lot)
+	}
+	if whole := (ShardTopic{Kind: ShardTopicDigest, Shard: GPUShard("h100")}); !whole.Holds(p) {
+		t.Error("the shard's own topic holds every provider")
+	}
+}

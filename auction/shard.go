@@ -119,13 +119,39 @@ const (
 type ShardTopic struct {
 	Kind  ShardTopicKind
 	Shard Shard
+	// Lot of Lots, for a lot topic (§3.6); Lots is 0 for the shard's own
+	// topic.
+	Lot, Lots int
+}
+
+// Holds reports whether provider (its peer ID text) belongs on the
+// topic: on a shard's own topic any provider of the shard, on a lot topic
+// only those of the lot.
+func (st ShardTopic) Holds(provider string) bool {
+	return st.Lots < 2 || Lot(provider, st.Lots) == st.Lot
+}
+
+// Topic is the topic's name.
+func (st ShardTopic) Topic() string {
+	var t string
+	switch st.Kind {
+	case ShardTopicRFQ:
+		t = st.Shard.RFQTopic()
+	case ShardTopicDigest:
+		t = st.Shard.DigestTopic()
+	default:
+		t = st.Shard.AttestTopic()
+	}
+	return LotTopic(t, st.Lot, st.Lots)
 }
 
 // ParseShardTopic parses "idlegrid/rfq/2/<shard>",
 // "idlegrid/digest/1/<shard>" or "idlegrid/attest/1/<shard>" (not the
-// network-wide "idlegrid/attest/1"). It accepts only the canonical name of a
-// valid shard, so a topic allowlist or subscription filter can call it to
-// admit exactly the topics of this scheme and no aliases.
+// network-wide "idlegrid/attest/1"), each optionally followed by
+// "/lot-<lot>-of-<lots>" (a lot topic, §3.6). It accepts only the
+// canonical name of a valid shard and lot, so a topic allowlist or
+// subscription filter can call it to admit exactly the topics of this
+// scheme and no aliases.
 func ParseShardTopic(topic string) (ShardTopic, error) {
 	var st ShardTopic
 	var rest string
@@ -138,6 +164,16 @@ func ParseShardTopic(topic string) (ShardTopic, error) {
 		st.Kind, rest = ShardTopicAttest, topic[len(AttestShardPrefix):]
 	default:
 		return ShardTopic{}, fmt.Errorf("auction.ParseShardTopic: %w: %q has no shard prefix", ErrBadShardTopic, topic)
+	}
+	// A shard has at most one slash (gpu/<family>), so a lot suffix is
+	// the last segment after a valid shard; "gpu/lot-1-of-2" is the shard
+	// of a family named "lot-1-of-2".
+	if i := strings.LastIndex(rest, lotSuffix); i > 0 && Shard(rest[:i]).Valid() {
+		lot, lots, ok := parseLot(rest[i+len(lotSuffix):])
+		if !ok {
+			return ShardTopic{}, fmt.Errorf("auction.ParseShardTopic: %w: %q is not lot-<lot>-of-<lots> with lots a power of two up to %d", ErrBadShardTopic, rest[i+1:], MaxLots)
+		}
+		rest, st.Lot, st.Lots = rest[:i], lot, lots
 	}
 	st.Shard = Shard(rest)
 	if !st.Shard.Valid() {

@@ -188,12 +188,12 @@ func TestParseShardTopic(t *testing.T) {
 		want  ShardTopic
 		ok    bool
 	}{
-		{"idlegrid/rfq/2/gpu/h100", ShardTopic{ShardTopicRFQ, "gpu/h100"}, true},
-		{"idlegrid/rfq/2/cpu", ShardTopic{ShardTopicRFQ, ShardCPU}, true},
-		{"idlegrid/digest/1/gpu/rtx-4090", ShardTopic{ShardTopicDigest, "gpu/rtx-4090"}, true},
-		{"idlegrid/digest/1/cpu", ShardTopic{ShardTopicDigest, ShardCPU}, true},
-		{"idlegrid/attest/1/gpu/a10", ShardTopic{ShardTopicAttest, "gpu/a10"}, true},
-		{"idlegrid/attest/1/cpu", ShardTopic{ShardTopicAttest, ShardCPU}, true},
+		{"idlegrid/rfq/2/gpu/h100", ShardTopic{Kind: ShardTopicRFQ, Shard: "gpu/h100"}, true},
+		{"idlegrid/rfq/2/cpu", ShardTopic{Kind: ShardTopicRFQ, Shard: ShardCPU}, true},
+		{"idlegrid/digest/1/gpu/rtx-4090", ShardTopic{Kind: ShardTopicDigest, Shard: "gpu/rtx-4090"}, true},
+		{"idlegrid/digest/1/cpu", ShardTopic{Kind: ShardTopicDigest, Shard: ShardCPU}, true},
+		{"idlegrid/attest/1/gpu/a10", ShardTopic{Kind: ShardTopicAttest, Shard: "gpu/a10"}, true},
+		{"idlegrid/attest/1/cpu", ShardTopic{Kind: ShardTopicAttest, Shard: ShardCPU}, true},
 		{"idlegrid/beat/1/cpu", ShardTopic{}, false},
 		{"idlegrid/attest/1", ShardTopic{}, false}, // the network-wide topic
 		{"idlegrid/attest/1/", ShardTopic{}, false},
@@ -205,6 +205,22 @@ func TestParseShardTopic(t *testing.T) {
 		{"idlegrid/rfq/2/tpu", ShardTopic{}, false},
 		{"idlegrid/rfq/3/cpu", ShardTopic{}, false},
 		{"idlegrid/rfq/2/gpu/" + strings.Repeat("a", MaxModelLen+1), ShardTopic{}, false},
+		// Lot topics (§3.6).
+		{"idlegrid/rfq/2/gpu/h100/lot-3-of-32", ShardTopic{Kind: ShardTopicRFQ, Shard: "gpu/h100", Lot: 3, Lots: 32}, true},
+		{"idlegrid/digest/1/cpu/lot-0-of-2", ShardTopic{Kind: ShardTopicDigest, Shard: ShardCPU, Lot: 0, Lots: 2}, true},
+		{"idlegrid/attest/1/gpu/a10/lot-1023-of-1024", ShardTopic{Kind: ShardTopicAttest, Shard: "gpu/a10", Lot: 1023, Lots: 1024}, true},
+		{"idlegrid/rfq/2/gpu/lot-1-of-2", ShardTopic{Kind: ShardTopicRFQ, Shard: "gpu/lot-1-of-2"}, true}, // a family so named
+		{"idlegrid/rfq/2/gpu/h100/lot-0-of-1", ShardTopic{}, false},                                       // one lot is the shard's own topic
+		{"idlegrid/rfq/2/gpu/h100/lot-2-of-2", ShardTopic{}, false},                                       // no such lot
+		{"idlegrid/rfq/2/gpu/h100/lot-1-of-3", ShardTopic{}, false},                                       // not a power of two
+		{"idlegrid/rfq/2/gpu/h100/lot-1-of-2048", ShardTopic{}, false},                                    // over MaxLots
+		{"idlegrid/rfq/2/gpu/h100/lot-01-of-2", ShardTopic{}, false},                                      // not canonical
+		{"idlegrid/rfq/2/gpu/h100/lot-+1-of-2", ShardTopic{}, false},
+		{"idlegrid/rfq/2/gpu/h100/lot-1-of-02", ShardTopic{}, false},
+		{"idlegrid/rfq/2/gpu/h100/lot-1-of-2/lot-0-of-2", ShardTopic{}, false},
+		{"idlegrid/rfq/2/gpu/h100/lot-1", ShardTopic{}, false},
+		{"idlegrid/rfq/2/gpu/h100/lot-", ShardTopic{}, false},
+		{"idlegrid/rfq/2/cpu/lot-1-of-2/", ShardTopic{}, false},
 	} {
 		t.Run(tc.topic, func(t *testing.T) {
 			got, err := ParseShardTopic(tc.topic)
@@ -217,19 +233,16 @@ func TestParseShardTopic(t *testing.T) {
 			if got != tc.want {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
-			if tc.ok {
-				if tc.want.Kind == ShardTopicRFQ && got.Shard.RFQTopic() != tc.topic ||
-					tc.want.Kind == ShardTopicDigest && got.Shard.DigestTopic() != tc.topic ||
-					tc.want.Kind == ShardTopicAttest && got.Shard.AttestTopic() != tc.topic {
-					t.Errorf("topic does not round-trip")
-				}
+			if tc.ok && got.Topic() != tc.topic {
+				t.Errorf("topic does not round-trip: %q", got.Topic())
 			}
 		})
 	}
 }
 
 func FuzzParseShardTopic(f *testing.F) {
-	for _, s := range []string{"idlegrid/rfq/2/gpu/h100", "idlegrid/digest/1/cpu", "idlegrid/rfq/2/gpu/a-1gb", "idlegrid/rfq/1"} {
+	for _, s := range []string{"idlegrid/rfq/2/gpu/h100", "idlegrid/digest/1/cpu", "idlegrid/rfq/2/gpu/a-1gb", "idlegrid/rfq/1",
+		"idlegrid/attest/1/gpu/h100/lot-3-of-32", "idlegrid/digest/1/cpu/lot-0-of-2"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, topic string) {
@@ -237,12 +250,11 @@ func FuzzParseShardTopic(f *testing.F) {
 		if err != nil {
 			return
 		}
-		back := st.Shard.RFQTopic()
-		if st.Kind == ShardTopicDigest {
-			back = st.Shard.DigestTopic()
-		}
-		if back != topic {
+		if back := st.Topic(); back != topic {
 			t.Fatalf("%q parses to %+v, which names %q", topic, st, back)
+		}
+		if st.Lots != 0 && (!ValidLots(st.Lots) || st.Lot >= st.Lots) {
+			t.Fatalf("%q parses to lot %d of %d", topic, st.Lot, st.Lots)
 		}
 	})
 }

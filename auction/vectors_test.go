@@ -61,6 +61,13 @@ func vectorKinds(t testing.TB) []vectorKind {
 		open: func(raw []byte) (any, peer.ID, error) { return OpenDigest(raw) },
 	})
 	// Optional fields added later, shown on records that carry them.
+	lots := fixtureLotsDigest(t)
+	out = append(out, vectorKind{
+		name: "capacity-digest", file: "capacity-digest-lots", value: lots, key: digKey,
+		topic: LotTopic(GPUShard("h100").DigestTopic(), Lot(lots.Peer, 32), 32),
+		seal:  func() ([]byte, error) { return SealDigest(lots, digKey) },
+		open:  func(raw []byte) (any, peer.ID, error) { return OpenDigest(raw) },
+	})
 	warm := fixtureCapacity(t, 1)
 	warm.Models = []string{testModelID}
 	out = append(out, vectorKind{

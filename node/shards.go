@@ -39,7 +39,7 @@ func shardRendezvous(provider bool) func(topic string) (find, announce string) {
 		if err != nil {
 			return topic, topic
 		}
-		key := st.Shard.RFQTopic()
+		key := auction.LotTopic(st.Shard.RFQTopic(), st.Lot, st.Lots) // a lot's members meet under its own key
 		if provider && st.Kind == auction.ShardTopicRFQ {
 			return key, key
 		}

@@ -109,7 +109,7 @@ func (t *Trust) ValidateDigest(topic string) p2p.Validator {
 		if err == nil && gossipSignedBy(author, signer) && d.FormerlyOnShard(st.Shard) {
 			return p2p.Ignore // an earlier release's shard rule (auction.Digest.FormerlyOnShard)
 		}
-		if err != nil || !gossipSignedBy(author, signer) || !d.OnShard(st.Shard) {
+		if err != nil || !gossipSignedBy(author, signer) || !d.OnTopic(st) {
 			return p2p.Reject
 		}
 		if err := d.CheckTime(t.now()); err != nil {

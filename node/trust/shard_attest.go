@@ -44,7 +44,7 @@ func (t *Trust) ValidateShardAttest(topic string) p2p.RecordValidator {
 		if m.kind == attestUnknown && attestFromOtherVersion(data) {
 			return p2p.Skip, nil
 		}
-		if !attestSignedBy(m.author, signer) || !onAttestShard(m.kind, m.rec, st.Shard) {
+		if !attestSignedBy(m.author, signer) || !onAttestTopic(m.kind, m.rec, st) {
 			return p2p.Reject, nil
 		}
 		if time.UnixMilli(m.atMs).After(t.now().Add(MaxClockSkew)) {
@@ -111,16 +111,21 @@ func (b *beatSlots) admit(provider string, slot int64, seq uint64) bool {
 	return true
 }
 
-// onAttestShard reports whether an opened attest record belongs on shard s.
-func onAttestShard(kind attestKind, rec any, s auction.Shard) bool {
+// onAttestTopic reports whether an opened attest record belongs on shard
+// topic st. On a lot topic (docs/protocol.md §3.6) a heartbeat or receipt
+// must be of a provider of the lot; a summary may be on any lot of its
+// shard, since it closes the auction for the bidders of every lot the RFQ
+// went to.
+func onAttestTopic(kind attestKind, rec any, st auction.ShardTopic) bool {
 	switch kind {
 	case attestEntry:
-		return rec.(*attest.Entry).Telemetry != nil
+		e := rec.(*attest.Entry)
+		return e.Telemetry != nil && st.Holds(e.Provider)
 	case attestSummary:
 		ms, ok := auction.ModelShard(rec.(*auction.AwardSummary).Model)
-		return ok && (ms == s || ms != auction.ShardCPU && s != auction.ShardCPU)
+		return ok && (ms == st.Shard || ms != auction.ShardCPU && st.Shard != auction.ShardCPU)
 	case attestReceipt:
-		return true
+		return st.Holds(rec.(*attest.Receipt).Provider)
 	}
 	return false
 }

@@ -1,0 +1,59 @@
+package auction
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// Version 2 of the capacity digest says how many lots each of its shards
+// is split into (docs/protocol.md §3.6): a renter follows the lot topics
+// the digests it holds name, and a lot topic's validator checks that a
+// digest there is its lot's. A new field goes in a new version, read by
+// one release and written by the next (§5.1): this release reads
+// version 2 and writes version 1.
+const DigestLotsVersion = 2
+
+// LotsOn is the number of lots d's provider puts shard s in: 1 unless
+// its digest (version 2) names more.
+func (d *Digest) LotsOn(s Shard) int {
+	if g := d.Lots[s]; g >= 2 {
+		return int(g)
+	}
+	return 1
+}
+
+// OnTopic reports whether d belongs on the digest or attestation topic
+// st: on a shard it is on, and on a lot topic only in the lot its
+// provider is in by the count its digest names for that shard.
+func (d *Digest) OnTopic(st ShardTopic) bool {
+	if !d.OnShard(st.Shard) {
+		return false
+	}
+	return st.Lots < 2 || d.LotsOn(st.Shard) == st.Lots && st.Holds(d.Peer)
+}
+
+// validateLots checks the version and the lots: none in version 1; in
+// version 2 each names a shard the digest is on, with a count a shard
+// splits into (one lot is the shard itself and is written as absent).
+func (d *Digest) validateLots(p *problems) {
+	if d.V != DigestVersion && d.V != DigestLotsVersion {
+		p.Addf("v", "version %d, want %d or %d", d.V, DigestVersion, DigestLotsVersion)
+		return
+	}
+	if d.V == DigestVersion {
+		if len(d.Lots) != 0 {
+			p.Addf("lots", "version %d has no lots", DigestVersion)
+		}
+		return
+	}
+	shards := d.Shards()
+	for _, s := range slices.Sorted(maps.Keys(d.Lots)) {
+		if !slices.Contains(shards, s) {
+			p.Addf("lots", "%q is not a shard of the digest (%v)", s, shards)
+		}
+		if !ValidLots(int(d.Lots[s])) {
+			p.Addf(fmt.Sprintf("lots[%s]", s), "%d is not a power of two in 2..%d", d.Lots[s], MaxLots)
+		}
+	}
+}
