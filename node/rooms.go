@@ -47,7 +47,7 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 		}, provider.Deps{
 			Logger: n.log, Clock: time.Now, Key: n.key, P2P: n.p2p, Store: n.db, Leases: n.leases, GPU: n.gpus,
 			Artifacts: artifacts, WorkDir: n.workDir, Executors: deps.Executors, AdmitAward: deps.AdmitAward,
-			ShardView: n.shardView, PriceIndex: n.priceIndex, Registerer: n.reg,
+			ShardView: n.shardView, NotePrefix: n.notePrefix, PriceIndex: n.priceIndex, Registerer: n.reg,
 		}); err != nil {
 			return err
 		}
@@ -132,6 +132,14 @@ func (n *Node) shardView(s auction.Shard) []*auction.Digest {
 		return nil
 	}
 	return n.trust.Digests(s)
+}
+
+// notePrefix hands a bid decision's always-bid prefix to trust, which
+// compares it with the RFQ's award summary (read late, as shardView).
+func (n *Node) notePrefix(rfqID, renter string, always []string) {
+	if n.trust != nil {
+		n.trust.NotePrefix(rfqID, renter, always)
+	}
 }
 
 // priceIndex is trust's price index, for the provider's scarcity cap.

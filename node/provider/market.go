@@ -32,6 +32,9 @@ type marketDeps struct {
 	// shardView is this node's digests of one shard (trust's book); nil:
 	// no view, bid on every feasible RFQ.
 	shardView func(s auction.Shard) []*auction.Digest
+	// notePrefix is told each decision's always-bid prefix (trust's
+	// prefix watch); nil: not told.
+	notePrefix func(rfqID, renter string, always []string)
 	// priceIndex is trust's price index; nil: no scarcity cap.
 	priceIndex func(since, until time.Time) ([]auction.PriceStat, error)
 }
@@ -93,6 +96,9 @@ func (m *marketView) selected(rfq *auction.RFQ, rfqID, topic string, look *rfqLo
 		}
 	}
 	ok, sel := auction.ShouldBid(auction.BidSelectInput{RFQ: rfq, RFQID: rfqID, Shard: st.Shard, Digests: view, Now: m.now()}, m.self)
+	if m.notePrefix != nil {
+		m.notePrefix(rfqID, rfq.Renter, sel.Always)
+	}
 	if !ok {
 		m.log.Debug("not selected to bid", "rfq", lease.Short(rfqID), "feasible", sel.Feasible, "closing", sel.Closing, "p", sel.Probability)
 	}

@@ -3,6 +3,7 @@ package provider
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -148,5 +149,34 @@ func TestOneRFQReadsTheMarketOnce(t *testing.T) {
 		if views != c.views || builds != i+1 {
 			t.Fatalf("after %d RFQs: the shard's digests read %d times (want %d), the record built %d times", i+1, views, c.views, builds)
 		}
+	}
+}
+
+// TestSelectedTellsItsPrefix: each bid decision hands its always-bid
+// prefix, cheapest first, with the RFQ and its renter to the prefix
+// watch (trust compares it with the RFQ's award summary).
+func TestSelectedTellsItsPrefix(t *testing.T) {
+	var others []*auction.Digest
+	for i := range 6 {
+		others = append(others, marketDigest(t, marketHost(t, 1_000_000+uint64(i)*1000, 0), marketNow))
+	}
+	m := marketViewOf(marketHost(t, 3_000_000, 0), others)
+	type told struct {
+		rfqID, renter string
+		always        []string
+	}
+	var got []told
+	m.notePrefix = func(rfqID, renter string, always []string) { got = append(got, told{rfqID, renter, always}) }
+	rfq := &auction.RFQ{
+		Renter: "renter", Resources: auction.Resources{GPUs: 1, Models: []string{"a10"}}, Runtime: auction.RuntimeDocker,
+		Tier: auction.TierSilver, MaxPriceMicro: 5_000_000, ExpectedDurationSec: 60, MaxDurationSec: 60, WantBids: 2,
+	}
+	m.selected(rfq, "rfq-1", auction.GPUShard("a10").RFQTopic(), &rfqLook{})
+	if len(got) != 1 || got[0].rfqID != "rfq-1" || got[0].renter != "renter" {
+		t.Fatalf("told %+v, want one decision of rfq-1 by renter", got)
+	}
+	want := []string{others[0].Peer, others[1].Peer}
+	if !slices.Equal(got[0].always, want) {
+		t.Errorf("prefix %v, want the two cheapest %v", got[0].always, want)
 	}
 }

@@ -79,6 +79,10 @@ type Deps struct {
 	// ShardView returns the digests this node holds of one shard, for the
 	// bounded-bidding rule; nil: bid on every feasible RFQ.
 	ShardView func(s auction.Shard) []*auction.Digest
+	// NotePrefix is told the always-bid prefix each bid decision
+	// computed (RFQ record ID, its renter, the prefix), so the RFQ's award
+	// summary can show which of it never bid; nil: not told.
+	NotePrefix func(rfqID, renter string, always []string)
 	// PriceIndex is the network's cleared prices (signed award summaries),
 	// which cap the scarcity markup; nil: no cap.
 	PriceIndex func(since, until time.Time) ([]auction.PriceStat, error)
@@ -178,7 +182,7 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	bidLog := log.With("component", "bidder")
 	p.market = newMarketView(marketDeps{
 		self: p.self.String(), log: bidLog, now: now, ttl: offer.RecordTTL, capacity: p.adv.build, firmHeld: p.firm.heldNow,
-		shardView: deps.ShardView, priceIndex: deps.PriceIndex,
+		shardView: deps.ShardView, notePrefix: deps.NotePrefix, priceIndex: deps.PriceIndex,
 	})
 	p.disk = newDiskGate(db.FreeSpace, log)
 	p.services = newServiceBook(db.GetLease)

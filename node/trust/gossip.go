@@ -163,6 +163,7 @@ func (t *Trust) OnAttest(ctx context.Context, raw []byte, opened any) {
 	switch m.kind {
 	case attestSummary:
 		sum := m.rec.(*auction.AwardSummary)
+		t.watchPrefix(sum)
 		t.storeSummary(raw, sum)
 		if t.onSummary != nil {
 			t.onSummary(sum)

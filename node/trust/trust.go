@@ -146,12 +146,17 @@ type Trust struct {
 	// budgets of unchecked providers; expect follows this renter's
 	// auctions' expected bidders (expect.go); renown is the renters with
 	// receipts (renown.go).
-	ev          *evidenceBook
-	checks      chan string
-	newPeers    *newPeerBudget
-	expect      *expectations
-	renown      *renown
-	fetchRecord func(ctx context.Context, p peer.ID) (*auction.Capacity, error)
+	ev       *evidenceBook
+	checks   chan string
+	newPeers *newPeerBudget
+	expect   *expectations
+	renown   *renown
+	// prefixes are this provider's always-bid prefixes waiting for their
+	// RFQs' summaries (prefix_watch.go).
+	prefixes      *prefixWatch
+	prefixMisses  prometheus.Counter
+	prefixAnswers prometheus.Counter
+	fetchRecord   func(ctx context.Context, p peer.ID) (*auction.Capacity, error)
 
 	// replay judges wrong-result proofs; replays bounds and remembers its
 	// re-runs (wrong_result.go).
@@ -199,6 +204,15 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 	t.sync = newDigestSync()
 	t.ev, t.checks, t.newPeers, t.expect = newEvidenceBook(), make(chan string, recordCheckQueue), newNewPeerBudget(), newExpectations()
 	t.renown = newRenown()
+	t.prefixes = newPrefixWatch()
+	t.prefixMisses = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "idlegrid_trust_prefix_misses_total",
+		Help: "Providers this provider's bid decision put in an RFQ's always-bid prefix that the RFQ's award summary did not list as bidders. Each is a miss; a provider that misses more often than it answers drops out of the bid-selection view for 10 minutes (silent). A steady rate means providers that claim cheap offers and never bid.",
+	})
+	t.prefixAnswers = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "idlegrid_trust_prefix_answers_total",
+		Help: "Providers of an RFQ's always-bid prefix (this provider's decision) that the RFQ's award summary listed as bidders.",
+	})
 	t.fetchRecord = t.market.lookup
 	t.recordChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "idlegrid_trust_record_checks_total",
@@ -213,8 +227,10 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 			return nil, fmt.Errorf("trust.New: %w", err)
 		}
 	}
-	if err := register(deps.Registerer, &t.fraudsRepeated); err != nil {
-		return nil, fmt.Errorf("trust.New: %w", err)
+	for _, c := range []*prometheus.Counter{&t.fraudsRepeated, &t.prefixMisses, &t.prefixAnswers} {
+		if err := register(deps.Registerer, c); err != nil {
+			return nil, fmt.Errorf("trust.New: %w", err)
+		}
 	}
 	return t, nil
 }
