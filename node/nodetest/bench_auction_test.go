@@ -376,6 +376,12 @@ func benchAuction(b *testing.B, n int) {
 		marketReady.Round(time.Millisecond), freshView.Round(time.Millisecond))
 	b.Logf("gossip cost: %s", cost)
 	b.Logf("churn: %s", churn(c))
+	// Honest providers that were in a prefix and missing from the RFQ's
+	// summary (a late bid, a quote the digest could not show refusing):
+	// each takes a step toward silence at the provider that noted it.
+	misses, answers := counterSum(c, "idlegrid_trust_prefix_misses_total"), counterSum(c, "idlegrid_trust_prefix_answers_total")
+	b.ReportMetric(misses, "prefix_misses")
+	b.ReportMetric(answers, "prefix_answers")
 	b.Logf("record checks by where the record came from: %v; asks of peers by outcome: %v",
 		labelSums(c, "idlegrid_trust_record_checks_total", "via"), labelSums(c, "idlegrid_trust_record_asks_total", "outcome"))
 	b.Logf("award ms per job: %v", msList(award))
