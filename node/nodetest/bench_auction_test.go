@@ -382,6 +382,7 @@ func benchAuction(b *testing.B, n int) {
 	misses, answers := counterSum(c, "idlegrid_trust_prefix_misses_total"), counterSum(c, "idlegrid_trust_prefix_answers_total")
 	b.ReportMetric(misses, "prefix_misses")
 	b.ReportMetric(answers, "prefix_answers")
+	b.ReportMetric(counterSum(c, "idlegrid_trust_prefix_silenced_total"), "prefix_silenced")
 	b.Logf("record checks by where the record came from: %v; asks of peers by outcome: %v",
 		labelSums(c, "idlegrid_trust_record_checks_total", "via"), labelSums(c, "idlegrid_trust_record_asks_total", "outcome"))
 	b.Logf("award ms per job: %v", msList(award))

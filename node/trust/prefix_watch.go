@@ -130,6 +130,7 @@ func (t *Trust) watchPrefix(sum *auction.AwardSummary) {
 				ev.LastMiss = now
 			})
 			if ev := t.ev.of(p); ev.Missed == auction.SilentAfter {
+				t.prefixSilenced.Inc()
 				t.log.Info("provider silent: in the always-bid prefix and missing from the award summaries", "provider", p, "auctions", auction.SilentAfter)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/auction/auctiontest"
@@ -62,6 +63,9 @@ func TestPrefixMembersThatNeverBidGoSilent(t *testing.T) {
 	}
 	if !silent(s1) || !silent(s2) || silent(honest) || missed(honest) != 0 {
 		t.Fatalf("silent: s1 %v, s2 %v, honest %v (missed %d); want the two that never bid", silent(s1), silent(s2), silent(honest), missed(honest))
+	}
+	if got := testutil.ToFloat64(tr.prefixSilenced); got != 2 {
+		t.Errorf("%v providers counted silenced, want 2", got)
 	}
 	if _, ok := tr.ev.by[unchecked]; ok {
 		t.Error("an entry was made for a provider this node never checked")

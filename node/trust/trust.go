@@ -153,10 +153,11 @@ type Trust struct {
 	renown   *renown
 	// prefixes are this provider's always-bid prefixes waiting for their
 	// RFQs' summaries (prefix_watch.go).
-	prefixes      *prefixWatch
-	prefixMisses  prometheus.Counter
-	prefixAnswers prometheus.Counter
-	fetchRecord   func(ctx context.Context, p peer.ID) (*auction.Capacity, error)
+	prefixes       *prefixWatch
+	prefixMisses   prometheus.Counter
+	prefixAnswers  prometheus.Counter
+	prefixSilenced prometheus.Counter
+	fetchRecord    func(ctx context.Context, p peer.ID) (*auction.Capacity, error)
 
 	// replay judges wrong-result proofs; replays bounds and remembers its
 	// re-runs (wrong_result.go).
@@ -213,6 +214,10 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 		Name: "idlegrid_trust_prefix_answers_total",
 		Help: "Providers of an RFQ's always-bid prefix (this provider's decision) that the RFQ's award summary listed as bidders.",
 	})
+	t.prefixSilenced = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "idlegrid_trust_prefix_silenced_total",
+		Help: "Providers that went silent at this node by the prefix watch: their misses outran their answers by 3, so they left its bid-selection view for 10 minutes.",
+	})
 	t.fetchRecord = t.market.lookup
 	t.recordChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "idlegrid_trust_record_checks_total",
@@ -227,7 +232,7 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 			return nil, fmt.Errorf("trust.New: %w", err)
 		}
 	}
-	for _, c := range []*prometheus.Counter{&t.fraudsRepeated, &t.prefixMisses, &t.prefixAnswers} {
+	for _, c := range []*prometheus.Counter{&t.fraudsRepeated, &t.prefixMisses, &t.prefixAnswers, &t.prefixSilenced} {
 		if err := register(deps.Registerer, c); err != nil {
 			return nil, fmt.Errorf("trust.New: %w", err)
 		}
