@@ -87,6 +87,10 @@ const (
 	admitStale                     // older than the one held, or dropped
 	admitUnbacked                  // its provider's record did not back it lately
 	admitRefused                   // a new provider over its source's budget
+	// admitBlocked: its provider is blocked here (proven to cheat, or
+	// banned): not kept, and withheld uncharged, since the peer that
+	// passed it on may not know.
+	admitBlocked
 )
 
 // ValidateDigest admits a digest on its shard's digest topic: signed by
@@ -94,8 +98,9 @@ const (
 // A digest of a backed provider is accepted and passed on; one of a
 // provider this node has not checked yet is kept, withheld (no honest
 // relay passes on what it has not checked) and its record is fetched, as
-// is one whose record did not back it lately; a new provider over its
-// forwarder's budget is ignored (charged).
+// is one whose record did not back it lately; one of a provider blocked
+// here is dropped and withheld; a new provider over its forwarder's
+// budget is ignored (charged).
 func (t *Trust) ValidateDigest(topic string) p2p.Validator {
 	st, err := auction.ParseShardTopic(topic)
 	return func(_ context.Context, from, signer peer.ID, data []byte) p2p.Verdict {
@@ -118,7 +123,7 @@ func (t *Trust) ValidateDigest(topic string) p2p.Validator {
 		switch t.admit(d, data, from) {
 		case admitBacked:
 			return p2p.Accept
-		case admitHeld, admitUnbacked:
+		case admitHeld, admitUnbacked, admitBlocked:
 			return p2p.Withhold
 		default:
 			return p2p.Ignore
@@ -135,6 +140,13 @@ func (t *Trust) admit(d *auction.Digest, raw []byte, src peer.ID) admission {
 			return admitStale
 		}
 		return admitBacked
+	}
+	if id, err := peer.Decode(d.Peer); err == nil && t.p2p.Blocked(id) {
+		// A cheat's digest, passed on by a peer that has not heard the
+		// proof, would otherwise stand in the book and in the always-bid
+		// prefix of this node's views.
+		t.digests.Remove(d.Peer)
+		return admitBlocked
 	}
 	if old, oldRaw, ok := t.digests.Get(d.Peer); ok {
 		if !d.Supersedes(old) && !bytes.Equal(oldRaw, raw) {

@@ -480,3 +480,35 @@ func TestSearchIsBounded(t *testing.T) {
 		t.Fatalf("limit 5: %d offers, %v", len(res.Offers), err)
 	}
 }
+
+// TestBlockedProvidersDigestsAreDropped: once a provider is blocked here
+// (a fraud proof, a ban) its digest leaves the book, and one passed on
+// by a peer that has not heard is withheld, uncharged, not kept: a cheat
+// no longer stands in the market view or the always-bid prefix.
+func TestBlockedProvidersDigestsAreDropped(t *testing.T) {
+	peers := roomtest.Peers(t, 3)
+	tr := newTrust(t, peers[0])
+	recs := fakeRecords(tr)
+	prov, relay := peers[1], peers[2]
+	now := prov.Clock.Now()
+	recs.put(testCapacity(prov.Key, now))
+	topic := auction.GPUShard("a10").DigestTopic()
+	ctx := context.Background()
+	tr.ValidateDigest(topic)(ctx, prov.ID, prov.ID, sealedDigest(t, prov.Key, now, 2))
+	drainChecks(t, tr)
+	if _, _, ok := tr.digests.Get(prov.ID.String()); !ok {
+		t.Fatal("the provider's digest is not in the book")
+	}
+	// A proof of its cheating takes it out of the book at once.
+	_, proof := equivocationOf(t, relay, prov.Key, now)
+	tr.ApplyFraud(proof)
+	if _, _, ok := tr.digests.Get(prov.ID.String()); ok || !tr.p2p.Blocked(prov.ID) {
+		t.Fatalf("after the fraud proof: in the book %v, blocked %v; want out and blocked", ok, tr.p2p.Blocked(prov.ID))
+	}
+	if v := tr.ValidateDigest(topic)(ctx, relay.ID, "", sealedDigest(t, prov.Key, now, 3)); v != p2p.Withhold {
+		t.Errorf("a blocked provider's digest passed on by another peer: %v, want withheld", v)
+	}
+	if _, _, ok := tr.digests.Get(prov.ID.String()); ok {
+		t.Error("a blocked provider's digest is still in the book")
+	}
+}

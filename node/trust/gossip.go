@@ -271,6 +271,7 @@ func (t *Trust) ApplyFraud(proof []byte) {
 	// API, and TestWrongResultProvenAndExcluded, read the two together).
 	t.rep.Invalidate()
 	t.p2p.Block(offender)
+	t.digests.Remove(offender.String())
 }
 
 // A fraud proof against a peer this node never checked a capacity record
@@ -295,6 +296,7 @@ func (t *Trust) applyStrangerFraud(offender peer.ID, proof []byte) {
 	}
 	t.rep.Invalidate()
 	t.p2p.RefuseStranger(offender, strangerFraudFor)
+	t.digests.Remove(offender.String())
 }
 
 // provenOffender returns the offender and date of a stored proof, which
