@@ -194,6 +194,32 @@ func (d *DB) FraudsForGood() ([][]byte, error) {
 	return out, nil
 }
 
+// FraudForGood returns the proof stored for good (PutFraud) against
+// peer, or ErrNotFound when there is none (or only one stored for a
+// while, PutFraudFor).
+func (d *DB) FraudForGood(peer string) ([]byte, error) {
+	var out []byte
+	err := d.view(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(fraudPrefix + peer))
+		switch {
+		case errors.Is(err, badger.ErrKeyNotFound):
+			return ErrNotFound
+		case err != nil:
+			return err
+		case item.ExpiresAt() != 0:
+			return ErrNotFound
+		case item.ValueSize() > maxRecord:
+			return fmt.Errorf("%w: %d-byte value", ErrCorrupt, item.ValueSize())
+		}
+		out, err = item.ValueCopy(nil)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store.FraudForGood %s: %w", peer, err)
+	}
+	return out, nil
+}
+
 // Uptime is what a node observed of a provider's heartbeats.
 type Uptime struct {
 	Provider string `json:"provider"`

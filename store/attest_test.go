@@ -127,4 +127,14 @@ func TestFraudProofsForAWhileAreBounded(t *testing.T) {
 	if want := map[string]bool{"proof": true, "proof-0": true, "proof-2": true}; !maps.Equal(got, want) {
 		t.Fatalf("stored %v, want %v", got, want)
 	}
+	// One offender's proof for good is read alone; a proof for a while
+	// is not one.
+	if raw, err := db.FraudForGood("forever"); err != nil || string(raw) != "proof" {
+		t.Errorf("FraudForGood(forever) = %q, %v", raw, err)
+	}
+	for _, p := range []string{"stranger-0", "nobody"} {
+		if _, err := db.FraudForGood(p); !errors.Is(err, ErrNotFound) {
+			t.Errorf("FraudForGood(%s): %v, want not found", p, err)
+		}
+	}
 }

@@ -146,6 +146,9 @@ func (t *Trust) admit(d *auction.Digest, raw []byte, src peer.ID) admission {
 		// proof, would otherwise stand in the book and in the always-bid
 		// prefix of this node's views.
 		t.digests.Remove(d.Peer)
+		if src != "" && src != id {
+			t.sightBlocked(d.Peer) // the peer that passed it on has not heard the proof
+		}
 		return admitBlocked
 	}
 	if old, oldRaw, ok := t.digests.Get(d.Peer); ok {

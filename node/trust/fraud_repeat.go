@@ -122,23 +122,29 @@ func (t *Trust) repeatFrauds(ctx context.Context, every time.Duration) int {
 	slices.SortFunc(dues, func(a, b due) int { return a.at.Compare(b.at) })
 	n := 0
 	for _, d := range dues[:min(len(dues), maxFraudRepeats)] {
-		f := *d.proof
-		f.Reporter = t.selfStr
-		raw, err := attest.SealFraudProof(&f, t.key)
-		if err != nil {
-			t.log.Warn("repeat fraud proof", "offender", f.Offender, "err", err)
-			continue
+		if t.repeatProof(ctx, *d.proof, now) {
+			n++
 		}
-		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err = t.publish(pctx, p2p.TopicFraud, raw)
-		cancel()
-		if err != nil {
-			t.log.Debug("repeat fraud proof", "err", err)
-			continue
-		}
-		t.repeats.hear(f.Offender, now)
-		t.fraudsRepeated.Inc()
-		n++
 	}
 	return n
+}
+
+// repeatProof publishes f again, sealed by this node, and notes it heard.
+func (t *Trust) repeatProof(ctx context.Context, f attest.FraudProof, now time.Time) bool {
+	f.Reporter = t.selfStr
+	raw, err := attest.SealFraudProof(&f, t.key)
+	if err != nil {
+		t.log.Warn("repeat fraud proof", "offender", f.Offender, "err", err)
+		return false
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = t.publish(pctx, p2p.TopicFraud, raw)
+	cancel()
+	if err != nil {
+		t.log.Debug("repeat fraud proof", "err", err)
+		return false
+	}
+	t.repeats.hear(f.Offender, now)
+	t.fraudsRepeated.Inc()
+	return true
 }

@@ -122,6 +122,7 @@ type Trust struct {
 	// repeats and publish: fraud proofs repeated for nodes that missed
 	// them (fraud_repeat.go); publish is p2p's, a test's fake.
 	repeats        fraudRepeats
+	sightings      chan sighting // blocked offenders' digests seen (fraud_sighted.go)
 	publish        func(ctx context.Context, topic string, data []byte) error
 	fraudsRepeated prometheus.Counter
 	// summaries holds the award summaries the price index reads, bounded
@@ -185,6 +186,7 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 	t.rep = newReputationBook(t)
 	t.publish = func(ctx context.Context, topic string, data []byte) error { return t.p2p.Publish(ctx, topic, data, 0) }
 	t.strangerFrauds = maxStrangerFrauds
+	t.sightings = make(chan sighting, maxSightings)
 	t.receiptsDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "idlegrid_trust_receipts_dropped_total",
 		Help: "Other renters' gossiped receipts not kept (withheld on arrival, or pushed out by heavier ones later), by reason: pair (lighter than the 16 heaviest of its provider and renter, which bound its weight), provider (lighter than the 2,048 heaviest of its provider), full (the lightest when 65,536 were held), lease (a second receipt for one lease), self (a provider's receipt to itself), unbacked (of a provider this node never checked a record of). A steady rate of full, provider, self or unbacked means a flood of receipts.",
@@ -196,7 +198,7 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 	}, []string{"reason"})
 	t.fraudsRepeated = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "idlegrid_trust_fraud_repeats_total",
-		Help: "Fraud proofs this node published again because nobody was heard publishing them for p2p.fraud_repeat_every: for nodes that were offline or new when the proof went round.",
+		Help: "Fraud proofs this node published again because nobody was heard publishing them for p2p.fraud_repeat_every, or because a peer passed on the offender's digest (it had not heard the proof): for nodes that were offline or new when the proof went round.",
 	})
 	t.summaries = newSummaryBook(t.selfStr, func(reason string) { t.summariesDropped.WithLabelValues(reason).Inc() })
 	t.digests = auction.NewDigestBook(auction.MaxBookDigests)
@@ -268,6 +270,7 @@ func (t *Trust) Run(ctx context.Context) error {
 	wg.Go(func() { t.everySecond(ctx) })
 	wg.Go(func() { t.rep.runFolds(ctx) })
 	wg.Go(func() { t.runFraudRepeats(ctx) })
+	wg.Go(func() { t.runSightings(ctx) })
 	wg.Wait()
 	return nil
 }
