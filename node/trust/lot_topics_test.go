@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idlegrid/idlegrid/attest"
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/roomtest"
 	"github.com/idlegrid/idlegrid/p2p"
@@ -67,21 +66,8 @@ func TestLotTopicsHoldTheirLot(t *testing.T) {
 		t.Errorf("version 2 on the shard's own topic: %v, want read (accepted, or ignored as already held)", got)
 	}
 
-	chain, err := attest.NewChain(prov.Key, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const uuid = "GPU-11111111-2222-3333-4444-555555555555"
-	if _, _, err := chain.Append(now.UnixMilli(), &attest.Fingerprint{Driver: "550.54.15", CUDA: "12.4", GPUs: []attest.GPUFact{{
-		UUID: uuid, Name: "NVIDIA A10", PCIDeviceID: 0x223610de, MemoryMiB: 24564, ComputeCap: "8.6", PowerLimitMW: 150_000,
-	}}}); err != nil {
-		t.Fatal(err)
-	}
-	beat, _, err := chain.Append(now.UnixMilli(), &attest.Telemetry{StartMs: now.Add(-time.Minute).UnixMilli(), EndMs: now.UnixMilli(),
-		GPUs: []attest.GPUTelemetry{{UUID: uuid, Samples: 60, PowerAvgMW: 60_000, EnergyMJ: 3_600_000, EnergyMs: 60_000}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, window := a10Beats(t, prov, now)
+	beat := window(now)
 	sumRaw, sum := summaryOf(t, renter, prov, "a10-24gb", now)
 	receipt := receiptOf(t, renter, prov, sum, now)
 	for _, c := range []struct {

@@ -24,25 +24,7 @@ func TestValidateShardAttest(t *testing.T) {
 	prov, other := peers[1], peers[2]
 	ctx := context.Background()
 	now := time.Now()
-	chain, err := attest.NewChain(prov.Key, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const uuid = "GPU-11111111-2222-3333-4444-555555555555"
-	fp, _, err := chain.Append(now.UnixMilli(), &attest.Fingerprint{Driver: "550.54.15", CUDA: "12.4", GPUs: []attest.GPUFact{{
-		UUID: uuid, Name: "NVIDIA A10", PCIDeviceID: 0x223610de, MemoryMiB: 24564, ComputeCap: "8.6", PowerLimitMW: 150_000,
-	}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	window := func(at time.Time) []byte {
-		raw, _, err := chain.Append(at.UnixMilli(), &attest.Telemetry{StartMs: at.Add(-time.Minute).UnixMilli(), EndMs: at.UnixMilli(),
-			GPUs: []attest.GPUTelemetry{{UUID: uuid, Samples: 60, PowerAvgMW: 60_000, EnergyMJ: 3_600_000, EnergyMs: 60_000}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return raw
-	}
+	fp, window := a10Beats(t, prov, now)
 	beat, next, ahead := window(now), window(now.Add(time.Minute)), window(now.Add(10*time.Minute))
 	a10Sum, sumOf := summaryOf(t, other, prov, "a10-24gb", now)
 	h100Sum, _ := summaryOf(t, other, prov, "h100-80gb", now)
@@ -120,6 +102,33 @@ func TestValidateShardAttest(t *testing.T) {
 	us, err := tr.db.Uptimes()
 	if err != nil || len(us) != 1 || us[0].Seen != 2 {
 		t.Fatalf("uptimes %d (first %+v), %v: want one provider seen twice", len(us), us[0], err)
+	}
+}
+
+// a10Beats starts the chain of a provider of one A10 at at: its
+// fingerprint entry, and a func that appends the telemetry window ending
+// at a time (a heartbeat).
+func a10Beats(t *testing.T, prov *roomtest.Peer, at time.Time) (fingerprint []byte, window func(end time.Time) []byte) {
+	t.Helper()
+	chain, err := attest.NewChain(prov.Key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const uuid = "GPU-11111111-2222-3333-4444-555555555555"
+	fingerprint, _, err = chain.Append(at.UnixMilli(), &attest.Fingerprint{Driver: "550.54.15", CUDA: "12.4", GPUs: []attest.GPUFact{{
+		UUID: uuid, Name: "NVIDIA A10", PCIDeviceID: 0x223610de, MemoryMiB: 24564, ComputeCap: "8.6", PowerLimitMW: 150_000,
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fingerprint, func(end time.Time) []byte {
+		t.Helper()
+		raw, _, err := chain.Append(end.UnixMilli(), &attest.Telemetry{StartMs: end.Add(-time.Minute).UnixMilli(), EndMs: end.UnixMilli(),
+			GPUs: []attest.GPUTelemetry{{UUID: uuid, Samples: 60, PowerAvgMW: 60_000, EnergyMJ: 3_600_000, EnergyMs: 60_000}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
 	}
 }
 
