@@ -56,7 +56,7 @@ func (b apiBackend) Status() api.Status {
 		TopicPeers:     p.TopicPeers(),
 		NotReady:       b.notReady(),
 		Reachability:   apiReachability(p.Reachability()),
-		MarketView:     api.MarketView{Backed: view.Backed, Proven: view.Proven, Held: view.Held},
+		MarketView:     api.MarketView{Backed: view.Backed, Proven: view.Proven, Silent: view.Silent, Held: view.Held},
 	}
 }
 

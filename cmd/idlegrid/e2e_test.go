@@ -286,6 +286,9 @@ func TestNetworkHealsAfterKill9(t *testing.T) {
 	if out, err := run(t, bin, "status", "--home", procs[1].home, "--json"); err != nil || !strings.Contains(out, `"ready": true`) {
 		t.Fatalf("status --json: %v\n%s", err, out)
 	}
+	if out, err := run(t, bin, "status", "--home", procs[1].home); err != nil || !strings.Contains(out, "providers backed (") {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
 	if out, err := run(t, bin, "peers", "--home", procs[1].home); err != nil || !strings.Contains(out, boot.peerID) {
 		t.Fatalf("peers: %v\n%s", err, out)
 	}

@@ -39,8 +39,11 @@ type Status struct {
 	// MarketView counts the providers in this node's market view (its
 	// digest book, current digests only) by the evidence behind them
 	// (docs/protocol.md §6.5): backed ones are what `market search`
-	// shows, proven ones are backed and seen to bid, held ones wait for
-	// their record check.
+	// shows, proven ones are backed and seen to bid, silent ones are
+	// backed and left out of bid selection for now (they were expected to
+	// bid and did not: in this renter's auctions, or absent from the
+	// award summaries of RFQs whose always-bid prefix held them), held
+	// ones wait for their record check.
 	MarketView MarketView `json:"market_view"`
 }
 
@@ -48,6 +51,7 @@ type Status struct {
 type MarketView struct {
 	Backed int `json:"backed"`
 	Proven int `json:"proven"`
+	Silent int `json:"silent"`
 	Held   int `json:"held"`
 }
 

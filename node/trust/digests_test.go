@@ -370,8 +370,14 @@ func TestExpectedBiddersAndSilence(t *testing.T) {
 	if ev := tr.ev.of(ids[2]); !ev.Silent(clock.Now()) {
 		t.Fatalf("the provider that never bid is not silent: %+v", ev.ProviderEvidence)
 	}
+	if v := tr.MarketView(); v.Silent != 1 || v.Backed != 3 || v.Proven != 2 {
+		t.Errorf("market view %+v, want 3 backed, the 2 that bid proven, 1 silent", v)
+	}
 	// Silence is forgiven after SilentFor.
 	clock.Advance(auction.SilentFor)
+	if v := tr.MarketView(); v.Silent != 0 {
+		t.Errorf("market view %+v after SilentFor, want none silent", v)
+	}
 	if got := tr.ExpectedBidders(r, "rfq-later", shards); !got[ids[2]] {
 		t.Fatalf("silence not forgiven after %s: %v", auction.SilentFor, got)
 	}

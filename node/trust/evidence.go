@@ -233,10 +233,11 @@ func (t *Trust) settleExpectations() {
 }
 
 // ViewCounts says how far the digest book counts: providers backed by a
-// checked record, of them those proven (seen to bid), and digests held
-// while their records are checked.
+// checked record, of them those proven (seen to bid) and those silent
+// (expected to bid and missing, out of the bid-selection view for now),
+// and digests held while their records are checked.
 type ViewCounts struct {
-	Backed, Proven, Held int
+	Backed, Proven, Silent, Held int
 }
 
 // MarketView counts the digest book by evidence level.
@@ -256,6 +257,9 @@ func (t *Trust) MarketView() ViewCounts {
 			c.Backed++
 		default:
 			c.Held++
+		}
+		if ev.Backed(now) && ev.Silent(now) {
+			c.Silent++
 		}
 	}
 	return c

@@ -77,6 +77,8 @@ func newStatusCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(tw, "observed\t%s\n", strings.Join(st.ObservedAddrs, " "))
 			}
 			fmt.Fprintf(tw, "reachability\t%s: %s\n", st.Reachability.State, st.Reachability.Detail)
+			v := st.MarketView
+			fmt.Fprintf(tw, "market view\t%d providers backed (%d proven, %d silent), %d held\n", v.Backed, v.Proven, v.Silent, v.Held)
 			for _, t := range sortedKeys(st.TopicPeers) {
 				fmt.Fprintf(tw, "topic %s\t%d peers\n", t, st.TopicPeers[t])
 			}
