@@ -111,7 +111,7 @@ func calendarChanged(w *World, d *auction.Digest, p *provider, now time.Time) bo
 // lotSplit splits every shard of the replay into n lots by peer-ID hash
 // (auction.Lot; n below 2: none), and the renter publishes each RFQ on
 // the perRFQ lots of each shard that hold its cheapest fitting offers
-// (docs/protocol.md §3.6, planned).
+// (docs/protocol.md §3.6, not used by nodes yet).
 type lotSplit struct{ n, perRFQ int }
 
 // shardLot is one lot of a shard: the topic a lot's providers share.

@@ -73,7 +73,7 @@ type Config struct {
 	// Lots splits every shard of idlegrid-lots into that many lots by
 	// peer-ID hash (0: DefaultLots), and its renter publishes each RFQ on
 	// the LotsPerRFQ lots of each shard with the cheapest fitting offers
-	// (0: DefaultLotsPerRFQ). Lots are planned, not built
+	// (0: DefaultLotsPerRFQ). Nodes read lots but use none yet
 	// (docs/protocol.md §3.6): the replay measures what they cost renters.
 	Lots, LotsPerRFQ int
 	// Seeds are the replays to run (empty: 1..5).
