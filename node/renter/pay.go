@@ -49,6 +49,8 @@ type payments struct {
 
 	mu      sync.Mutex
 	running map[string]chan struct{} // per lease, closed when its payer returned
+	// settling paces fetchReceipt; zero is defaultSettling (tests shorten it).
+	settling settling
 }
 
 func newPayments(deps payerDeps) *payments {

@@ -190,11 +190,13 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 	return r, nil
 }
 
-// Run resumes the jobs a restart interrupted and keeps the renter's
-// context for background auctions until ctx ends, then waits for them.
+// Run resumes the jobs and settlements a restart interrupted and keeps the
+// renter's context for background auctions until ctx ends, then waits for
+// them.
 func (r *Renter) Run(ctx context.Context) error {
 	r.bg.start(ctx)
 	r.driver.resume(ctx)
+	r.payments.resumeSettling(r.bg.Go)
 	<-ctx.Done()
 	r.bg.wait()
 	return nil

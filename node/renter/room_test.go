@@ -66,6 +66,13 @@ type fakeProvider struct {
 	refuse   bool // refuse vouchers with a remote error
 	silent   bool // reset status requests, as a dead provider's host would
 	drop     bool // reset voucher requests unanswered, as a killed provider would
+	// down resets that many more voucher and receipt requests, as a
+	// provider restarting for a while would; receipts are the sealed
+	// receipts served, each over the latest voucher taken when asked.
+	down        int
+	rawVouchers [][]byte
+	receipts    [][]byte
+	receiptAsks int
 
 	statusRefused int
 }
@@ -120,11 +127,18 @@ func (f *fakeProvider) serve(t *testing.T) {
 			}
 			return lease.SendHeader(send, &jobproto.Header{V: jobproto.Version, Status: &jobproto.Status{Version: 1, State: lease.Running}})
 		}
-		if req.Op != jobproto.OpVoucher {
+		if req.Op != jobproto.OpVoucher && req.Op != jobproto.OpReceipt {
 			return lease.Refuse(send, jobproto.CodeNotFound, "not served by this fake")
 		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
+		if f.down > 0 {
+			f.down--
+			return errors.New("restarting")
+		}
+		if req.Op == jobproto.OpReceipt {
+			return f.serveReceipt(req.Lease, send)
+		}
 		if f.drop {
 			return errors.New("gone")
 		}
@@ -136,8 +150,30 @@ func (f *fakeProvider) serve(t *testing.T) {
 			return lease.Refuse(send, jobproto.CodeInvalid, "%v", err)
 		}
 		f.vouchers = append(f.vouchers, v)
+		f.rawVouchers = append(f.rawVouchers, req.Voucher)
 		return lease.SendHeader(send, &jobproto.Header{V: jobproto.Version})
 	})
+}
+
+// serveReceipt answers a receipt request over the latest voucher taken
+// (none taken: not ready). f.mu is held.
+func (f *fakeProvider) serveReceipt(id string, send func([]byte) error) error {
+	f.receiptAsks++
+	if len(f.vouchers) == 0 {
+		return lease.Refuse(send, jobproto.CodeNotReady, "no receipt yet")
+	}
+	v := f.vouchers[len(f.vouchers)-1]
+	raw, err := attest.SealReceipt(&attest.Receipt{
+		V: attest.RecordsVersion, Lease: id, Provider: f.ID.String(), Renter: v.Renter, Outcome: lease.Completed,
+		AtMs: v.CoveredUntilMs, Voucher: f.rawVouchers[len(f.rawVouchers)-1],
+	}, f.Key)
+	if err != nil {
+		return err
+	}
+	if len(f.receipts) == 0 || string(f.receipts[len(f.receipts)-1]) != string(raw) {
+		f.receipts = append(f.receipts, raw)
+	}
+	return lease.SendHeader(send, &jobproto.Header{V: jobproto.Version, Receipt: raw})
 }
 
 // newRenter builds a renter room with n fake providers beside it.
