@@ -341,6 +341,15 @@ func DigestFits(r *RFQ, d *Digest) (priceMicro uint64, gpus int, ok bool) {
 // model (one model per bid, as Quote offers). What a digest leaves out
 // (images, datasets, notice, the provider's live telemetry) is not
 // checked: the provider's Quote still decides the bid itself.
+//
+// A firmly held GPU counts as free. A hold lasts the seconds of one
+// auction (provider.firm_hold) and its end is no news worth a digest
+// (DigestChangedFor), so a digest sent while one stood is read for a
+// minute or more (its refresh) after the GPU is free again. Counted as
+// busy, it kept its provider out of every node's always-bid prefix
+// through the following auctions (a repeat renter's losing bidders hold
+// GPUs, so these are the providers it trades with); a GPU leased from
+// the hold instead is news, and its digest follows within a second.
 func DigestFitsOn(r *RFQ, d *Digest, s Shard) (priceMicro uint64, gpus int, ok bool) {
 	price := d.Floor.For(r.Tier)
 	jobSec := r.MaxDurationSec
@@ -374,12 +383,13 @@ func DigestFitsOn(r *RFQ, d *Digest, s Shard) (priceMicro uint64, gpus int, ok b
 	}
 	best := 0
 	for _, m := range d.Models {
-		if m.Free == 0 || m.VRAMMiB < res.MinVRAMMiB || !ModelAccepted(res.Models, m.Model) ||
+		free := m.Free + m.Held // within a digest's validation, at most Total
+		if free == 0 || m.VRAMMiB < res.MinVRAMMiB || !ModelAccepted(res.Models, m.Model) ||
 			fam != "" && GPUFamily(m.Model) != fam ||
 			res.MinComputeCap != "" && !ccAtLeast(m.ComputeCap, res.MinComputeCap) {
 			continue
 		}
-		best = max(best, int(min(m.Free, res.GPUs)))
+		best = max(best, int(min(free, res.GPUs)))
 	}
 	return price, best, best > 0
 }

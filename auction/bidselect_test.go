@@ -132,6 +132,21 @@ func TestSelectBiddersShardAndFit(t *testing.T) {
 	if sel := SelectBidders(in); sel.Feasible != 1 {
 		t.Errorf("min reliability: %+v", sel)
 	}
+	// A firmly held GPU is free again within seconds: a digest sent
+	// while it was held still puts its provider in the prefix, with the
+	// held GPUs counted; leased ones are not.
+	held := selDigest("held", 0, 1_000_000)
+	held.Models[0].Held = 2
+	in = BidSelectInput{RFQ: selRFQ(2, 4), RFQID: "r", Shard: GPUShard("a10"), Digests: []*Digest{held, selDigest("z", 1, 1_500_000)}}
+	if sel := SelectBidders(in); len(sel.Always) == 0 || sel.Always[0] != "held" {
+		t.Errorf("held GPUs: %+v, want the held provider first", sel)
+	}
+	if _, gpus, ok := DigestFitsOn(in.RFQ, held, in.Shard); !ok || gpus != 2 {
+		t.Errorf("held GPUs fit %v with %d GPUs, want 2", ok, gpus)
+	}
+	if _, _, ok := DigestFitsOn(in.RFQ, selDigest("leased", 0, 1_000_000), in.Shard); ok {
+		t.Error("a provider with every GPU leased fits")
+	}
 }
 
 // Properties on random shards: deterministic, independent of the view's

@@ -89,8 +89,9 @@ type DigestModel struct {
 	ComputeCap string `cbor:"cc"`
 	Total      uint32 `cbor:"total"`
 	// Free GPUs are offerable now; Held are free in the record but under
-	// a firm hold for a pending bid (they may be offered again soon). The
-	// rest (Total - Free - Held) are leased or closed by the calendar.
+	// a firm hold for a pending bid (they may be offered again soon; bid
+	// selection counts them as free, DigestFitsOn). The rest (Total -
+	// Free - Held) are leased or closed by the calendar.
 	Free uint32 `cbor:"free,omitempty"`
 	Held uint32 `cbor:"held,omitempty"`
 }
