@@ -251,10 +251,15 @@ func TestAwardAndAbandon(t *testing.T) {
 		}
 	}
 
-	// Honest jobs posted while the attack goes on are all leased.
+	// Honest jobs posted while the attack goes on are all leased. They
+	// wait as a renter's jobs do by default (market.max_wait): a provider
+	// whose first abandon has not yet met the others' notes takes one more
+	// award of the attacker, so for up to another patience its GPUs are
+	// the attacker's, and a job auctioned only then would find none (the
+	// cluster's own default is to give up at the first auction).
 	var ids []string
 	for i := range 5 {
-		j, err := honest.Renter().Submit(jobYAML(jobOpts{name: fmt.Sprintf("honest-%d", i), gpus: 1, duration: "2s"}))
+		j, err := honest.Renter().Submit(jobYAML(jobOpts{name: fmt.Sprintf("honest-%d", i), gpus: 1, duration: "2s", maxWait: "1m"}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -26,6 +26,7 @@ type jobOpts struct {
 	duration  string
 	minNotice string
 	bidWindow string // default 3s
+	maxWait   string // default the cluster's market.max_wait, 0: unfilled at the first auction
 }
 
 func jobYAML(o jobOpts) []byte {
@@ -61,6 +62,9 @@ func jobYAML(o jobOpts) []byte {
 		o.name, testModule, work, o.gpus, o.model, o.tier, o.maxPrice, o.duration, o.bidWindow)
 	if o.minNotice != "" {
 		s += "min_notice: " + o.minNotice + "\n"
+	}
+	if o.maxWait != "" {
+		s += "max_wait: " + o.maxWait + "\n"
 	}
 	return []byte(s)
 }
