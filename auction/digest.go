@@ -19,9 +19,9 @@ import (
 // DHT. The full record stays in the DHT for details a digest leaves out
 // (GPU UUIDs, datasets, the calendar, the image allowlist).
 const (
-	// DigestVersion is the version this release writes; it reads
-	// DigestLotsVersion too.
-	DigestVersion = 1
+	// DigestVersionNoLots is version 1, before lots: written whenever a
+	// digest names no lots (DigestVersion, digest_lots.go, when it does).
+	DigestVersionNoLots = 1
 	// MaxDigestSize bounds a sealed digest: a typical one (one or two
 	// models) is about 400 bytes, the largest valid one about 2.1 KiB.
 	MaxDigestSize = 3 << 10
@@ -36,7 +36,7 @@ const (
 // DigestKind is the attest kind of capacity digests.
 var DigestKind = attest.Register(attest.Kind{
 	Name: "capacity-digest", Domain: "idlegrid-digest", PayloadType: []byte("/idlegrid/digest/1"),
-	Versions: []uint{DigestVersion, DigestLotsVersion}, MaxSize: MaxDigestSize,
+	Versions: []uint{DigestVersionNoLots, DigestVersion}, MaxSize: MaxDigestSize,
 })
 
 // Digest is a provider's signed capacity summary.
@@ -114,6 +114,10 @@ type DigestInput struct {
 	// node holds and then expires, taking the provider out of their market
 	// views (docs/protocol.md §6.4).
 	Withdrawn bool
+	// Lots is how many lots the provider puts each of its shards in
+	// (LotsFor); a shard of one lot, or one the digest is not on, is left
+	// out.
+	Lots map[Shard]int
 }
 
 // NewDigest summarizes a capacity record at in.Now. Outside the record's
@@ -131,7 +135,7 @@ func NewDigest(in DigestInput) (*Digest, error) {
 	}
 	nowMs := in.Now.UnixMilli()
 	d := &Digest{
-		V: DigestVersion, Peer: c.Peer, Seq: in.Seq, CapSeq: c.Seq,
+		V: DigestVersionNoLots, Peer: c.Peer, Seq: in.Seq, CapSeq: c.Seq,
 		IssuedAtMs: nowMs, ExpiresAtMs: min(nowMs+ttl.Milliseconds(), c.ExpiresAtMs),
 		Region: c.Region, Reachability: c.Reachability, Runtimes: slices.Clone(c.Runtimes), Host: c.Host,
 		MaxDurationSec: c.Policy.MaxDurationSec, Egress: c.Policy.Egress,
@@ -186,6 +190,16 @@ func NewDigest(in DigestInput) (*Digest, error) {
 		return cmp.Or(cmp.Compare(b.Total, a.Total), cmp.Compare(a.Model, b.Model))
 	})
 	d.Models = d.Models[:min(len(d.Models), MaxDigestModels)]
+	for _, s := range d.Shards() {
+		if g := in.Lots[s]; ValidLots(g) {
+			if d.Lots == nil {
+				// Version 2 only when it names lots: every other digest
+				// stays readable by nodes from before lots (§5.1).
+				d.V, d.Lots = DigestVersion, map[Shard]uint32{}
+			}
+			d.Lots[s] = uint32(g)
+		}
+	}
 	if err := d.Validate(); err != nil {
 		return nil, fmt.Errorf("auction.NewDigest: %w", err)
 	}

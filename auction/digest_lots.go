@@ -7,12 +7,14 @@ import (
 )
 
 // Version 2 of the capacity digest says how many lots each of its shards
-// is split into (docs/protocol.md §3.6): a renter follows the lot topics
-// the digests it holds name, and a lot topic's validator checks that a
-// digest there is its lot's. A new field goes in a new version, read by
-// one release and written by the next (§5.1): this release reads
-// version 2 and writes version 1.
-const DigestLotsVersion = 2
+// is split into (docs/protocol.md §3.6): a lot topic's validator checks
+// that a digest there is its lot's, and renters will follow the lot topics
+// the digests they hold name. A new field goes in a new version, read by
+// one release and written by the next (§5.1): the release of 2026-12-06
+// read version 2, this one writes it for a digest that names lots, and
+// version 1 for every other, so small networks stay readable by nodes
+// from before lots.
+const DigestVersion = 2
 
 // LotsOn is the number of lots d's provider puts shard s in: 1 unless
 // its digest (version 2) names more.
@@ -37,13 +39,13 @@ func (d *Digest) OnTopic(st ShardTopic) bool {
 // version 2 each names a shard the digest is on, with a count a shard
 // splits into (one lot is the shard itself and is written as absent).
 func (d *Digest) validateLots(p *problems) {
-	if d.V != DigestVersion && d.V != DigestLotsVersion {
-		p.Addf("v", "version %d, want %d or %d", d.V, DigestVersion, DigestLotsVersion)
+	if d.V != DigestVersionNoLots && d.V != DigestVersion {
+		p.Addf("v", "version %d, want %d or %d", d.V, DigestVersionNoLots, DigestVersion)
 		return
 	}
-	if d.V == DigestVersion {
+	if d.V == DigestVersionNoLots {
 		if len(d.Lots) != 0 {
-			p.Addf("lots", "version %d has no lots", DigestVersion)
+			p.Addf("lots", "version %d has no lots", DigestVersionNoLots)
 		}
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fixtureLotsDigest is the fixture digest as version 2, its h100 shard in
@@ -11,7 +12,7 @@ import (
 func fixtureLotsDigest(t testing.TB) *Digest {
 	t.Helper()
 	d := fixtureDigest(t, 2)
-	d.V, d.Lots = DigestLotsVersion, map[Shard]uint32{GPUShard("h100"): 32}
+	d.V, d.Lots = DigestVersion, map[Shard]uint32{GPUShard("h100"): 32}
 	if err := d.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func TestDigestLots(t *testing.T) {
 		name, field string
 		mut         func(d *Digest)
 	}{
-		{"lots in version 1", "lots", func(d *Digest) { d.V = DigestVersion }},
+		{"lots in version 1", "lots", func(d *Digest) { d.V = DigestVersionNoLots }},
 		{"a shard not the digest's", "lots", func(d *Digest) { d.Lots[GPUShard("t4")] = 2 }},
 		{"one lot written", "lots[gpu/h100]", func(d *Digest) { d.Lots[GPUShard("h100")] = 1 }},
 		{"not a power of two", "lots[gpu/h100]", func(d *Digest) { d.Lots[GPUShard("h100")] = 24 }},
@@ -50,9 +51,22 @@ func TestDigestLots(t *testing.T) {
 			}
 		})
 	}
+	// NewDigest writes version 2 when it names lots, of its own shards
+	// only and only counts of two or more, and version 1 otherwise.
+	c := fixtureCapacity(t, 2)
+	in := DigestInput{Capacity: c, Seq: 3, Now: fixedNow, TTL: 10 * time.Minute,
+		Lots: map[Shard]int{GPUShard("h100"): 8, GPUShard("t4"): 4, ShardCPU: 1}}
+	nd, err := NewDigest(in)
+	if err != nil || nd.V != DigestVersion || len(nd.Lots) != 1 || nd.LotsOn(GPUShard("h100")) != 8 {
+		t.Errorf("NewDigest with lots: v%d, lots %v, %v; want version %d, h100 in 8 lots only", nd.V, nd.Lots, err, DigestVersion)
+	}
+	in.Lots = map[Shard]int{GPUShard("h100"): 6}
+	if nd, err := NewDigest(in); err != nil || nd.Lots != nil || nd.V != DigestVersionNoLots {
+		t.Errorf("NewDigest with a count that is no power of two: v%d, lots %v, %v; want version 1, none", nd.V, nd.Lots, err)
+	}
 	// A version 2 digest without lots is every shard in one lot.
 	plain := fixtureDigest(t, 2)
-	plain.V = DigestLotsVersion
+	plain.V = DigestVersion
 	if err := plain.Validate(); err != nil || plain.LotsOn(GPUShard("h100")) != 1 {
 		t.Errorf("version 2 without lots: %v", err)
 	}

@@ -327,7 +327,7 @@ func FuzzOpenDigest(f *testing.F) {
 		}
 		shards := got.Shards()
 		for s := range got.Lots {
-			if !slices.Contains(shards, s) || !ValidLots(got.LotsOn(s)) || got.V != DigestLotsVersion {
+			if !slices.Contains(shards, s) || !ValidLots(got.LotsOn(s)) || got.V != DigestVersion {
 				t.Fatalf("accepted lots %v on shards %v (v%d)", got.Lots, shards, got.V)
 			}
 		}

@@ -35,7 +35,7 @@ func bookDigest(t testing.TB, i int, seq uint64, model string, ttl time.Duration
 	t.Helper()
 	key, id := bookKey(t, i)
 	d := selDigest(id, 2, 1_000_000+uint64(i))
-	d.V, d.Seq, d.IssuedAtMs, d.ExpiresAtMs, d.Reachability = DigestVersion, seq, fixedNow.UnixMilli(), fixedNow.Add(ttl).UnixMilli(), ReachPublic
+	d.V, d.Seq, d.IssuedAtMs, d.ExpiresAtMs, d.Reachability = DigestVersionNoLots, seq, fixedNow.UnixMilli(), fixedNow.Add(ttl).UnixMilli(), ReachPublic
 	d.Models[0].Model = model
 	raw, err := SealDigest(d, key)
 	if err != nil {

@@ -10,9 +10,11 @@ import (
 // Lots split a large shard by a hash of the peer ID, so each provider
 // hears only its lot's streams (docs/protocol.md §3.6). The replay
 // measures what they would cost renters (auction/sim, idlegrid-lots).
-// This release reads them: lot topics are admitted and validated, and a
-// digest of version 2 says how many lots each of its shards is in; no
-// node joins a lot topic or writes a version 2 digest yet.
+// Lot topics are admitted and validated, a digest of version 2 says how
+// many lots each of its shards is in, and a provider in a shard of more
+// than one lot joins its lot's topics and publishes there as well as on
+// the shard's (the migration's step 1); renters still publish and follow
+// on the shard's topics.
 const lotDomain = "idlegrid-lot/1"
 
 // Lot is the lot, of lots (a power of two), that provider peer (its peer
@@ -35,6 +37,34 @@ func Lot(peer string, lots int) int {
 // 1,000 proven providers (docs/protocol.md §3.6), so 1,024 lots are a
 // shard of half a million providers or more.
 const MaxLots = 1 << 10
+
+// A shard's providers put it in more lots as it grows, so that a lot holds
+// about LotJoinBelow×2 to LotSplitAt providers: from G lots to 2G when the
+// shard holds LotSplitAt×G, back to G/2 below LotJoinBelow×G. The gap
+// between the two keeps a shard near a threshold from flapping.
+const (
+	LotSplitAt   = 1000
+	LotJoinBelow = 250
+)
+
+// LotsFor is the number of lots a provider puts its shard in, given the
+// count it used before (prev; 0 or 1 for none) and the shard's size as
+// its own market view holds it. Providers count from their own views, so
+// near a threshold some are in G lots and some in 2G for a while; nobody
+// routes by the count (docs/protocol.md §3.6), so that is safe.
+func LotsFor(prev, shardSize int) int {
+	g := min(max(prev, 1), MaxLots)
+	if g&(g-1) != 0 {
+		g = 1 // not a count a shard splits into: start over
+	}
+	for g < MaxLots && shardSize >= LotSplitAt*g {
+		g *= 2
+	}
+	for g > 1 && shardSize < LotJoinBelow*g {
+		g /= 2
+	}
+	return g
+}
 
 // ValidLots reports whether lots is a count a shard splits into: a power
 // of two, 2..MaxLots. One lot is the shard itself and is never named.

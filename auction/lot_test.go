@@ -61,3 +61,24 @@ func TestLotTopics(t *testing.T) {
 		t.Error("the shard's own topic holds every provider")
 	}
 }
+
+// TestLotsFor: a shard splits at LotSplitAt per lot and joins below
+// LotJoinBelow per lot, so between the two the count stays.
+func TestLotsFor(t *testing.T) {
+	for _, tc := range []struct{ prev, size, want int }{
+		{0, 0, 1}, {1, 999, 1}, {1, 1000, 2}, {0, 1000, 2},
+		{2, 999, 2}, {2, 500, 2}, {2, 499, 1}, // hysteresis: 500..1999 stays at 2
+		{2, 1999, 2}, {2, 2000, 4}, {1, 2000, 4}, // a jump splits as often as needed
+		{4, 999, 2}, {4, 100, 1}, {32, 20_000, 32}, {32, 32_000, 64}, {32, 7_999, 16},
+		{1, 10_000_000, MaxLots}, {MaxLots, 10_000_000, MaxLots},
+		{3, 0, 1}, {-5, 1000, 2}, {1 << 20, 0, 1}, // not a count: start over, or clamp
+	} {
+		got := LotsFor(tc.prev, tc.size)
+		if got != tc.want {
+			t.Errorf("LotsFor(%d, %d) = %d, want %d", tc.prev, tc.size, got, tc.want)
+		}
+		if got != 1 && !ValidLots(got) {
+			t.Errorf("LotsFor(%d, %d) = %d is not a valid count", tc.prev, tc.size, got)
+		}
+	}
+}

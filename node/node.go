@@ -105,6 +105,7 @@ type Node struct {
 
 	trust     *trust.Trust
 	shardSubs shardSubscriptions
+	lotSubs   lotSubscriptions
 	// runCtx is Run's context, for topics followed later (a renter
 	// follows the digest topic of each shard it learns of).
 	runCtx   context.Context

@@ -1,9 +1,14 @@
 package node
 
 import (
+	"context"
+	"log/slog"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node/roomtest"
 	"github.com/idlegrid/idlegrid/p2p"
 )
 
@@ -38,4 +43,56 @@ func TestShardTopicsMeetUnderTheRFQKey(t *testing.T) {
 			t.Errorf("provider %v, %s: find %q announce %q, want %q and %q", tc.provider, tc.topic, find, announce, tc.wantFind, tc.wantAnnounce)
 		}
 	}
+}
+
+// TestProviderFollowsItsLot: a provider joins its lot's RFQ, digest and
+// attestation topics for a count, moves to the new lot's when the count
+// changes, and leaves them when its shard is in one lot again.
+func TestProviderFollowsItsLot(t *testing.T) {
+	peers := roomtest.Peers(t, 2)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	n := &Node{log: slog.New(slog.DiscardHandler), p2p: peers[0].P2P, runCtx: ctx}
+	watcher := peers[1].P2P
+	s := auction.GPUShard("h100")
+	self := peers[0].P2P.ID().String()
+	lotTopics := func(lots int) []string {
+		var out []string
+		for _, topic := range []string{s.RFQTopic(), s.DigestTopic(), s.AttestTopic()} {
+			out = append(out, auction.LotTopic(topic, auction.Lot(self, lots), lots))
+		}
+		return out
+	}
+	// The watcher joins every topic, and sees whom it meets there.
+	for _, lots := range []int{2, 4} {
+		for _, topic := range lotTopics(lots) {
+			if err := watcher.Subscribe(ctx, topic, func(p2p.Message) {}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	seen := func(lots int) (n int) {
+		for _, topic := range lotTopics(lots) {
+			if slices.Contains(watcher.ListTopicPeers(topic), peers[0].P2P.ID()) {
+				n++
+			}
+		}
+		return n
+	}
+	wait := func(what string, ok func() bool) {
+		t.Helper()
+		for !ok() {
+			select {
+			case <-ctx.Done():
+				t.Fatal(what)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	n.followLot(s, 2)
+	wait("the provider in its lot of 2", func() bool { return seen(2) == 3 })
+	n.followLot(s, 4)
+	wait("the provider moved to its lot of 4", func() bool { return seen(4) == 3 && seen(2) == 0 })
+	n.followLot(s, 1)
+	wait("the provider left its lot", func() bool { return seen(4) == 0 })
 }

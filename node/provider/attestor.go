@@ -78,8 +78,10 @@ type attestorDeps struct {
 	// onSamples gets every sample read (the operator's charts); may be nil.
 	onSamples func([]gpu.Sample)
 	// shards are the shards the provider serves now (market.shards):
-	// its heartbeats go to their attestation topics.
+	// its heartbeats go to their attestation topics, and topics says
+	// where else (lotCounts.topics: its lot's; nil: nowhere).
 	shards func() []auction.Shard
+	topics func(s auction.Shard, topic string) []string
 }
 
 // openAttestor continues the chain stored in the node's store. A crash
@@ -400,8 +402,14 @@ func (a *attestor) heartbeat(ctx context.Context, raw []byte) {
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for _, s := range auction.BeatShards(a.shards()) {
-		if err := a.p2p.Publish(pctx, s.AttestTopic(), raw, 0); err != nil {
-			a.log.Debug("publish heartbeat", "topic", s.AttestTopic(), "err", err)
+		topics := []string{s.AttestTopic()}
+		if a.topics != nil {
+			topics = a.topics(s, s.AttestTopic())
+		}
+		for _, topic := range topics {
+			if err := a.p2p.Publish(pctx, topic, raw, 0); err != nil {
+				a.log.Debug("publish heartbeat", "topic", topic, "err", err)
+			}
 		}
 	}
 }

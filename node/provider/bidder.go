@@ -40,6 +40,8 @@ type bidder struct {
 	bids map[string]sentBid
 	// committed: GPU UUID -> the lease (pending or active) it belongs to.
 	committed map[string]commitment
+	// heard are the RFQs decided lately (rfq_heard.go).
+	heard rfqsHeard
 }
 
 // bidderDeps are the bidder's collaborators.
@@ -181,6 +183,9 @@ func (b *bidder) onRFQ(ctx context.Context, msg p2p.Message) {
 		return
 	}
 	rfqID := attest.RecordID(msg.Data).String()
+	if !b.heard.first(rfqID, b.now(), time.UnixMilli(rfq.ExpiresAtMs)) {
+		return // heard on another topic: decided once
+	}
 	if b.askedModel != nil {
 		b.askedModel(rfq) // demand, whether or not this provider bids
 	}

@@ -3,7 +3,9 @@ package provider
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/p2p"
@@ -40,5 +42,36 @@ func TestBidderTakesTheRFQItsValidatorOpened(t *testing.T) {
 	r.send(raw)
 	if n := len(r.takeBids(t)); n != 1 {
 		t.Fatalf("%d bids on a sound RFQ with no record, want 1", n)
+	}
+}
+
+// TestRFQHeardTwiceIsDecidedOnce: an RFQ reaching the provider on two
+// topics (two of its shards, or its shard's topic and its lot's) draws one
+// bid; another RFQ draws its own.
+func TestRFQHeardTwiceIsDecidedOnce(t *testing.T) {
+	r := newRoom(t, 2)
+	ctx := context.Background()
+	raw, rfq := r.rfq(t, 1, auction.TierSilver)
+	shard := r.p.Shards()[0]
+	r.p.HandleRFQ(ctx, p2p.Message{Topic: shard.RFQTopic(), Data: raw, Record: rfq})
+	r.p.HandleRFQ(ctx, p2p.Message{Topic: auction.LotTopic(shard.RFQTopic(), 0, 2), Data: raw, Record: rfq})
+	if n := len(r.takeBids(t)); n != 1 {
+		t.Fatalf("%d bids on one RFQ heard on two topics, want 1", n)
+	}
+	other, _ := r.rfq(t, 1, auction.TierSilver)
+	r.send(other)
+	if n := len(r.takeBids(t)); n != 1 {
+		t.Fatalf("%d bids on another RFQ, want 1", n)
+	}
+	var h rfqsHeard
+	now := time.Unix(1_800_000_000, 0)
+	for i := range maxRFQsHeard + 10 {
+		h.first(fmt.Sprint(i), now, now.Add(time.Hour))
+	}
+	if len(h.until) > maxRFQsHeard {
+		t.Fatalf("%d RFQs remembered, bound %d", len(h.until), maxRFQsHeard)
+	}
+	if !h.first("late", now.Add(rfqHeardFor+time.Second), now) || h.first("late", now.Add(rfqHeardFor+2*time.Second), now) {
+		t.Fatal("an RFQ is not remembered once, then recognised")
 	}
 }

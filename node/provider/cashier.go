@@ -47,6 +47,9 @@ type cashierDeps struct {
 	// background runs work after the call that asked for it (a receipt
 	// for a late voucher).
 	background func(fn func(ctx context.Context))
+	// topics are where a receipt for a shard's attestation topic goes
+	// (lotCounts.topics); nil: that topic only.
+	topics func(s auction.Shard, topic string) []string
 }
 
 func newCashier(d cashierDeps) *cashier { return &cashier{cashierDeps: d, self: d.p2p.ID().String()} }

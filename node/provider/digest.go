@@ -79,6 +79,12 @@ type digesterDeps struct {
 	// shardSize is the number of providers in the largest of this
 	// provider's shards as its market view holds them (0: unknown).
 	shardSize func() int
+	// lots counts the lots of the provider's shards now (lotCounts.update:
+	// it joins a new lot's topics before the digest naming it goes out);
+	// topics are where a message for a shard's topic goes (lotCounts.topics).
+	// nil: one lot everywhere.
+	lots   func() map[auction.Shard]int
+	topics func(s auction.Shard, topic string) []string
 	// due wakes the digester when the capacity changed.
 	due wakeup
 }
@@ -178,8 +184,12 @@ func (d *digester) send(ctx context.Context, withdrawn, everywhere bool) bool {
 	if withdrawn {
 		ttl = withdrawnTTL
 	}
+	var lots map[auction.Shard]int
+	if d.lots != nil {
+		lots = d.lots()
+	}
 	dg, err := auction.NewDigest(auction.DigestInput{
-		Capacity: rec, Held: d.firmHeld(), Seq: seq, Now: now, TTL: ttl, Withdrawn: withdrawn,
+		Capacity: rec, Held: d.firmHeld(), Seq: seq, Now: now, TTL: ttl, Withdrawn: withdrawn, Lots: lots,
 	})
 	if err != nil {
 		d.log.Warn("build digest", "err", err)
@@ -192,12 +202,18 @@ func (d *digester) send(ctx context.Context, withdrawn, everywhere bool) bool {
 	}
 	sent := false
 	for _, s := range d.shardsToSend(dg, now, everywhere) {
+		topics := []string{s.DigestTopic()}
+		if d.topics != nil {
+			topics = d.topics(s, s.DigestTopic())
+		}
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		if err := d.p2p.Publish(pctx, s.DigestTopic(), raw, 0); err != nil {
-			d.log.Debug("publish digest", "shard", s, "err", err)
-		} else {
-			sent = true
-			d.noteSent(s, dg, now)
+		for _, topic := range topics {
+			if err := d.p2p.Publish(pctx, topic, raw, 0); err != nil {
+				d.log.Debug("publish digest", "topic", topic, "err", err)
+			} else {
+				sent = true
+				d.noteSent(s, dg, now)
+			}
 		}
 		cancel()
 	}

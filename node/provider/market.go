@@ -57,12 +57,25 @@ func (m *marketView) shards() []auction.Shard {
 // largest of its shards as trust's digest book holds them: what its
 // digest refresh is stretched by (auction.DigestRefresh).
 func (m *marketView) largestShard() int {
+	n := 0
+	for _, s := range m.shards() {
+		n = max(n, m.shardSize(s))
+	}
+	return n
+}
+
+// shardSize is the number of providers of shard s, this one included, as
+// trust's digest book holds them (0 without a view): what its digest
+// refresh is stretched by and its lots are counted from.
+func (m *marketView) shardSize(s auction.Shard) int {
 	if m.shardView == nil {
 		return 0
 	}
-	n := 0
-	for _, s := range m.shards() {
-		n = max(n, len(m.shardView(s))+1)
+	n := 1
+	for _, d := range m.shardView(s) {
+		if d.Peer != m.self {
+			n++
+		}
 	}
 	return n
 }

@@ -83,6 +83,10 @@ type Deps struct {
 	// computed (RFQ record ID, its renter, the prefix), so the RFQ's award
 	// summary can show which of it never bid; nil: not told.
 	NotePrefix func(rfqID, renter string, always []string)
+	// FollowLots joins the RFQ, digest and attestation topics of this
+	// provider's lot of shard s split into lots lots, leaving those of the
+	// count before (lots 1: none); nil joins none (lots.go).
+	FollowLots func(s auction.Shard, lots int)
 	// PriceIndex is the network's cleared prices (signed award summaries),
 	// which cap the scarcity markup; nil: no cap.
 	PriceIndex func(since, until time.Time) ([]auction.PriceStat, error)
@@ -104,6 +108,7 @@ type Provider struct {
 	adv      *advertiser
 	digest   *digester
 	market   *marketView
+	lots     *lotCounts
 	disk     *diskGate
 	history  *gpuHistory
 	attest   *attestor
@@ -155,9 +160,11 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	p.cfg.Offer.Runtimes = offered
 	offer := p.cfg.Offer
 
+	p.lots = newLotCounts(p.self.String(), func(s auction.Shard) int { return p.market.shardSize(s) }, deps.FollowLots)
 	if p.attest, err = openAttestor(attestorDeps{
 		log: log.With("component", "attest"), now: now, key: key, self: p.self, p2p: network, db: db, book: book, gpus: gpus,
 		cfg: cfg.Attest, beatEvery: cfg.BeatEvery, onSamples: p.history.add, shards: func() []auction.Shard { return p.Shards() },
+		topics: p.lots.topics,
 	}); err != nil {
 		return nil, fmt.Errorf("provider.New: %w", err)
 	}
@@ -174,6 +181,7 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	p.digest = newDigester(digesterDeps{
 		log: log.With("component", "digest"), now: now, key: key, p2p: network, republish: offer.Republish, ttl: offer.RecordTTL,
 		capacity: p.adv.build, published: p.adv.Current, firmHeld: p.firm.heldNow, shardSize: func() int { return p.market.largestShard() }, due: digestDue,
+		lots: func() map[auction.Shard]int { return p.lots.update(p.Shards()) }, topics: p.lots.topics,
 	})
 	p.prestage = newPrestager(prestagerDeps{
 		log: log.With("component", "prestage"), now: now, cfg: prestageConfig(offer), dir: offer.ModelsDir,
@@ -191,7 +199,7 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	}
 	p.cashier = newCashier(cashierDeps{
 		log: log.With("component", "cashier"), now: now, key: key, p2p: network, db: db, book: book,
-		notePaid: p.firm.notePaid, background: p.tasks.spawn,
+		notePaid: p.firm.notePaid, background: p.tasks.spawn, topics: p.lots.topics,
 	})
 	// The runner and the bidder call each other: the bidder starts on the
 	// runner the leases it commits, and the runner hands their GPUs back

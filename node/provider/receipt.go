@@ -74,8 +74,14 @@ func (c *cashier) issueReceipt(ctx context.Context, l *store.Lease) {
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := c.p2p.Publish(pctx, shard.AttestTopic(), raw, 0); err != nil {
-		c.log.Debug("publish receipt", "err", err)
+	topics := []string{shard.AttestTopic()}
+	if c.topics != nil {
+		topics = c.topics(shard, shard.AttestTopic())
+	}
+	for _, topic := range topics {
+		if err := c.p2p.Publish(pctx, topic, raw, 0); err != nil {
+			c.log.Debug("publish receipt", "topic", topic, "err", err)
+		}
 	}
 }
 

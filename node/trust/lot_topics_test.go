@@ -38,7 +38,7 @@ func TestLotTopicsHoldTheirLot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.V, d.Lots = auction.DigestLotsVersion, map[auction.Shard]uint32{a10: lots}
+	d.V, d.Lots = auction.DigestVersion, map[auction.Shard]uint32{a10: lots}
 	v2, err := auction.SealDigest(d, prov.Key)
 	if err != nil {
 		t.Fatal(err)

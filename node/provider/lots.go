@@ -1,0 +1,80 @@
+package provider
+
+import (
+	"maps"
+	"sync"
+
+	"github.com/idlegrid/idlegrid/auction"
+)
+
+// lotCounts decides how many lots this provider puts each of its shards in
+// (auction.LotsFor, from the shard's size as its own market view holds
+// it) and where its shard messages go: in a shard of more than one lot, to
+// the shard's topic and its lot's (docs/protocol.md §3.6, the migration's
+// step 1: renters still publish and follow on the shard's topics, so the
+// lot topics carry a copy until providers leave the shard's).
+type lotCounts struct {
+	self string
+	// size is a shard's providers as the market view holds them, this
+	// one included (marketView.shardSize).
+	size func(auction.Shard) int
+	// follow joins a shard's lot topics for a new count, leaving those of
+	// the count before (the node's followLot); nil joins nothing.
+	follow func(s auction.Shard, lots int)
+
+	mu sync.Mutex
+	by map[auction.Shard]int // counts above one
+}
+
+func newLotCounts(self string, size func(auction.Shard) int, follow func(auction.Shard, int)) *lotCounts {
+	return &lotCounts{self: self, size: size, follow: follow, by: map[auction.Shard]int{}}
+}
+
+// update counts the lots of shards (the provider's now; a shard it left
+// is forgotten, and its lot topics left), tells follow of each count that
+// changed, and returns the counts above one, for the digest.
+func (l *lotCounts) update(shards []auction.Shard) map[auction.Shard]int {
+	type change struct {
+		s    auction.Shard
+		lots int
+	}
+	var changes []change
+	l.mu.Lock()
+	next := map[auction.Shard]int{}
+	for _, s := range shards {
+		if g := auction.LotsFor(l.by[s], l.size(s)); g > 1 {
+			next[s] = g
+		}
+	}
+	for s, g := range next {
+		if l.by[s] != g {
+			changes = append(changes, change{s, g})
+		}
+	}
+	for s := range l.by {
+		if _, ok := next[s]; !ok {
+			changes = append(changes, change{s, 1})
+		}
+	}
+	l.by = next
+	out := maps.Clone(next)
+	l.mu.Unlock()
+	if l.follow != nil {
+		for _, c := range changes {
+			l.follow(c.s, c.lots)
+		}
+	}
+	return out
+}
+
+// topics are where a message for shard s's topic goes: the topic, and
+// this provider's lot's topic when s is in more than one lot.
+func (l *lotCounts) topics(s auction.Shard, topic string) []string {
+	l.mu.Lock()
+	g := l.by[s]
+	l.mu.Unlock()
+	if g < 2 {
+		return []string{topic}
+	}
+	return []string{topic, auction.LotTopic(topic, auction.Lot(l.self, g), g)}
+}
