@@ -79,11 +79,11 @@ type digesterDeps struct {
 	// shardSize is the number of providers in the largest of this
 	// provider's shards as its market view holds them (0: unknown).
 	shardSize func() int
-	// lots counts the lots of the provider's shards now (lotCounts.update:
-	// it joins a new lot's topics before the digest naming it goes out);
-	// topics are where a message for a shard's topic goes (lotCounts.topics).
-	// nil: one lot everywhere.
-	lots   func() map[auction.Shard]int
+	// lots counts the lots of the provider's shards, those of the record
+	// it is given (lotCounts.update: it joins a new lot's topics before the
+	// digest naming it goes out); topics are where a message for a shard's
+	// topic goes (lotCounts.topics). nil: one lot everywhere.
+	lots   func(shards []auction.Shard) map[auction.Shard]int
 	topics func(s auction.Shard, topic string) []string
 	// due wakes the digester when the capacity changed.
 	due wakeup
@@ -186,7 +186,7 @@ func (d *digester) send(ctx context.Context, withdrawn, everywhere bool) bool {
 	}
 	var lots map[auction.Shard]int
 	if d.lots != nil {
-		lots = d.lots()
+		lots = d.lots(auction.ProviderShards(rec))
 	}
 	dg, err := auction.NewDigest(auction.DigestInput{
 		Capacity: rec, Held: d.firmHeld(), Seq: seq, Now: now, TTL: ttl, Withdrawn: withdrawn, Lots: lots,

@@ -181,7 +181,7 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	p.digest = newDigester(digesterDeps{
 		log: log.With("component", "digest"), now: now, key: key, p2p: network, republish: offer.Republish, ttl: offer.RecordTTL,
 		capacity: p.adv.build, published: p.adv.Current, firmHeld: p.firm.heldNow, shardSize: func() int { return p.market.largestShard() }, due: digestDue,
-		lots: func() map[auction.Shard]int { return p.lots.update(p.Shards()) }, topics: p.lots.topics,
+		lots: p.lots.update, topics: p.lots.topics,
 	})
 	p.prestage = newPrestager(prestagerDeps{
 		log: log.With("component", "prestage"), now: now, cfg: prestageConfig(offer), dir: offer.ModelsDir,
