@@ -102,9 +102,13 @@ func (m *marketView) selected(rfq *auction.RFQ, rfqID, topic string, look *rfqLo
 	if _, _, fits := auction.DigestFitsOn(rfq, mine, st.Shard); !fits {
 		return true
 	}
+	// An RFQ on a lot's topic is an auction among that lot's members
+	// (docs/protocol.md §3.6): the providers whose digests put the shard
+	// in that many lots and who are in that lot. This one decides on its
+	// own digest whatever count it last named: it hears only its lot.
 	view := []*auction.Digest{mine}
 	for _, d := range look.view(m, st.Shard) {
-		if d.Peer != m.self {
+		if d.Peer != m.self && d.OnTopic(st) {
 			view = append(view, d)
 		}
 	}

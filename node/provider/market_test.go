@@ -180,3 +180,57 @@ func TestSelectedTellsItsPrefix(t *testing.T) {
 		t.Errorf("prefix %v, want the two cheapest %v", got[0].always, want)
 	}
 }
+
+// TestSelectedOnALotTopic: an RFQ on a lot's topic is an auction among
+// the lot's members, so the prefix is the cheapest of them: providers of
+// the shard in another lot, or whose digests name another count, are left
+// out however cheap.
+func TestSelectedOnALotTopic(t *testing.T) {
+	shard := auction.GPUShard("a10")
+	const lots = 2
+	var inLot, outLot []*auction.Digest
+	var oneLot *auction.Digest
+	// Priced by role, whatever order the keys come in: the two outside
+	// the lot cheapest, then one in the lot by its key whose digest names
+	// a single lot, then the lot's members.
+	build := func(c *auction.Capacity, price uint64, lotted bool) *auction.Digest {
+		c.Floor = auction.FloorPrice{Silver: price}
+		in := auction.DigestInput{Capacity: c, Seq: 1, Now: marketNow}
+		if lotted {
+			in.Lots = map[auction.Shard]int{shard: lots}
+		}
+		d, err := auction.NewDigest(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	for len(inLot) < 2 || len(outLot) < 2 || oneLot == nil {
+		c := marketHost(t, 0, 0)
+		switch lot := auction.Lot(c.Peer, lots); {
+		case lot != 0 && len(outLot) < 2:
+			outLot = append(outLot, build(c, 1_000_000+uint64(len(outLot))*1000, true))
+		case lot == 0 && oneLot == nil:
+			oneLot = build(c, 1_002_000, false)
+		case lot == 0 && len(inLot) < 2:
+			inLot = append(inLot, build(c, 1_003_000+uint64(len(inLot))*1000, true))
+		}
+	}
+	// The cheapest are outside the lot; the lot's members come last.
+	others := append(append(append([]*auction.Digest{}, outLot...), oneLot), inLot...)
+	m := marketViewOf(marketHost(t, 3_000_000, 0), others)
+	var always []string
+	m.notePrefix = func(_, _ string, a []string) { always = a }
+	rfq := &auction.RFQ{
+		Renter: "renter", Resources: auction.Resources{GPUs: 1, Models: []string{"a10"}}, Runtime: auction.RuntimeDocker,
+		Tier: auction.TierSilver, MaxPriceMicro: 5_000_000, ExpectedDurationSec: 60, MaxDurationSec: 60, WantBids: 2,
+	}
+	m.selected(rfq, "rfq-1", auction.LotTopic(shard.RFQTopic(), 0, lots), &rfqLook{})
+	if want := []string{inLot[0].Peer, inLot[1].Peer}; !slices.Equal(always, want) {
+		t.Errorf("prefix on lot 0 of 2: %v, want the lot's two members %v", always, want)
+	}
+	m.selected(rfq, "rfq-2", shard.RFQTopic(), &rfqLook{})
+	if want := []string{outLot[0].Peer, outLot[1].Peer}; !slices.Equal(always, want) {
+		t.Errorf("prefix on the shard's topic: %v, want the shard's two cheapest %v", always, want)
+	}
+}
