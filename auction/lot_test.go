@@ -2,7 +2,9 @@ package auction
 
 import (
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 )
 
 // Lots are even (a hash, whatever the peers' geography), and doubling
@@ -80,5 +82,66 @@ func TestLotsFor(t *testing.T) {
 		if got != 1 && !ValidLots(got) {
 			t.Errorf("LotsFor(%d, %d) = %d is not a valid count", tc.prev, tc.size, got)
 		}
+	}
+}
+
+// TestRFQTopicsOn: an RFQ goes to the shard's topic while any backed
+// provider of the shard names no lots; once all do, to the two lots with
+// the cheapest proven fitting offers (a lot of unproven providers, or of
+// offers that do not fit, is not chosen, however cheap), lots of two
+// counts side by side near a threshold.
+func TestRFQTopicsOn(t *testing.T) {
+	s := GPUShard("a10")
+	r := selRFQ(1, 8)
+	var offers []ShardOffer
+	add := func(peer string, price uint64, lots int, proven bool) {
+		d := selDigest(peer, 1, price)
+		if lots > 1 {
+			d.V, d.Lots = DigestVersion, map[Shard]uint32{s: uint32(lots)}
+		}
+		offers = append(offers, ShardOffer{Digest: d, Proven: proven})
+	}
+	// Peers named so that their lots differ; their lots are whatever the
+	// hash says, read back below.
+	for i := range 40 {
+		add(fmt.Sprintf("p%02d", i), 1_000_000+uint64(i)*10_000, 4, true)
+	}
+	add("fresh", 100_000, 4, false) // the cheapest, unproven
+	add("dear-fit", 9_000_000, 4, true)
+	got := RFQTopicsOn(r, s, offers, time.Time{})
+	want := []ShardTopic{
+		{Kind: ShardTopicRFQ, Shard: s, Lot: Lot("p00", 4), Lots: 4},
+	}
+	// The second lot is the lot of the cheapest proven offer outside p00's.
+	for i := 1; i < 40; i++ {
+		if l := Lot(fmt.Sprintf("p%02d", i), 4); l != want[0].Lot {
+			want = append(want, ShardTopic{Kind: ShardTopicRFQ, Shard: s, Lot: l, Lots: 4})
+			break
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("all in 4 lots: %v, want %v", got, want)
+	}
+	for _, st := range got {
+		if st.Topic() != LotTopic(s.RFQTopic(), st.Lot, 4) {
+			t.Errorf("topic %s", st.Topic())
+		}
+	}
+	// One provider of an earlier release (no lots): the shard's topic.
+	add("old", 5_000_000, 1, true)
+	if got := RFQTopicsOn(r, s, offers, time.Time{}); !slices.Equal(got, ShardRFQTopics([]Shard{s})) {
+		t.Fatalf("one provider outside lots: %v, want the shard's topic", got)
+	}
+	offers = offers[:len(offers)-1]
+	// Near a threshold, lots of 8 beside lots of 4: each its own auction.
+	add("split", 500_000, 8, true)
+	got = RFQTopicsOn(r, s, offers, time.Time{})
+	if len(got) != 2 || got[0] != (ShardTopic{Kind: ShardTopicRFQ, Shard: s, Lot: Lot("split", 8), Lots: 8}) || got[1] != want[0] {
+		t.Fatalf("a provider in 8 lots the cheapest: %v, want its lot of 8, then %v", got, want[0])
+	}
+	// No proven offer fits (the price ceiling is below all): the shard.
+	r.MaxPriceMicro = 200_000
+	if got := RFQTopicsOn(r, s, offers, time.Time{}); !slices.Equal(got, ShardRFQTopics([]Shard{s})) {
+		t.Fatalf("no proven fitting offer: %v, want the shard's topic", got)
 	}
 }

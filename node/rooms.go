@@ -79,7 +79,7 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 		}, renter.Deps{
 			Logger: n.log, Clock: time.Now, Key: n.key, P2P: n.p2p, Store: n.db, Leases: n.leases,
 			Artifacts: artifacts, WorkDir: n.workDir,
-			Offers: n.trust.Offers, Shards: n.trust.ShardsFor, ExpectBidders: n.trust.ExpectedBidders,
+			Offers: n.trust.Offers, Shards: n.trust.ShardsFor, RFQTopics: n.trust.RFQTopics, ExpectBidders: n.trust.ExpectedBidders,
 			ProviderRecord: n.trust.BidRecord,
 			Reputation:     n.trust.Reputation(), ReportFraud: n.trust.ApplyFraud, PriceIndex: n.trust.PriceIndex,
 			JudgeWrongResult: func(ctx context.Context, proof []byte) (peer.ID, error) {

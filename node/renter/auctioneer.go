@@ -30,10 +30,11 @@ type auctioneerDeps struct {
 	p2p  *p2p.Node
 	jobs *jobTracker
 	bids *bidWindows
-	// offers, shards and expectBidders are the market view (Deps).
+	// offers, shards, rfqTopics and expectBidders are the market view (Deps).
 	offers        func(ctx context.Context) ([]query.Offer, error)
 	shards        func(r *auction.RFQ) []auction.Shard
-	expectBidders func(r *auction.RFQ, rfqID string, shards []auction.Shard) map[string]bool
+	rfqTopics     func(r *auction.RFQ, shards []auction.Shard) []auction.ShardTopic
+	expectBidders func(r *auction.RFQ, rfqID string, topics []auction.ShardTopic) map[string]bool
 }
 
 // auctioneer runs a job's reverse auctions: it builds and publishes the
@@ -108,12 +109,19 @@ func (au *auctioneer) runOnce(ctx context.Context, jobID string, spec *auction.J
 		}
 	}
 	shards := au.shardsFor(ctx, rfq)
+	everyone = everyone || (au.silence != nil && au.silence.everyone(shards, au.now()))
+	// An RFQ asking everyone goes to the shards' own topics, which every
+	// provider follows; another may go to lots of a shard.
+	topics := auction.ShardRFQTopics(shards)
+	if !everyone && au.rfqTopics != nil {
+		topics = au.rfqTopics(rfq, shards)
+	}
 	// A job of many GPUs wants more bids than one of a single GPU, and
 	// each replica of a batch job needs its own from an independent host
-	// (a lost one's re-auction gets bids from the others' too).
-	rfq.WantBids = auction.RFQWantBids(au.wantBids, rfq.Resources.GPUs, want.total, len(shards))
-	if everyone || (au.silence != nil && au.silence.everyone(shards, au.now())) {
-		everyone = true
+	// (a lost one's re-auction gets bids from the others' too); they are
+	// split over the topics, each an auction of its own members.
+	rfq.WantBids = auction.RFQWantBids(au.wantBids, rfq.Resources.GPUs, want.total, len(topics))
+	if everyone {
 		rfq.WantBids = auction.EveryoneBids
 	}
 	raw, err := auction.SealRFQ(rfq, au.key)
@@ -123,6 +131,7 @@ func (au *auctioneer) runOnce(ctx context.Context, jobID string, spec *auction.J
 	}
 	rfqID := attest.RecordID(raw).String()
 	pa := newPendingAuction(rfq, rfqID, jobID, shards)
+	pa.topics = topics
 	pa.skip = skip
 	au.bids.open(pa)
 	defer au.bids.forget(rfqID)
@@ -134,7 +143,7 @@ func (au *auctioneer) runOnce(ctx context.Context, jobID string, spec *auction.J
 		func(j *store.Job) { addRFQ(j, rfqID) })
 
 	go au.expectProviders(ctx, pa)
-	if err := au.publish(ctx, raw, shards); err != nil {
+	if err := au.publish(ctx, raw, topics); err != nil {
 		// No shard had a subscriber: nobody could bid. The market view
 		// says why in the user's terms; the p2p detail goes to the log.
 		au.log.Info("RFQ not published", "job", jobID, "err", err)
@@ -201,7 +210,7 @@ func (au *auctioneer) expectProviders(ctx context.Context, pa *pendingAuction) {
 	var expected map[string]bool
 	if au.expectBidders != nil {
 		// The digests' selection rule: the providers that will bid.
-		expected = au.expectBidders(pa.rfq, pa.rfqID, pa.shards)
+		expected = au.expectBidders(pa.rfq, pa.rfqID, pa.topics)
 	} else {
 		ctx, cancel := context.WithTimeout(ctx, time.Duration(pa.rfq.BidWindowMs)*time.Millisecond)
 		defer cancel()

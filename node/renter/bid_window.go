@@ -24,7 +24,8 @@ type pendingAuction struct {
 	rfq      *auction.RFQ
 	rfqID    string
 	jobID    string
-	shards   []auction.Shard // published on
+	shards   []auction.Shard      // published on
+	topics   []auction.ShardTopic // the shards' topics, or their lots', published on
 	bids     []*auction.Bid
 	bidIDs   []string
 	answered map[string]bool

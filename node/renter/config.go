@@ -84,10 +84,13 @@ type Deps struct {
 	// Shards lists the RFQ shards a job should be published on, from the
 	// market view; nil: only the shards of the GPU models a job names.
 	Shards func(r *auction.RFQ) []auction.Shard
+	// RFQTopics are the topics an RFQ for shards goes to: a shard's own,
+	// or lots of it (docs/protocol.md §3.6); nil: each shard's own.
+	RFQTopics func(r *auction.RFQ, shards []auction.Shard) []auction.ShardTopic
 	// ExpectBidders names the providers the bounded-bidding rule selects
-	// for an RFQ, so the window closes once they all answered; nil: every
-	// provider in the market view that could bid.
-	ExpectBidders func(r *auction.RFQ, rfqID string, shards []auction.Shard) map[string]bool
+	// for an RFQ published on topics, so the window closes once they all
+	// answered; nil: every provider in the market view that could bid.
+	ExpectBidders func(r *auction.RFQ, rfqID string, topics []auction.ShardTopic) map[string]bool
 	// Reputation scores providers for the matcher and the gold badge.
 	Reputation Reputation
 	// PriceIndex is the network's cleared prices (trust's index of award

@@ -98,7 +98,7 @@ func New(cfg Config, deps Deps) (*Renter, error) {
 	r.auctioneer = &auctioneer{
 		auctioneerDeps: auctioneerDeps{
 			log: log, now: now, key: deps.Key, self: self, p2p: network, jobs: r.jobs, bids: r.bids,
-			offers: deps.Offers, shards: deps.Shards, expectBidders: deps.ExpectBidders,
+			offers: deps.Offers, shards: deps.Shards, rfqTopics: deps.RFQTopics, expectBidders: deps.ExpectBidders,
 		},
 		wantBids: cfg.WantBids,
 		maxWait:  cfg.MaxWait,

@@ -38,30 +38,30 @@ func (au *auctioneer) shardsFor(ctx context.Context, rfq *auction.RFQ) []auction
 	}
 }
 
-// publish sends a sealed RFQ to each shard's topic at once, waiting
-// (bounded) for a subscriber of each so a fresh renter does not publish
-// into the void; a shard that had no subscriber last time gets a short
-// wait only (noSubscriberWait), so dead shards cannot hold an auction up.
-// It succeeds when at least one shard took it.
-func (au *auctioneer) publish(ctx context.Context, raw []byte, shards []auction.Shard) error {
-	if len(shards) == 0 {
+// publish sends a sealed RFQ to each of its topics at once (a shard's, or
+// a lot's), waiting (bounded) for a subscriber of each so a fresh renter
+// does not publish into the void; a shard that had no subscriber last
+// time gets a short wait only (noSubscriberWait), so dead shards cannot
+// hold an auction up. It succeeds when at least one topic took it.
+func (au *auctioneer) publish(ctx context.Context, raw []byte, topics []auction.ShardTopic) error {
+	if len(topics) == 0 {
 		return errors.New("no shard serves the GPUs this job asks for")
 	}
-	errs := make([]error, len(shards))
+	errs := make([]error, len(topics))
 	var wg sync.WaitGroup
-	for i, s := range shards {
+	for i, st := range topics {
 		wait := shardWait
-		if au.silence != nil && !au.silence.waitForSubscriber(s, au.now()) {
+		if au.silence != nil && !au.silence.waitForSubscriber(st.Shard, au.now()) {
 			wait = noSubscriberWait
 		}
 		wg.Go(func() {
 			pctx, cancel := context.WithTimeout(ctx, wait)
 			defer cancel()
-			if err := au.p2p.Publish(pctx, s.RFQTopic(), raw, 1); err != nil {
-				errs[i] = fmt.Errorf("shard %s: %w", s, err)
+			if err := au.p2p.Publish(pctx, st.Topic(), raw, 1); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", st.Topic(), err)
 			}
 			if au.silence != nil && ctx.Err() == nil {
-				au.silence.subscribers(s, errs[i] == nil, au.now())
+				au.silence.subscribers(st.Shard, errs[i] == nil, au.now())
 			}
 		})
 	}

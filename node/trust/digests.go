@@ -286,17 +286,38 @@ func (t *Trust) ShardsFor(r *auction.RFQ) []auction.Shard {
 	return auction.ChooseShards(r, offers, heard, now)
 }
 
+// RFQTopics are the topics an RFQ for shards goes to: each shard's own,
+// or, once every backed provider of a shard names lots for it, the lots
+// with its cheapest proven offers (auction.RFQTopicsOn; silent providers
+// count as unproven).
+func (t *Trust) RFQTopics(r *auction.RFQ, shards []auction.Shard) []auction.ShardTopic {
+	now := t.now()
+	var out []auction.ShardTopic
+	for _, s := range shards {
+		var offers []auction.ShardOffer
+		for _, d := range t.digests.Digests(s, now) {
+			if ev := t.evidence(d.Peer, false); ev.Backed(now) && d.Peer != t.selfStr {
+				offers = append(offers, auction.ShardOffer{Digest: d, Proven: ev.Proven(now) && !ev.Silent(now)})
+			}
+		}
+		out = append(out, auction.RFQTopicsOn(r, s, offers, now)...)
+	}
+	return out
+}
+
 // ExpectedBidders are the providers that, by the shared selection rule,
-// will bid on an RFQ published on shards: the proven providers the rule
-// selects, and the backed newcomers whose own view selects them; silent
+// will bid on an RFQ published on topics: on each, the proven providers
+// the rule selects among the topic's members (a lot's, or the whole
+// shard's), and the backed newcomers whose own view selects them; silent
 // ones are left out. The renter closes the bid window once all of them
 // answered; each that does not answers for a miss (expect.go). It is nil
 // while a shard's view is still growing (settled), so the window runs its
 // full length.
-func (t *Trust) ExpectedBidders(r *auction.RFQ, rfqID string, shards []auction.Shard) map[string]bool {
+func (t *Trust) ExpectedBidders(r *auction.RFQ, rfqID string, topics []auction.ShardTopic) map[string]bool {
 	now := t.now()
 	out := map[string]bool{}
-	for _, s := range shards {
+	for _, st := range topics {
+		s := st.Shard
 		if !t.settled(s) {
 			return nil // not known yet: the window runs its full length
 		}
@@ -304,7 +325,7 @@ func (t *Trust) ExpectedBidders(r *auction.RFQ, rfqID string, shards []auction.S
 		for _, d := range t.digests.Digests(s, now) {
 			ev := t.evidence(d.Peer, false)
 			switch {
-			case d.Peer == t.selfStr || !ev.Backed(now) || ev.Silent(now):
+			case d.Peer == t.selfStr || !ev.Backed(now) || ev.Silent(now) || !d.OnTopic(st):
 			case ev.Proven(now):
 				in.Digests = append(in.Digests, d)
 			default:

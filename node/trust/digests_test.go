@@ -354,7 +354,7 @@ func TestExpectedBiddersAndSilence(t *testing.T) {
 	window := time.Duration(r.BidWindowMs)*time.Millisecond + expectGrace
 	for i := range auction.SilentAfter {
 		rfq := fmt.Sprint("rfq-", i)
-		got := tr.ExpectedBidders(r, rfq, shards)
+		got := tr.ExpectedBidders(r, rfq, auction.ShardRFQTopics(shards))
 		if len(got) != 3 {
 			t.Fatalf("auction %d: expected %v, want all three (backed newcomers, then proven)", i, got)
 		}
@@ -363,7 +363,7 @@ func TestExpectedBiddersAndSilence(t *testing.T) {
 		clock.Advance(window)
 		tr.settleExpectations()
 	}
-	got := tr.ExpectedBidders(r, "rfq-last", shards)
+	got := tr.ExpectedBidders(r, "rfq-last", auction.ShardRFQTopics(shards))
 	if got[ids[2]] || !got[ids[0]] || !got[ids[1]] {
 		t.Fatalf("after %d missed auctions: expected %v; want the two that bid", auction.SilentAfter, got)
 	}
@@ -378,7 +378,7 @@ func TestExpectedBiddersAndSilence(t *testing.T) {
 	if v := tr.MarketView(); v.Silent != 0 {
 		t.Errorf("market view %+v after SilentFor, want none silent", v)
 	}
-	if got := tr.ExpectedBidders(r, "rfq-later", shards); !got[ids[2]] {
+	if got := tr.ExpectedBidders(r, "rfq-later", auction.ShardRFQTopics(shards)); !got[ids[2]] {
 		t.Fatalf("silence not forgiven after %s: %v", auction.SilentFor, got)
 	}
 }
@@ -418,11 +418,11 @@ func TestExpectedBiddersLeaveOutClosingHosts(t *testing.T) {
 		ExpectedDurationSec: 60, MaxDurationSec: 60, WantBids: 16, BidWindowMs: 1000, MinNoticeSec: 3600,
 	}
 	shards := []auction.Shard{auction.GPUShard("a10")}
-	if got := tr.ExpectedBidders(r, "rfq-long-notice", shards); got[ids[0]] || !got[ids[1]] || !got[ids[2]] {
+	if got := tr.ExpectedBidders(r, "rfq-long-notice", auction.ShardRFQTopics(shards)); got[ids[0]] || !got[ids[1]] || !got[ids[2]] {
 		t.Fatalf("an hour's notice: expected %v; want the two open hosts, not %s", got, ids[0])
 	}
 	r.MinNoticeSec = 60
-	if got := tr.ExpectedBidders(r, "rfq-short-notice", shards); !got[ids[0]] && closes.Sub(clock.Now()) > 2*time.Minute {
+	if got := tr.ExpectedBidders(r, "rfq-short-notice", auction.ShardRFQTopics(shards)); !got[ids[0]] && closes.Sub(clock.Now()) > 2*time.Minute {
 		t.Fatalf("a minute's notice: expected %v; want %s too", got, ids[0])
 	}
 }

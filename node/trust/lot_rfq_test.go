@@ -1,0 +1,81 @@
+package trust
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node/roomtest"
+)
+
+// TestRFQTopicsAndExpectedBiddersOnLots: once every backed provider of a
+// shard names lots for it, a renter's RFQ goes to the lots of its
+// cheapest proven offers, and on each lot topic it expects only that
+// lot's members to bid; one provider naming no lots puts the RFQ back on
+// the shard's own topic.
+func TestRFQTopicsAndExpectedBiddersOnLots(t *testing.T) {
+	peers := roomtest.Peers(t, 1)
+	tr := newTrust(t, peers[0])
+	recs := fakeRecords(tr)
+	clock := peers[0].Clock
+	now := clock.Now()
+	a10 := auction.GPUShard("a10")
+	const lots = 2
+	byLot := map[int][]string{}
+	for len(byLot[0]) < 2 || len(byLot[1]) < 2 {
+		sk, id := provider(t, recs, now)
+		d, err := auction.NewDigest(auction.DigestInput{Capacity: testCapacity(sk, now), Seq: 1, Now: now, TTL: 30 * time.Minute, Lots: map[auction.Shard]int{a10: lots}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := auction.SealDigest(d, sk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		offer(t, tr, id, raw)
+		byLot[auction.Lot(id.String(), lots)] = append(byLot[auction.Lot(id.String(), lots)], id.String())
+	}
+	drainChecks(t, tr)
+	clock.Advance(settleFor)
+	r := &auction.RFQ{
+		Resources: auction.Resources{GPUs: 1}, Runtime: "wasm", Tier: auction.TierBronze, MaxPriceMicro: 5_000_000,
+		ExpectedDurationSec: 60, MaxDurationSec: 60, WantBids: 16, BidWindowMs: 1000,
+	}
+	shards := []auction.Shard{a10}
+	// Unproven, the providers draw the RFQ to no lot: the shard's topic.
+	if got := tr.RFQTopics(r, shards); !slices.Equal(got, auction.ShardRFQTopics(shards)) {
+		t.Fatalf("no provider proven: topics %v, want the shard's", got)
+	}
+	// Each bids once (backed newcomers are expected), and is proven.
+	all := tr.ExpectedBidders(r, "rfq-0", auction.ShardRFQTopics(shards))
+	for p := range all {
+		tr.NoteBid("rfq-0", p)
+	}
+	got := tr.RFQTopics(r, shards)
+	want := []auction.ShardTopic{{Kind: auction.ShardTopicRFQ, Shard: a10, Lot: 0, Lots: lots}, {Kind: auction.ShardTopicRFQ, Shard: a10, Lot: 1, Lots: lots}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("every provider in %d lots and proven: topics %v, want %v", lots, got, want)
+	}
+	for lot, members := range byLot {
+		got := tr.ExpectedBidders(r, fmt.Sprint("rfq-lot-", lot), want[lot:lot+1])
+		var names []string
+		for p := range got {
+			names = append(names, p)
+		}
+		slices.Sort(names)
+		slices.Sort(members)
+		if !slices.Equal(names, members) {
+			t.Errorf("lot %d: expected %v, want its members %v", lot, names, members)
+		}
+	}
+	// A provider naming no lots (an earlier release) hears only the
+	// shard's topic: the RFQ goes there.
+	sk, id := provider(t, recs, now)
+	offer(t, tr, id, sealedDigest(t, sk, clock.Now(), 1))
+	drainChecks(t, tr)
+	if got := tr.RFQTopics(r, shards); !slices.Equal(got, auction.ShardRFQTopics(shards)) {
+		t.Fatalf("one provider outside lots: topics %v, want the shard's", got)
+	}
+}
