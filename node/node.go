@@ -73,6 +73,9 @@ type Deps struct {
 	// ReplayExecutor replaces the embedded WASM runtime that re-runs the
 	// jobs of wrong-result proofs (tests inject fakes).
 	ReplayExecutor ReplayExecutor
+	// LotsFor replaces the provider's lot count rule (auction.LotsFor):
+	// tests split shards far smaller than a thousand providers.
+	LotsFor func(prev, shardSize int) int
 }
 
 // Node is one running idlegrid node: the wiring of its rooms. A provider

@@ -47,7 +47,7 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 		}, provider.Deps{
 			Logger: n.log, Clock: time.Now, Key: n.key, P2P: n.p2p, Store: n.db, Leases: n.leases, GPU: n.gpus,
 			Artifacts: artifacts, WorkDir: n.workDir, Executors: deps.Executors, AdmitAward: deps.AdmitAward,
-			ShardView: n.shardView, NotePrefix: n.notePrefix, FollowLots: n.followLot, PriceIndex: n.priceIndex, Registerer: n.reg,
+			ShardView: n.shardView, NotePrefix: n.notePrefix, FollowLots: n.followLot, LotsFor: deps.LotsFor, PriceIndex: n.priceIndex, Registerer: n.reg,
 		}); err != nil {
 			return err
 		}

@@ -61,6 +61,9 @@ type Options struct {
 	GPU func(i int) gpu.Backend
 	// WithholdPayment gives member i a renter payment policy.
 	WithholdPayment func(i int) func(leaseID string) bool
+	// LotsFor replaces the providers' lot count rule (node.Deps.LotsFor):
+	// a cluster's shards are far below the thousand providers a split needs.
+	LotsFor func(prev, shardSize int) int
 	// ReplayExecutor re-runs the jobs of wrong-result proofs on every
 	// member (nil: the embedded WASM runtime; FakeReplay matches the
 	// scripted fake providers run).
@@ -101,6 +104,7 @@ type Member struct {
 	executors func(i int, dir string) []executor.Executor
 	gpu       func(i int) gpu.Backend
 	withhold  func(i int) func(string) bool
+	lotsFor   func(prev, shardSize int) int
 	replay    node.ReplayExecutor
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -260,6 +264,7 @@ func Start(n int, o Options) (_ *Cluster, err error) {
 		m.executors = o.Executors
 		m.gpu = o.GPU
 		m.withhold = o.WithholdPayment
+		m.lotsFor = o.LotsFor
 		m.replay = o.ReplayExecutor
 		if err := newNode(mn, m); err != nil {
 			return nil, fmt.Errorf("member %d: %w", i, err)
@@ -316,7 +321,7 @@ func newNode(mn mocknet.Mocknet, m *Member) error {
 	}
 	m.Registry = prometheus.NewRegistry()
 	deps := node.Deps{Host: h, Transports: m.transports, Store: db, Identity: m.Key, Token: Token, Registry: m.Registry, AdmitAward: m.admit,
-		ReplayExecutor: m.replay}
+		ReplayExecutor: m.replay, LotsFor: m.lotsFor}
 	if m.withhold != nil {
 		deps.WithholdPayment = m.withhold(m.Index)
 	}

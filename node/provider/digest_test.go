@@ -22,6 +22,16 @@ func TestNoDigestBeforeTheFirstRecord(t *testing.T) {
 	if r.p.SealedCapacity() != nil {
 		t.Fatal("a sealed record before the first publish")
 	}
+	fakePublished(t, r)
+	if !r.p.digest.send(ctx, false, true) {
+		t.Fatal("no digest went out once a record was published")
+	}
+}
+
+// fakePublished marks a capacity record published (as if put in the
+// DHT), so digests may name it.
+func fakePublished(t *testing.T, r *room) {
+	t.Helper()
 	rec, err := r.p.adv.build(7)
 	if err != nil {
 		t.Fatal(err)
@@ -29,9 +39,6 @@ func TestNoDigestBeforeTheFirstRecord(t *testing.T) {
 	r.p.adv.mu.Lock()
 	r.p.adv.current, r.p.adv.sealed = rec, []byte("sealed")
 	r.p.adv.mu.Unlock()
-	if !r.p.digest.send(ctx, false, true) {
-		t.Fatal("no digest went out once a record was published")
-	}
 }
 
 // TestDigestRefreshStretchesInLargeShards: the digester refreshes every

@@ -15,6 +15,9 @@ import (
 // lot topics carry a copy until providers leave the shard's).
 type lotCounts struct {
 	self string
+	// rule is auction.LotsFor (Deps.LotsFor replaces it in tests, where
+	// no shard reaches a thousand providers).
+	rule func(prev, shardSize int) int
 	// size is a shard's providers as the market view holds them, this
 	// one included (marketView.shardSize).
 	size func(auction.Shard) int
@@ -26,8 +29,11 @@ type lotCounts struct {
 	by map[auction.Shard]int // counts above one
 }
 
-func newLotCounts(self string, size func(auction.Shard) int, follow func(auction.Shard, int)) *lotCounts {
-	return &lotCounts{self: self, size: size, follow: follow, by: map[auction.Shard]int{}}
+func newLotCounts(self string, rule func(prev, shardSize int) int, size func(auction.Shard) int, follow func(auction.Shard, int)) *lotCounts {
+	if rule == nil {
+		rule = auction.LotsFor
+	}
+	return &lotCounts{self: self, rule: rule, size: size, follow: follow, by: map[auction.Shard]int{}}
 }
 
 // update counts the lots of shards (the provider's now; a shard it left
@@ -42,7 +48,7 @@ func (l *lotCounts) update(shards []auction.Shard) map[auction.Shard]int {
 	l.mu.Lock()
 	next := map[auction.Shard]int{}
 	for _, s := range shards {
-		if g := auction.LotsFor(l.by[s], l.size(s)); g > 1 {
+		if g := l.rule(l.by[s], l.size(s)); auction.ValidLots(g) {
 			next[s] = g
 		}
 	}

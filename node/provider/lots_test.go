@@ -19,7 +19,7 @@ import (
 func TestLotCounts(t *testing.T) {
 	size := map[auction.Shard]int{}
 	var followed []string
-	l := newLotCounts("12D3KooWpeer", func(s auction.Shard) int { return size[s] },
+	l := newLotCounts("12D3KooWpeer", nil, func(s auction.Shard) int { return size[s] },
 		func(s auction.Shard, lots int) { followed = append(followed, fmt.Sprintf("%s:%d", s, lots)) })
 	h100, cpu := auction.GPUShard("h100"), auction.ShardCPU
 	shards := []auction.Shard{h100, cpu}
@@ -80,13 +80,7 @@ func TestDigestGoesToItsLot(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	rec, err := r.p.adv.build(7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.p.adv.mu.Lock()
-	r.p.adv.current, r.p.adv.sealed = rec, []byte("sealed")
-	r.p.adv.mu.Unlock()
+	fakePublished(t, r)
 	if !r.p.digest.send(ctx, false, true) {
 		t.Fatal("no digest went out")
 	}

@@ -87,6 +87,9 @@ type Deps struct {
 	// provider's lot of shard s split into lots lots, leaving those of the
 	// count before (lots 1: none); nil joins none (lots.go).
 	FollowLots func(s auction.Shard, lots int)
+	// LotsFor replaces auction.LotsFor, the count of lots a shard of a
+	// size is put in (tests split small shards); nil: auction.LotsFor.
+	LotsFor func(prev, shardSize int) int
 	// PriceIndex is the network's cleared prices (signed award summaries),
 	// which cap the scarcity markup; nil: no cap.
 	PriceIndex func(since, until time.Time) ([]auction.PriceStat, error)
@@ -160,7 +163,7 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	p.cfg.Offer.Runtimes = offered
 	offer := p.cfg.Offer
 
-	p.lots = newLotCounts(p.self.String(), func(s auction.Shard) int { return p.market.shardSize(s) }, deps.FollowLots)
+	p.lots = newLotCounts(p.self.String(), deps.LotsFor, func(s auction.Shard) int { return p.market.shardSize(s) }, deps.FollowLots)
 	if p.attest, err = openAttestor(attestorDeps{
 		log: log.With("component", "attest"), now: now, key: key, self: p.self, p2p: network, db: db, book: book, gpus: gpus,
 		cfg: cfg.Attest, beatEvery: cfg.BeatEvery, onSamples: p.history.add, shards: func() []auction.Shard { return p.Shards() },

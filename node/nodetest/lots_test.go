@@ -1,0 +1,73 @@
+package nodetest_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/idlegrid/idlegrid/auction"
+	"github.com/idlegrid/idlegrid/node"
+	"github.com/idlegrid/idlegrid/node/lease"
+	"github.com/idlegrid/idlegrid/node/nodetest"
+)
+
+// TestAuctionsRunInLots: lots (docs/protocol.md §3.6) end to end, with
+// every shard split in two (the providers' lot rule replaced: a real split
+// needs a thousand providers). The providers join their lots' topics and
+// name the count in their digests; the renter's first jobs go to the
+// shard's topic (nobody is proven yet), and once the providers are, its
+// RFQs go to the lots with the cheapest proven offers, where the lots'
+// members decide them as their lot's auctions, and the jobs are leased.
+func TestAuctionsRunInLots(t *testing.T) {
+	const lots = 2
+	provs := []provOpts{{gpus: 1, bronze: 0.5}, {gpus: 1, bronze: 0.6}, {gpus: 1, bronze: 0.7}, {gpus: 1, bronze: 0.8}}
+	c, renter := auctionCluster(t, provs, nodetest.Options{LotsFor: func(int, int) int { return lots }})
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	a10 := auction.GPUShard("a10")
+	renterMember := c.ByRole(node.RoleRenter)[0]
+	onLots := func() (n float64) {
+		for lot := range lots {
+			n += nodetest.CounterSum(t, renterMember.Registry, "idlegrid_gossip_messages_total", "topic", auction.LotTopic(a10.RFQTopic(), lot, lots))
+		}
+		return n
+	}
+	run := func(name string) {
+		t.Helper()
+		j, err := renter.Renter().Submit(jobYAML(jobOpts{name: name, gpus: 1, duration: "1s"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		j = waitJob(t, ctx, renter, j.ID, lease.JobCompleted, lease.JobUnfilled, lease.JobFailed)
+		if j.State != lease.JobCompleted {
+			t.Fatalf("job %s: %s (%s)", name, j.State, j.Reason)
+		}
+	}
+	i := 0
+	for ; onLots() == 0; i++ {
+		if i == 12 {
+			t.Fatalf("%d jobs and no RFQ on a lot's topic", i)
+		}
+		run(fmt.Sprintf("job-%d", i))
+	}
+	t.Logf("the RFQ of warm-up job %d (counting from 1) was the first on a lot's topic; the ones before went to the shard's", i)
+	// The providers that won jobs are proven, and name their lots.
+	ds := renter.Trust().Digests(a10)
+	if len(ds) == 0 {
+		t.Fatal("no proven provider in the renter's view")
+	}
+	for _, d := range ds {
+		if d.LotsOn(a10) != lots {
+			t.Fatalf("provider %s's digest puts %s in %d lots, want %d", d.Peer, a10, d.LotsOn(a10), lots)
+		}
+	}
+	// Jobs auctioned in lots are leased.
+	for i := range 3 {
+		before := onLots()
+		run(fmt.Sprintf("lot-job-%d", i))
+		if onLots() == before {
+			t.Fatalf("lot job %d: its RFQ went to no lot's topic", i)
+		}
+	}
+}
