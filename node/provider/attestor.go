@@ -402,11 +402,7 @@ func (a *attestor) heartbeat(ctx context.Context, raw []byte) {
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for _, s := range auction.BeatShards(a.shards()) {
-		topics := []string{s.AttestTopic()}
-		if a.topics != nil {
-			topics = a.topics(s, s.AttestTopic())
-		}
-		for _, topic := range topics {
+		for _, topic := range shardTopics(a.topics, s, s.AttestTopic()) {
 			if err := a.p2p.Publish(pctx, topic, raw, 0); err != nil {
 				a.log.Debug("publish heartbeat", "topic", topic, "err", err)
 			}

@@ -202,12 +202,8 @@ func (d *digester) send(ctx context.Context, withdrawn, everywhere bool) bool {
 	}
 	sent := false
 	for _, s := range d.shardsToSend(dg, now, everywhere) {
-		topics := []string{s.DigestTopic()}
-		if d.topics != nil {
-			topics = d.topics(s, s.DigestTopic())
-		}
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		for _, topic := range topics {
+		for _, topic := range shardTopics(d.topics, s, s.DigestTopic()) {
 			if err := d.p2p.Publish(pctx, topic, raw, 0); err != nil {
 				d.log.Debug("publish digest", "topic", topic, "err", err)
 			} else {

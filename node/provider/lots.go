@@ -84,3 +84,12 @@ func (l *lotCounts) topics(s auction.Shard, topic string) []string {
 	}
 	return []string{topic, auction.LotTopic(topic, auction.Lot(l.self, g), g)}
 }
+
+// shardTopics is where a message for shard s's topic goes by topics (a
+// component's lotCounts.topics; nil: the topic only).
+func shardTopics(topics func(auction.Shard, string) []string, s auction.Shard, topic string) []string {
+	if topics == nil {
+		return []string{topic}
+	}
+	return topics(s, topic)
+}

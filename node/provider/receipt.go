@@ -74,11 +74,7 @@ func (c *cashier) issueReceipt(ctx context.Context, l *store.Lease) {
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	topics := []string{shard.AttestTopic()}
-	if c.topics != nil {
-		topics = c.topics(shard, shard.AttestTopic())
-	}
-	for _, topic := range topics {
+	for _, topic := range shardTopics(c.topics, shard, shard.AttestTopic()) {
 		if err := c.p2p.Publish(pctx, topic, raw, 0); err != nil {
 			c.log.Debug("publish receipt", "topic", topic, "err", err)
 		}
