@@ -71,8 +71,9 @@ func (pm *payments) payerDone(id string, ch chan struct{}) {
 // the renter's latest voucher, it delivers that voucher (again: if the
 // provider holds it already it refuses the copy, harmlessly) and asks for
 // the receipt, which it checks (both signatures, this lease and parties)
-// and stores. A receipt over an older voucher is kept meanwhile and
-// replaced by the one over the latest.
+// and stores once it covers the latest voucher. A provider that never
+// receipts the latest leaves the lease with its receipt over an older one
+// when settling gives up.
 func (pm *payments) fetchReceipt(ctx context.Context, l *store.Lease) {
 	p, err := peer.Decode(l.Provider)
 	if err != nil {
@@ -85,7 +86,7 @@ func (pm *payments) fetchReceipt(ctx context.Context, l *store.Lease) {
 		pace = defaultSettling
 	}
 	giveUp, wait := pm.now().Add(pace.within), pace.first
-	var held []byte // the receipt stored so far
+	var held, last []byte // the receipt stored so far; the last one the provider served
 	if cur, err := pm.db.GetLease(l.ID); err == nil {
 		held = cur.Receipt
 	}
@@ -98,9 +99,16 @@ func (pm *payments) fetchReceipt(ctx context.Context, l *store.Lease) {
 		if stop {
 			return
 		}
-		if rc != nil && !bytes.Equal(rc, held) {
-			pm.keepReceipt(l.ID, held, rc)
-			held = rc
+		if rc != nil {
+			last = rc
+		}
+		// Only a receipt over the latest voucher is stored while settling
+		// goes on: the lease's receipt says the lease is settled, and both
+		// sides holding an older one with the latest voucher paid is the
+		// moment the provider is re-issuing it.
+		if last != nil && !bytes.Equal(last, held) && receiptCovers(last, latest) {
+			pm.keepReceipt(l.ID, held, last)
+			held = last
 		}
 		covered := receiptCovers(held, latest)
 		if covered && (paying == nil || isClosed(paying)) {
@@ -109,6 +117,9 @@ func (pm *payments) fetchReceipt(ctx context.Context, l *store.Lease) {
 		if !pm.now().Before(giveUp) {
 			if covered {
 				return // a payer that never ended signed nothing more
+			}
+			if last != nil && !bytes.Equal(last, held) {
+				pm.keepReceipt(l.ID, held, last) // the provider's word over what it took
 			}
 			pm.log.Warn("lease not settled: the provider never receipted the renter's last voucher",
 				"lease", lease.Short(l.ID), "provider", l.Provider, "tried_for", pace.within)

@@ -58,10 +58,10 @@ func receiptSeq(t *testing.T, r *Renter, id string) uint64 {
 // TestSettlingOutlastsAProviderRestart: the provider is down for longer
 // than the renter once asked (41 requests: about a minute of asks, then
 // the renter kept a receipt over a voucher before its last and counted
-// more paid than the provider could claim). Settling goes on: it keeps
-// the receipt over the older voucher meanwhile, delivers the last one once
-// the provider is back, and replaces the receipt with the one over it:
-// one receipt of the lease in the renter's records.
+// more paid than the provider could claim). Settling goes on: it delivers
+// the last voucher once the provider is back and stores the receipt over
+// it, not the one over the older voucher the provider served first: one
+// receipt of the lease in the renter's records.
 func TestSettlingOutlastsAProviderRestart(t *testing.T) {
 	r, _, provs := newRenter(t, 1)
 	f := provs[0]
@@ -79,7 +79,7 @@ func TestSettlingOutlastsAProviderRestart(t *testing.T) {
 	receipts := len(f.receipts)
 	f.mu.Unlock()
 	if receipts != 2 {
-		t.Fatalf("the provider sealed %d receipts, want one over each voucher (the first kept meanwhile)", receipts)
+		t.Fatalf("the provider sealed %d receipts, want one over each voucher (the first served, not kept)", receipts)
 	}
 	ids, err := r.db.ReceiptIDs()
 	if err != nil || len(ids) != 1 {
