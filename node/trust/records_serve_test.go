@@ -107,10 +107,58 @@ func TestServedRecordBacksADigestWithoutTheDHT(t *testing.T) {
 	}
 }
 
-// TestServedRecordThatDoesNotBackFallsBackToTheDHT: a relay serving an
-// older record (which may have been current when it checked it) is not
-// charged and the checker looks the record up; one serving bytes that do
-// not open, or a record nobody asked for, is charged.
+// TestRelaysRecordBacksTheNewerDigestsItPassesOn: a provider puts a new
+// record at every lease, and a relay that backed it passes its newer
+// digests on without fetching each one (they claim the shards its record
+// serves). A checker handed such a digest is served the relay's older
+// record, and takes it as backing, as the relay did: no DHT lookup, and
+// no charge against the relay. Judged by the record the digest names,
+// the provider was dropped for ten minutes and the honest relay charged,
+// once per such provider (a fresh renter's view at 500 nodes).
+func TestRelaysRecordBacksTheNewerDigestsItPassesOn(t *testing.T) {
+	peers := roomtest.Peers(t, 3)
+	checker, relay, prov := peers[0], peers[1], peers[2]
+	now := prov.Clock.Now()
+	provTrust := servingOwnRecord(t, prov) // its record seq 1
+	relayTrust, checkTrust := newTrust(t, relay), newTrust(t, checker)
+	serveRecords(t, prov, provTrust.ServeRecords)
+	relayAsked := serveRecords(t, relay, relayTrust.ServeRecords)
+	noDHT(relayTrust)
+	lookups := noDHT(checkTrust)
+	waitServes(t, relayTrust, prov.ID)
+	waitServes(t, checkTrust, relay.ID)
+
+	if v := offer(t, relayTrust, prov.ID, sealedDigest(t, prov.Key, now, 1)); v != p2p.Withhold {
+		t.Fatalf("a provider's first digest: %v; want it held for its check", v)
+	}
+	drainChecks(t, relayTrust)
+	leased := testCapacity(prov.Key, now)
+	leased.Seq, leased.GPUs[0].Free, leased.GPUs[0].LeaseID = 2, false, "lease-1"
+	newer := sealDigestOf(t, prov.Key, leased, now, 2) // names record seq 2
+	if v := offer(t, relayTrust, prov.ID, newer); v != p2p.Accept || len(relayTrust.checks) != 0 {
+		t.Fatalf("the backed provider's newer digest at the relay: %v, %d checks queued; want accepted unchecked", v, len(relayTrust.checks))
+	}
+
+	if v := offer(t, checkTrust, relay.ID, newer); v != p2p.Withhold {
+		t.Fatalf("the newer digest passed on: %v; want it held", v)
+	}
+	drainChecks(t, checkTrust)
+	if offers, held, _ := checkTrust.digestOffers(); len(offers) != 1 || held != 0 {
+		t.Fatalf("%d backed, %d held; want the provider backed by the relay's record", len(offers), held)
+	}
+	if relayAsked.Load() != 1 || lookups.Load() != 0 {
+		t.Fatalf("relay asked %d times, %d DHT lookups; want one ask, no lookup", relayAsked.Load(), lookups.Load())
+	}
+	if pts := checker.P2P.Guard().Points(relay.ID); pts != 0 {
+		t.Fatalf("the relay was charged %.1f points for an honest provider's digest", pts)
+	}
+}
+
+// TestServedRecordThatDoesNotBackFallsBackToTheDHT: a relay serving a
+// record that does not back the digest (the provider's record from before
+// it added a GPU family, which may have been current when the relay
+// checked it) is not charged and the checker looks the record up; one
+// serving bytes that do not open, or a record nobody asked for, is charged.
 func TestServedRecordThatDoesNotBackFallsBackToTheDHT(t *testing.T) {
 	peers := roomtest.Peers(t, 3)
 	checker, relay, prov := peers[0], peers[1], peers[2]
@@ -119,8 +167,9 @@ func TestServedRecordThatDoesNotBackFallsBackToTheDHT(t *testing.T) {
 	recs := fakeRecords(checkTrust)
 	current := testCapacity(prov.Key, now)
 	current.Seq = 2
+	current.GPUs = append(current.GPUs, auction.GPU{UUID: "GPU-l4", Model: "l4", Name: "NVIDIA L4", VRAMMiB: 23034, ComputeCap: "8.9", Free: true})
 	recs.put(current)
-	old := sealedRecord(t, prov.Key, testCapacity(prov.Key, now)) // seq 1
+	old := sealedRecord(t, prov.Key, testCapacity(prov.Key, now)) // seq 1, A10s only
 	stranger, _ := newKey(t)
 	var answer atomic.Value
 	answer.Store([][]byte{old})
@@ -131,7 +180,7 @@ func TestServedRecordThatDoesNotBackFallsBackToTheDHT(t *testing.T) {
 
 	check := func(what string) {
 		t.Helper()
-		d := sealDigestOf(t, prov.Key, current, checkTrust.now(), 2) // names record seq 2
+		d := sealDigestOf(t, prov.Key, current, checkTrust.now(), 2) // names record seq 2, A10 and L4
 		parsed, _, _ := auction.OpenDigest(d)
 		checkTrust.ev.update(parsed.Peer, checkTrust.now(), func(ev *peerEvidence) { *ev = peerEvidence{} })
 		checkTrust.digests.Remove(parsed.Peer)
@@ -143,7 +192,7 @@ func TestServedRecordThatDoesNotBackFallsBackToTheDHT(t *testing.T) {
 			t.Fatalf("%s: %d backed; want the provider backed by its record in the DHT", what, len(offers))
 		}
 	}
-	check("an older record")
+	check("an older record without the digest's L4")
 	if pts := checker.P2P.Guard().Points(relay.ID); pts != 0 {
 		t.Fatalf("a relay serving an older record was charged %.0f points", pts)
 	}

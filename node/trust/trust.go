@@ -227,7 +227,7 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 	}, []string{"via"})
 	t.recordAsks = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "idlegrid_trust_record_asks_total",
-		Help: "Capacity records asked of a peer for a record check, by outcome: backed, not_backing (a record older than the digest names), none (the peer holds none), failed (the request failed or was refused), not_asked (not connected, not serving records, or charged lately).",
+		Help: "Capacity records asked of a peer for a record check, by outcome: backed, not_backing (a record that does not serve every shard the digest claims), none (the peer holds none), failed (the request failed or was refused), not_asked (not connected, not serving records, or charged lately).",
 	}, []string{"outcome"})
 	for _, c := range []**prometheus.CounterVec{&t.recordChecks, &t.recordAsks, &t.receiptsDropped, &t.summariesDropped} {
 		if err := register(deps.Registerer, c); err != nil {
