@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The checks a session runs when it is lent a GPU machine (16 cores, one
-# H200; see docs/benchmarks.md): the real NVML path, one real lease on the
+# H100 or H200; see docs/benchmarks.md): the real NVML path, one real lease on the
 # GPU, and the network's formation at sizes this project's 2-core machines
 # cannot hold. The machine has no Go toolchain, so the binaries are built
 # here and carried compressed:

@@ -385,6 +385,15 @@ func benchAuction(b *testing.B, n int) {
 	b.ReportMetric(counterSum(c, "idlegrid_trust_prefix_silenced_total"), "prefix_silenced")
 	b.Logf("record checks by where the record came from: %v; asks of peers by outcome: %v",
 		labelSums(c, "idlegrid_trust_record_checks_total", "via"), labelSums(c, "idlegrid_trust_record_asks_total", "outcome"))
+	// Every node here is honest, so every abuse charge is one honest node
+	// penalising another: a false positive of some rule, under this load.
+	charges := labelSums(c, "idlegrid_p2p_abuse_events_total", "reason")
+	var charged float64
+	for _, v := range charges {
+		charged += v
+	}
+	b.ReportMetric(charged, "abuse_charges")
+	b.Logf("abuse charges between honest nodes, by reason: %v", charges)
 	b.Logf("award ms per job: %v", msList(award))
 	perJob := make([]int, len(timings))
 	var everyone []int
