@@ -18,7 +18,8 @@ const LotsPerRFQ = 2
 // them names no lots for s (a provider of an earlier release, or one
 // whose view puts the shard in one lot, follows only that topic), else the
 // LotsPerRFQ lots holding the cheapest proven offers that fit r and whose
-// calendar lets them take it at now. A lot is a count and an index, as
+// calendar lets them take it at now, among the LotsFollowed lots its
+// renter follows (FollowsLot; its view of a split shard, §3.6). A lot is a count and an index, as
 // each provider's digest names them: near a threshold a shard's providers
 // are in lots of two counts, and each count's lots are auctions of their
 // own. A lot without a proven fitting offer is never chosen (fresh keys
@@ -41,8 +42,8 @@ func RFQTopicsOn(r *RFQ, s Shard, offers []ShardOffer, now time.Time) []ShardTop
 		if g < 2 {
 			return whole
 		}
-		if !o.Proven {
-			continue
+		if !o.Proven || !FollowsLot(r.Renter, Lot(d.Peer, g), g, LotsFollowed) {
+			continue // unproven, or in a lot outside the renter's view
 		}
 		price, _, ok := DigestFitsOn(r, d, s)
 		if !ok || !d.TakesNow(r, now) {

@@ -2,6 +2,7 @@ package auction
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -134,14 +135,83 @@ func TestRFQTopicsOn(t *testing.T) {
 	}
 	offers = offers[:len(offers)-1]
 	// Near a threshold, lots of 8 beside lots of 4: each its own auction.
-	add("split", 500_000, 8, true)
+	// Of 8 lots the renter follows LotsFollowed (4): a cheaper offer in a
+	// lot it does not follow is outside its view.
+	named := func(follows bool) string {
+		for i := 0; ; i++ {
+			p := fmt.Sprintf("split-%d", i)
+			if FollowsLot(r.Renter, Lot(p, 8), 8, LotsFollowed) == follows {
+				return p
+			}
+		}
+	}
+	split, unseen := named(true), named(false)
+	add(unseen, 400_000, 8, true)
+	add(split, 500_000, 8, true)
 	got = RFQTopicsOn(r, s, offers, time.Time{})
-	if len(got) != 2 || got[0] != (ShardTopic{Kind: ShardTopicRFQ, Shard: s, Lot: Lot("split", 8), Lots: 8}) || got[1] != want[0] {
-		t.Fatalf("a provider in 8 lots the cheapest: %v, want its lot of 8, then %v", got, want[0])
+	if len(got) != 2 || got[0] != (ShardTopic{Kind: ShardTopicRFQ, Shard: s, Lot: Lot(split, 8), Lots: 8}) || got[1] != want[0] {
+		t.Fatalf("providers in 8 lots the cheapest, one in a lot the renter follows: %v, want its lot of 8, then %v", got, want[0])
 	}
 	// No proven offer fits (the price ceiling is below all): the shard.
 	r.MaxPriceMicro = 200_000
 	if got := RFQTopicsOn(r, s, offers, time.Time{}); !slices.Equal(got, ShardRFQTopics([]Shard{s})) {
 		t.Fatalf("no proven fitting offer: %v, want the shard's topic", got)
+	}
+}
+
+// TestRenterFollowsLots: a renter follows LotsFollowed lots of a shard in
+// more, consecutive from the one its ID hashes to, and every lot of a
+// shard in fewer; renters spread evenly over the lots.
+func TestRenterFollowsLots(t *testing.T) {
+	for _, lots := range []int{2, 4, 8, 32} {
+		perLot := make([]int, lots)
+		const renters = 20000
+		for i := range renters {
+			renter := fmt.Sprintf("renter-%d", i)
+			got := FollowedLots(renter, lots, LotsFollowed)
+			want := min(lots, LotsFollowed)
+			if len(got) != want {
+				t.Fatalf("%s follows %d of %d lots, want %d", renter, len(got), lots, want)
+			}
+			for l := range lots {
+				if FollowsLot(renter, l, lots, LotsFollowed) != slices.Contains(got, l) {
+					t.Fatalf("%s, lot %d of %d: FollowsLot and FollowedLots disagree (%v)", renter, l, lots, got)
+				}
+			}
+			if lots > LotsFollowed && got[0] != Lot(renter, lots) {
+				t.Fatalf("%s follows %v of %d lots, not from its own lot %d", renter, got, lots, Lot(renter, lots))
+			}
+			for _, l := range got {
+				perLot[l]++
+			}
+		}
+		want := float64(renters*min(lots, LotsFollowed)) / float64(lots)
+		for l, n := range perLot {
+			if math.Abs(float64(n)-want) > 0.1*want {
+				t.Errorf("%d lots: lot %d followed by %d renters, want about %.0f", lots, l, n, want)
+			}
+		}
+	}
+	if got := FollowedLots("r", 1, LotsFollowed); !slices.Equal(got, []int{0}) {
+		t.Errorf("a shard of one lot: %v", got)
+	}
+}
+
+// TestLotCountsToFollow: the two counts most providers name, the smaller
+// first on a tie; a third count, and counts no shard splits into, are left.
+func TestLotCountsToFollow(t *testing.T) {
+	for _, c := range []struct {
+		counts map[int]int
+		want   []int
+	}{
+		{nil, nil},
+		{map[int]int{4: 600}, []int{4}},
+		{map[int]int{4: 300, 8: 900, 1024: 3}, []int{8, 4}},
+		{map[int]int{4: 5, 8: 5}, []int{4, 8}},
+		{map[int]int{3: 900, 1: 900, 2048: 900, 16: 1, 0: 7}, []int{16}},
+	} {
+		if got := LotCountsToFollow(c.counts); !slices.Equal(got, c.want) {
+			t.Errorf("%v: %v, want %v", c.counts, got, c.want)
+		}
 	}
 }

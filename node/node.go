@@ -109,6 +109,7 @@ type Node struct {
 	trust     *trust.Trust
 	shardSubs shardSubscriptions
 	lotSubs   lotSubscriptions
+	rLots     renterLots
 	// runCtx is Run's context, for topics followed later (a renter
 	// follows the digest topic of each shard it learns of).
 	runCtx   context.Context
@@ -335,6 +336,7 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	if n.renter != nil {
 		wg.Go(func() { errc <- n.renter.Run(ctx) })
+		wg.Go(func() { n.followRenterLots(ctx) })
 	}
 	if n.api != nil {
 		wg.Go(func() { errc <- n.api.Serve(ctx) })

@@ -32,6 +32,8 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 	}
 	if n.cfg.Role == RoleRenter {
 		tdeps.OnShard = n.followDigests
+		n.rLots.look = make(chan struct{}, 1)
+		tdeps.OnLots = n.lookAtLots
 	}
 	if n.cfg.Role == RoleProvider {
 		n.gpus = deps.GPU

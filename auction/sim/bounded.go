@@ -111,8 +111,17 @@ func calendarChanged(w *World, d *auction.Digest, p *provider, now time.Time) bo
 // lotSplit splits every shard of the replay into n lots by peer-ID hash
 // (auction.Lot; n below 2: none), and the renter publishes each RFQ on
 // the perRFQ lots of each shard that hold its cheapest fitting offers
-// (docs/protocol.md §3.6, not used by nodes yet).
-type lotSplit struct{ n, perRFQ int }
+// (docs/protocol.md §3.6) among the seen lots it follows (0: all), from
+// the one its key (renter) hashes to.
+type lotSplit struct {
+	n, perRFQ, seen int
+	renter          string
+}
+
+// follows reports whether the renter follows lot l.
+func (ls lotSplit) follows(l int) bool {
+	return auction.FollowsLot(ls.renter, l, ls.n, ls.seen)
+}
 
 // shardLot is one lot of a shard: the topic a lot's providers share.
 type shardLot struct {
@@ -151,6 +160,9 @@ func (v *bidView) bidders(w *World, rfq *auction.RFQ, rfqID string, cands []*pro
 				return nil, 0, 0, err
 			}
 			k := shardLot{s, auction.Lot(v.peerOf[i], lots.n)}
+			if !lots.follows(k.lot) {
+				continue // not in this renter's view
+			}
 			view[k] = append(view[k], d)
 			if price, _, ok := auction.DigestFitsOn(rfq, d, s); ok && d.TakesNow(rfq, now) {
 				if b, seen := best[k]; !seen || price < b {

@@ -76,6 +76,12 @@ type Config struct {
 	// (0: DefaultLotsPerRFQ). Nodes read lots but use none yet
 	// (docs/protocol.md §3.6): the replay measures what they cost renters.
 	Lots, LotsPerRFQ int
+	// LotsSeen is how many lots of each shard a renter follows (0: all):
+	// its market view is those lots' digests, and it publishes on the
+	// LotsPerRFQ cheapest of them. Each job is its own renter's, and a
+	// renter follows the LotsSeen lots from the one its key hashes to
+	// (auction.Lot), so renters spread evenly over the lots.
+	LotsSeen int
 	// Seeds are the replays to run (empty: 1..5).
 	Seeds []uint64
 	// Policies are run in order (empty: AllPolicies).
@@ -161,6 +167,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("sim: cheater share %v, cheat rate %v, canary rate %v: must be within 0..1", c.CheaterShare, c.CheatRate, c.CanaryRate)
 	case c.Lots < 1 || c.Lots&(c.Lots-1) != 0 || c.LotsPerRFQ < 1:
 		return fmt.Errorf("sim: %d lots, %d per RFQ: lots must be a power of two and each RFQ on at least one", c.Lots, c.LotsPerRFQ)
+	case c.LotsSeen < 0 || c.LotsSeen > c.Lots:
+		return fmt.Errorf("sim: a renter following %d of %d lots: must be 0 (all) up to the lots", c.LotsSeen, c.Lots)
 	case c.ExclusionDelay < 0:
 		return fmt.Errorf("sim: exclusion delay %v: must not be negative", c.ExclusionDelay)
 	case c.PoolScale < 0 || c.TimeScale < 0 || c.MaxPriceFactor < 1:

@@ -148,7 +148,7 @@ func (m *market) place(w *World, j *jobState) ([]Take, error) {
 		var err error
 		var lots lotSplit
 		if m.lotted {
-			lots = lotSplit{n: w.cfg.Lots, perRFQ: w.cfg.LotsPerRFQ}
+			lots = lotSplit{n: w.cfg.Lots, perRFQ: w.cfg.LotsPerRFQ, seen: w.cfg.LotsSeen, renter: fmt.Sprintf("renter-%d-%d", w.seed, j.ID)}
 		}
 		var reach int
 		if cands, feasible, reach, err = m.view.bidders(w, rfq, rfqID, cands, m.wantBids, lots, w.cfg.VerifyBidders, m.calendarBlind); err != nil {

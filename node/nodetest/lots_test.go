@@ -3,6 +3,8 @@ package nodetest_test
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -69,5 +71,43 @@ func TestAuctionsRunInLots(t *testing.T) {
 		if onLots() == before {
 			t.Fatalf("lot job %d: its RFQ went to no lot's topic", i)
 		}
+	}
+}
+
+// TestRenterFollowsItsLots: with every shard split into 8 lots (the
+// providers' lot rule replaced), the renter follows the digest and
+// attestation topics of auction.LotsFollowed of them, from the one its
+// own peer ID hashes to, and of no other lot (docs/protocol.md §3.6).
+func TestRenterFollowsItsLots(t *testing.T) {
+	const lots = 8
+	provs := []provOpts{{gpus: 1, bronze: 0.5}, {gpus: 1, bronze: 0.6}}
+	_, renter := auctionCluster(t, provs, nodetest.Options{LotsFor: func(int, int) int { return lots }})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	a10 := auction.GPUShard("a10")
+	followed := auction.FollowedLots(renter.ID().String(), lots, auction.LotsFollowed)
+	if len(followed) != auction.LotsFollowed {
+		t.Fatalf("the renter follows %v of %d lots", followed, lots)
+	}
+	want := map[string]bool{}
+	for _, lot := range followed {
+		for _, topic := range []string{a10.DigestTopic(), a10.AttestTopic()} {
+			want[auction.LotTopic(topic, lot, lots)] = true
+		}
+	}
+	lotTopics := func() map[string]bool {
+		out := map[string]bool{}
+		for _, topic := range renter.P2P().JoinedTopics() {
+			if st, err := auction.ParseShardTopic(topic); err == nil && st.Lots > 1 {
+				out[topic] = true
+			}
+		}
+		return out
+	}
+	if err := nodetest.WaitFor(ctx, "the renter to follow its lots", func() bool { return len(lotTopics()) >= len(want) }); err != nil {
+		t.Fatal(err)
+	}
+	if got := lotTopics(); !maps.Equal(got, want) {
+		t.Fatalf("the renter follows lot topics %v, want %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
 	}
 }

@@ -134,6 +134,15 @@ func (t *Trust) ValidateDigest(topic string) p2p.Validator {
 // admit offers a verified, current digest that src gossiped or served to
 // the book.
 func (t *Trust) admit(d *auction.Digest, raw []byte, src peer.ID) admission {
+	a := t.admitToBook(d, raw, src)
+	if a == admitBacked {
+		t.noteLots(d)
+	}
+	return a
+}
+
+// admitToBook is admit's rule.
+func (t *Trust) admitToBook(d *auction.Digest, raw []byte, src peer.ID) admission {
 	now := t.now()
 	if d.Peer == t.selfStr {
 		if _, err := t.digests.Add(raw, now); err != nil {
@@ -234,6 +243,7 @@ func (t *Trust) learnt(d *auction.Digest) {
 			t.onShard(s)
 		}
 	}
+	t.noteLots(d)
 }
 
 // settleFor is how long after a shard's view last gained a provider the

@@ -67,6 +67,10 @@ type Deps struct {
 	// OnShard is told of each shard the first time a digest names it
 	// (a renter follows the shard's digest topic); nil: nobody.
 	OnShard func(s auction.Shard)
+	// OnLots is told when a backed provider's digest first names a lot
+	// count of one of its shards, so that a renter follows those lots at
+	// once rather than at its next look (docs/protocol.md §3.6).
+	OnLots func()
 	// SyncShards are the shards whose digests this node syncs (a
 	// provider's own); nil: every shard (a renter's whole market view).
 	SyncShards func() []auction.Shard
@@ -103,6 +107,8 @@ type Trust struct {
 	onSummary    func(sum *auction.AwardSummary)
 	onAbandon    func(n *auction.AbandonNote)
 	onShard      func(s auction.Shard)
+	onLots       func()
+	lotPairs     map[lotPair]bool // guarded by shardsMu
 	syncShards   func() []auction.Shard
 	shardsMu     sync.Mutex
 	shards       map[auction.Shard]bool
@@ -175,7 +181,7 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 		cfg: cfg, log: deps.Logger, now: deps.Clock, key: deps.Key, self: deps.P2P.ID(), selfStr: deps.P2P.ID().String(),
 		p2p: deps.P2P, db: deps.Store, onSummary: deps.OnSummary, onAbandon: deps.OnAbandon, leaseEntries: deps.LeaseEntries,
 		replay: deps.Replay, replays: newReplayBook(), ownRecord: deps.OwnRecord, recordRates: newRecordRates(),
-		onShard: deps.OnShard, syncShards: deps.SyncShards, shards: map[auction.Shard]bool{}, grewAt: map[auction.Shard]time.Time{},
+		onShard: deps.OnShard, onLots: deps.OnLots, lotPairs: map[lotPair]bool{}, syncShards: deps.SyncShards, shards: map[auction.Shard]bool{}, grewAt: map[auction.Shard]time.Time{},
 	}
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)

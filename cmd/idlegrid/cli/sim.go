@@ -42,7 +42,7 @@ const (
 type simFlags struct {
 	traces, jobs, format, nodes, prices string
 	offset, limit, providers            int
-	lots, lotsPerRFQ                    int
+	lots, lotsPerRFQ, lotsSeen          int
 	poolScale, timeScale                float64
 	flaky, flakyFail, spread, closing   float64
 	cheaters, cheatRate, canaryRate     float64
@@ -100,6 +100,7 @@ func newSimCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.policies, "policies", "", "comma-separated policies (default all: "+strings.Join(sim.AllPolicies(), ",")+")")
 	fl.IntVar(&f.lots, "lots", sim.DefaultLots, "lots each shard splits into under the idlegrid-lots policy (a power of two; docs/protocol.md §3.6, planned)")
 	fl.IntVar(&f.lotsPerRFQ, "lots-per-rfq", sim.DefaultLotsPerRFQ, "lots of each shard an RFQ goes to under idlegrid-lots")
+	fl.IntVar(&f.lotsSeen, "lots-seen", 0, "lots of each shard a renter follows under idlegrid-lots, from the one its key hashes to (0: all)")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON instead of a table")
 	fl.BoolVar(&f.perSeed, "per-seed", false, "after the table, one row per policy and seed at equal work (cost per placed GPU-hour, against greedy's)")
 	cmd.AddCommand(newSimScaleCmd(g))
@@ -159,7 +160,7 @@ func runSim(out io.Writer, f simFlags) error {
 		FloorSpread: f.spread, FlakyShare: f.flaky, FlakyFailProb: f.flakyFail, MaxWait: f.maxWait, Calendars: f.calendars,
 		ClosingCalendars: f.closing,
 		CheaterShare:     f.cheaters, CheatRate: f.cheatRate, CanaryRate: f.canaryRate, ExclusionDelay: f.exclusionDelay,
-		Lots: f.lots, LotsPerRFQ: f.lotsPerRFQ,
+		Lots: f.lots, LotsPerRFQ: f.lotsPerRFQ, LotsSeen: f.lotsSeen,
 	}
 	var err error
 	if cfg.Pricing, err = sim.ParsePricing(f.pricing); err != nil {

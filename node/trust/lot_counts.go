@@ -1,0 +1,62 @@
+package trust
+
+import "github.com/idlegrid/idlegrid/auction"
+
+// LotCounts are the lot counts above one that the backed providers of
+// shard s name in their digests, with how many name each: a renter
+// follows the lots of the counts most of them name
+// (auction.LotCountsToFollow, docs/protocol.md §3.6). Only backed
+// providers count, so fresh keys naming a count of their own cannot pull
+// a renter onto its topics.
+func (t *Trust) LotCounts(s auction.Shard) map[int]int {
+	now := t.now()
+	out := map[int]int{}
+	for _, d := range t.digests.Digests(s, now) {
+		if d.Peer == t.selfStr || !t.evidence(d.Peer, false).Backed(now) {
+			continue
+		}
+		if g := d.LotsOn(s); g > 1 {
+			out[g]++
+		}
+	}
+	return out
+}
+
+// FollowedShards are the shards whose digests this node has learnt of,
+// the shards a renter follows.
+func (t *Trust) FollowedShards() []auction.Shard {
+	t.shardsMu.Lock()
+	defer t.shardsMu.Unlock()
+	out := make([]auction.Shard, 0, len(t.shards))
+	for s := range t.shards {
+		out = append(out, s)
+	}
+	return out
+}
+
+// lotPair is a shard and a lot count a backed provider named for it.
+type lotPair struct {
+	s    auction.Shard
+	lots int
+}
+
+// noteLots tells onLots when backed provider d's digest names a lot count
+// of a shard that no backed provider named before: at most one call per
+// shard and count (ten counts a shard splits into).
+func (t *Trust) noteLots(d *auction.Digest) {
+	if t.onLots == nil || d.Peer == t.selfStr {
+		return
+	}
+	fresh := false
+	t.shardsMu.Lock()
+	for _, s := range d.Shards() {
+		if g := d.LotsOn(s); g > 1 && !t.lotPairs[lotPair{s, g}] {
+			t.lotPairs[lotPair{s, g}] = true
+			fresh = true
+		}
+	}
+	t.shardsMu.Unlock()
+	if fresh {
+		t.onLots()
+	}
+}
