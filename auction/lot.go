@@ -12,9 +12,9 @@ import (
 // measures what they would cost renters (auction/sim, idlegrid-lots).
 // Lot topics are admitted and validated, a digest of version 2 says how
 // many lots each of its shards is in, and a provider in a shard of more
-// than one lot joins its lot's topics and publishes there as well as on
-// the shard's (the migration's step 1); renters still publish and follow
-// on the shard's topics.
+// than one lot follows and publishes on its lot's topics instead of the
+// shard's (steps 1 and 3 of the migration); renters follow 4 lots of a
+// split shard and publish RFQs on 2 of them (lot_follow.go, lot_choose.go).
 const lotDomain = "idlegrid-lot/1"
 
 // Lot is the lot, of lots (a power of two), that provider peer (its peer

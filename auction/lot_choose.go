@@ -22,9 +22,10 @@ const LotsPerRFQ = 2
 // renter follows (FollowsLot; its view of a split shard, §3.6). A lot is a count and an index, as
 // each provider's digest names them: near a threshold a shard's providers
 // are in lots of two counts, and each count's lots are auctions of their
-// own. A lot without a proven fitting offer is never chosen (fresh keys
-// put in a lot of their choosing gain nothing); with none anywhere it is
-// the shard's topic.
+// own. A lot without a proven fitting offer is not chosen while another
+// has one (fresh keys put in a lot of their choosing gain nothing); with
+// none in the followed lots, it is every followed lot with a fitting
+// offer, and with none of those the shard's topic.
 func RFQTopicsOn(r *RFQ, s Shard, offers []ShardOffer, now time.Time) []ShardTopic {
 	whole := []ShardTopic{{Kind: ShardTopicRFQ, Shard: s}}
 	type lotKey struct{ lot, lots int }
@@ -32,27 +33,37 @@ func RFQTopicsOn(r *RFQ, s Shard, offers []ShardOffer, now time.Time) []ShardTop
 		lotKey
 		price uint64
 	}
-	cheapest := map[lotKey]uint64{}
+	cheapest := map[lotKey]uint64{} // proven offers
+	fitting := map[lotKey]uint64{}  // any backed offer
 	for _, o := range offers {
-		d := o.Digest
-		if d == nil || !d.OnShard(s) {
+		lot, g := lotOf(o, s)
+		switch {
+		case g == 0:
 			continue
-		}
-		g := d.LotsOn(s)
-		if g < 2 {
+		case g == 1:
 			return whole
+		case !FollowsLot(r.Renter, lot, g, LotsFollowed):
+			continue // in a lot outside the renter's view
 		}
-		if !o.Proven || !FollowsLot(r.Renter, Lot(d.Peer, g), g, LotsFollowed) {
-			continue // unproven, or in a lot outside the renter's view
-		}
+		d := o.Digest
 		price, _, ok := DigestFitsOn(r, d, s)
 		if !ok || !d.TakesNow(r, now) {
 			continue
 		}
-		k := lotKey{Lot(d.Peer, g), g}
-		if cur, ok := cheapest[k]; !ok || price < cur {
+		k := lotKey{lot, g}
+		if cur, ok := fitting[k]; !ok || price < cur {
+			fitting[k] = price
+		}
+		if cur, ok := cheapest[k]; o.Proven && (!ok || price < cur) {
 			cheapest[k] = price
 		}
+	}
+	// With no proven fitting offer (a shard split before its providers
+	// were proven), every followed lot with a fitting offer: the shard's
+	// own topic has none of its providers once they left it (step 3).
+	n := LotsPerRFQ
+	if len(cheapest) == 0 {
+		cheapest, n = fitting, len(fitting)
 	}
 	if len(cheapest) == 0 {
 		return whole
@@ -64,9 +75,36 @@ func RFQTopicsOn(r *RFQ, s Shard, offers []ShardOffer, now time.Time) []ShardTop
 	slices.SortFunc(best, func(a, b lotBest) int {
 		return cmp.Or(cmp.Compare(a.price, b.price), cmp.Compare(a.lots, b.lots), cmp.Compare(a.lot, b.lot))
 	})
-	out := make([]ShardTopic, 0, LotsPerRFQ)
-	for _, b := range best[:min(len(best), LotsPerRFQ)] {
+	out := make([]ShardTopic, 0, n)
+	for _, b := range best[:min(len(best), n)] {
 		out = append(out, ShardTopic{Kind: ShardTopicRFQ, Shard: s, Lot: b.lot, Lots: b.lots})
+	}
+	return out
+}
+
+// EveryoneTopicsOn are the topics an RFQ asking every provider of shard s
+// goes to (auction.EveryoneBids), given the shard's backed providers
+// (offers): the shard's own topic while any of them names no lots for s,
+// and each lot the renter follows that holds one of them, since a
+// provider in a lot follows its lot's RFQ topic only (§3.6, step 3).
+func EveryoneTopicsOn(renter string, s Shard, offers []ShardOffer) []ShardTopic {
+	var out []ShardTopic
+	whole := false
+	seen := map[ShardTopic]bool{}
+	for _, o := range offers {
+		lot, g := lotOf(o, s)
+		if g == 1 {
+			whole = true
+		}
+		st := ShardTopic{Kind: ShardTopicRFQ, Shard: s, Lot: lot, Lots: g}
+		if g > 1 && FollowsLot(renter, lot, g, LotsFollowed) && !seen[st] {
+			seen[st] = true
+			out = append(out, st)
+		}
+	}
+	slices.SortFunc(out, func(a, b ShardTopic) int { return cmp.Or(cmp.Compare(a.Lots, b.Lots), cmp.Compare(a.Lot, b.Lot)) })
+	if whole || len(out) == 0 {
+		out = append([]ShardTopic{{Kind: ShardTopicRFQ, Shard: s}}, out...)
 	}
 	return out
 }
@@ -78,4 +116,17 @@ func ShardRFQTopics(shards []Shard) []ShardTopic {
 		out[i] = ShardTopic{Kind: ShardTopicRFQ, Shard: s}
 	}
 	return out
+}
+
+// lotOf is the lot of shard s that offer o's provider names: lots 0 for
+// an offer not on s, 1 for one naming no lots for it.
+func lotOf(o ShardOffer, s Shard) (lot, lots int) {
+	d := o.Digest
+	if d == nil || !d.OnShard(s) {
+		return 0, 0
+	}
+	if g := d.LotsOn(s); g > 1 {
+		return Lot(d.Peer, g), g
+	}
+	return 0, 1
 }

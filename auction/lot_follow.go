@@ -71,3 +71,52 @@ func LotCountsToFollow(counts map[int]int) []int {
 	slices.SortFunc(out, func(a, b int) int { return cmp.Or(cmp.Compare(counts[b], counts[a]), cmp.Compare(a, b)) })
 	return out[:min(len(out), MaxLotCountsFollowed)]
 }
+
+// ProviderShardTopics are the topics a provider follows for its shard s
+// when its own view puts the shard in lots lots (docs/protocol.md §3.6,
+// step 3): the shard's RFQ, digest and attestation topics while it is in
+// one lot, else its own lot's; and besides them the digest topics where
+// the rest of its lot's providers may be while a shard changes count
+// (those still at lots/2, in the lot its own is half of, which is the
+// shard's own digest topic at 2 lots; those already at 2×lots, in the two
+// halves of its lot), so that it counts its lot whatever count each of
+// them is at (ShardSizeFromLot). Those are empty but for a change of
+// count: a provider publishes only on its own lot's topics.
+func ProviderShardTopics(self string, s Shard, lots int) []string {
+	if lots < 2 {
+		lots = 1
+	}
+	lot := Lot(self, lots)
+	out := []string{
+		LotTopic(s.RFQTopic(), lot, lots),
+		LotTopic(s.DigestTopic(), lot, lots),
+		LotTopic(s.AttestTopic(), lot, lots),
+	}
+	if lots >= 2 {
+		out = append(out, LotTopic(s.DigestTopic(), Lot(self, lots/2), lots/2))
+	}
+	if 2*lots <= MaxLots {
+		out = append(out, LotTopic(s.DigestTopic(), lot, 2*lots), LotTopic(s.DigestTopic(), lot+lots, 2*lots))
+	}
+	return out
+}
+
+// ShardSizeFromLot is a provider's count of its shard, which LotsFor
+// takes: in lots lots it hears only its own lot's digests (and those of
+// the lots its own splits from and into: ProviderShardTopics), a fair
+// sample since lots are a hash, so the shard is lots × the providers of
+// its own lot (peers: the other providers of the shard its view holds,
+// whatever count each names; itself counted too), or the providers its
+// view holds, whichever is more.
+func ShardSizeFromLot(self string, peers []string, lots int) int {
+	if lots < 2 {
+		return len(peers) + 1
+	}
+	mine, inLot := Lot(self, lots), 1
+	for _, p := range peers {
+		if Lot(p, lots) == mine {
+			inLot++
+		}
+	}
+	return max(len(peers)+1, lots*inLot)
+}

@@ -152,10 +152,57 @@ func TestRFQTopicsOn(t *testing.T) {
 	if len(got) != 2 || got[0] != (ShardTopic{Kind: ShardTopicRFQ, Shard: s, Lot: Lot(split, 8), Lots: 8}) || got[1] != want[0] {
 		t.Fatalf("providers in 8 lots the cheapest, one in a lot the renter follows: %v, want its lot of 8, then %v", got, want[0])
 	}
-	// No proven offer fits (the price ceiling is below all): the shard.
+	// No proven offer fits (the price ceiling is below all): every
+	// followed lot with a fitting offer, here the fresh key's, since the
+	// providers of a split shard no longer follow its own topic.
 	r.MaxPriceMicro = 200_000
+	if got, want := RFQTopicsOn(r, s, offers, time.Time{}), []ShardTopic{{Kind: ShardTopicRFQ, Shard: s, Lot: Lot("fresh", 4), Lots: 4}}; !slices.Equal(got, want) {
+		t.Fatalf("no proven fitting offer: %v, want %v", got, want)
+	}
+	// No offer fits at all: the shard's topic.
+	r.MaxPriceMicro = 50_000
 	if got := RFQTopicsOn(r, s, offers, time.Time{}); !slices.Equal(got, ShardRFQTopics([]Shard{s})) {
-		t.Fatalf("no proven fitting offer: %v, want the shard's topic", got)
+		t.Fatalf("no fitting offer: %v, want the shard's topic", got)
+	}
+}
+
+// TestEveryoneTopicsOn: an RFQ asking every provider goes to each lot the
+// renter follows that holds a backed provider, and to the shard's own
+// topic as well while one of them names no lots.
+func TestEveryoneTopicsOn(t *testing.T) {
+	s := GPUShard("a10")
+	renter := "renter"
+	var offers []ShardOffer
+	add := func(peer string, lots int) {
+		d := selDigest(peer, 1, 1_000_000)
+		if lots > 1 {
+			d.V, d.Lots = DigestVersion, map[Shard]uint32{s: uint32(lots)}
+		}
+		offers = append(offers, ShardOffer{Digest: d})
+	}
+	want := map[ShardTopic]bool{}
+	for i := range 64 {
+		p := fmt.Sprintf("p%02d", i)
+		add(p, 8)
+		if l := Lot(p, 8); FollowsLot(renter, l, 8, LotsFollowed) {
+			want[ShardTopic{Kind: ShardTopicRFQ, Shard: s, Lot: l, Lots: 8}] = true
+		}
+	}
+	got := EveryoneTopicsOn(renter, s, offers)
+	if len(got) != len(want) || len(got) != LotsFollowed {
+		t.Fatalf("all in 8 lots: %v, want the %d the renter follows: %v", got, LotsFollowed, want)
+	}
+	for _, st := range got {
+		if !want[st] {
+			t.Fatalf("all in 8 lots: %v holds %v, which the renter does not follow", got, st)
+		}
+	}
+	add("old", 1)
+	if got := EveryoneTopicsOn(renter, s, offers); len(got) != LotsFollowed+1 || got[0] != (ShardTopic{Kind: ShardTopicRFQ, Shard: s}) {
+		t.Fatalf("one provider outside lots: %v, want the shard's topic and the renter's lots", got)
+	}
+	if got := EveryoneTopicsOn(renter, s, nil); !slices.Equal(got, ShardRFQTopics([]Shard{s})) {
+		t.Fatalf("no provider known: %v, want the shard's topic", got)
 	}
 }
 
@@ -213,5 +260,75 @@ func TestLotCountsToFollow(t *testing.T) {
 		if got := LotCountsToFollow(c.counts); !slices.Equal(got, c.want) {
 			t.Errorf("%v: %v, want %v", c.counts, got, c.want)
 		}
+	}
+}
+
+// TestProviderShardTopics: a provider of a shard in one lot follows the
+// shard's topics and the digest topics of its two lots of 2; in G lots,
+// its lot's three topics, the digest topic of the lot of G/2 its lot is
+// half of (the shard's own at G = 2), and those of its lot's two halves
+// of 2G (none past MaxLots).
+func TestProviderShardTopics(t *testing.T) {
+	s := GPUShard("h100")
+	self := "12D3KooWself"
+	one := ProviderShardTopics(self, s, 1)
+	if want := []string{s.RFQTopic(), s.DigestTopic(), s.AttestTopic(), LotTopic(s.DigestTopic(), 0, 2), LotTopic(s.DigestTopic(), 1, 2)}; !slices.Equal(one, want) {
+		t.Fatalf("one lot: %v, want %v", one, want)
+	}
+	for _, g := range []int{2, 8, MaxLots} {
+		lot := Lot(self, g)
+		want := []string{LotTopic(s.RFQTopic(), lot, g), LotTopic(s.DigestTopic(), lot, g), LotTopic(s.AttestTopic(), lot, g),
+			LotTopic(s.DigestTopic(), Lot(self, g/2), g/2)}
+		if g < MaxLots {
+			want = append(want, LotTopic(s.DigestTopic(), lot, 2*g), LotTopic(s.DigestTopic(), lot+g, 2*g))
+		}
+		if got := ProviderShardTopics(self, s, g); !slices.Equal(got, want) {
+			t.Fatalf("%d lots: %v, want %v", g, got, want)
+		}
+		// Its own digest topic is one of the halves' topics of its lot of
+		// G/2, and its lot of 2G one of its own halves: each count's
+		// providers hear the ones next to them.
+		if half := ProviderShardTopics(self, s, g/2); !slices.Contains(half, LotTopic(s.DigestTopic(), lot, g)) {
+			t.Fatalf("%d lots: its lot of %d does not follow %s", g, g/2, LotTopic(s.DigestTopic(), lot, g))
+		}
+	}
+	if got := ProviderShardTopics(self, s, 2)[3]; got != s.DigestTopic() {
+		t.Fatalf("2 lots: the lot it is half of is %s, want the shard's own digest topic", got)
+	}
+}
+
+// TestShardSizeFromLot: split, a provider counts its shard as the lots
+// times its own lot's providers (itself included), whatever count each
+// names, or the providers it holds if more; in one lot, those it holds.
+func TestShardSizeFromLot(t *testing.T) {
+	self := "12D3KooWself"
+	var peers []string
+	inLot := 1
+	for i := range 4000 {
+		p := fmt.Sprintf("p%04d", i)
+		if Lot(p, 8) == Lot(self, 8) {
+			peers = append(peers, p)
+			inLot++
+		}
+	}
+	if got := ShardSizeFromLot(self, peers, 8); got != 8*inLot {
+		t.Fatalf("its lot of %d in 8 lots: %d, want %d", inLot, got, 8*inLot)
+	}
+	if got := ShardSizeFromLot(self, peers, 1); got != inLot {
+		t.Fatalf("one lot: %d, want the %d it holds", got, inLot)
+	}
+	// A view holding more than its lot suggests (synced from a renter,
+	// say) counts what it holds.
+	var others []string
+	for i := range 4000 {
+		if p := fmt.Sprintf("p%04d", i); Lot(p, 2) != Lot(self, 2) {
+			others = append(others, p)
+		}
+	}
+	if got := ShardSizeFromLot(self, others, 2); got != len(others)+1 {
+		t.Fatalf("2 lots, %d held of the other lot: %d, want %d", len(others), got, len(others)+1)
+	}
+	if got := ShardSizeFromLot(self, nil, 8); got != 8 {
+		t.Fatalf("alone in 8 lots: %d, want 8", got)
 	}
 }

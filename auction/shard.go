@@ -27,10 +27,12 @@ const (
 	// ShardCPU is the shard of CPU-only (wasm, 0 GPU) jobs.
 	ShardCPU Shard = "cpu"
 	// MaxShardsPerNode bounds the GPU shards a provider joins; with the
-	// CPU shard and an RFQ, a digest and an attestation topic per shard a node
-	// joins at most MaxShardTopicsPerNode shard topics.
+	// CPU shard and at most 6 topics per shard (ProviderShardTopics: an
+	// RFQ, a digest and an attestation topic, and the digest topics of the
+	// lots next to its own) a provider follows at most
+	// MaxShardTopicsPerNode shard topics at a time.
 	MaxShardsPerNode      = 8
-	MaxShardTopicsPerNode = 3 * (MaxShardsPerNode + 1)
+	MaxShardTopicsPerNode = 6 * (MaxShardsPerNode + 1)
 	// MaxShardsPerRFQ bounds the shards one RFQ is published on.
 	MaxShardsPerRFQ = 16
 

@@ -128,7 +128,11 @@ func TestProviderShards(t *testing.T) {
 		c.GPUs = append(c.GPUs, GPU{Index: uint32(i), Model: "m" + strings.Repeat("x", i) + "-8gb"})
 	}
 	got := ProviderShards(c)
-	if len(got) != MaxShardsPerNode || (len(got)+1)*3 > MaxShardTopicsPerNode {
+	topics := 0
+	for _, s := range append(got, ShardCPU) {
+		topics += max(len(ProviderShardTopics("12D3KooWself", s, 1)), len(ProviderShardTopics("12D3KooWself", s, 8)))
+	}
+	if len(got) != MaxShardsPerNode || topics > MaxShardTopicsPerNode {
 		t.Errorf("%d shards for 20 families, want %d", len(got), MaxShardsPerNode)
 	}
 }

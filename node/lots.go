@@ -2,29 +2,27 @@ package node
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"sync"
 
 	"github.com/idlegrid/idlegrid/auction"
 )
 
-// A provider in a shard of several lots joins its lot's RFQ, digest and
-// attestation topics beside the shard's (docs/protocol.md §3.6, the
-// migration's step 1). The count follows the shard's size, so a lot's
-// topics are left when it changes: unlike the shard topics, which a node
-// follows for its life, each lot subscription has its own context.
+// A provider follows, for each of its shards, the topics
+// auction.ProviderShardTopics names for the lot count its own view puts
+// the shard in (docs/protocol.md §3.6, step 3): the shard's own topics
+// while it is one lot, its lot's once it is split, and beside them the
+// digest topics where its lot's providers are while the count changes.
+// The count follows the shard's size, so each topic has its own context:
+// a new count joins the topics it adds and leaves those it drops.
 type lotSubscriptions struct {
 	mu sync.Mutex
-	by map[auction.Shard]lotSubscription
+	by map[auction.Shard]map[string]context.CancelFunc
 }
 
-type lotSubscription struct {
-	lots   int
-	cancel context.CancelFunc
-}
-
-// followLot joins this provider's lot of shard s in lots lots (leaving
-// the lot topics of the count before; lots below 2 only leaves them). It
-// is the provider's Deps.FollowLots.
+// followLot moves this provider's topics of shard s to lots lots. It is
+// the provider's Deps.FollowLots.
 func (n *Node) followLot(s auction.Shard, lots int) {
 	n.runCtxMu.Lock()
 	ctx := n.runCtx
@@ -32,31 +30,45 @@ func (n *Node) followLot(s auction.Shard, lots int) {
 	if ctx == nil || ctx.Err() != nil {
 		return
 	}
+	if err := n.followShardLots(ctx, s, lots); err != nil {
+		n.log.Warn("join a shard's lot", "shard", s, "lots", lots, "err", err)
+		return
+	}
+	n.log.Info("following the shard's lot", "shard", s, "lot", auction.Lot(n.p2p.ID().String(), lots), "lots", lots)
+}
+
+// followShardLots joins the topics of shard s at lots lots that this
+// provider does not follow yet and leaves those of s it no longer needs.
+func (n *Node) followShardLots(ctx context.Context, s auction.Shard, lots int) error {
+	want := auction.ProviderShardTopics(n.p2p.ID().String(), s, lots)
 	n.lotSubs.mu.Lock()
 	defer n.lotSubs.mu.Unlock()
 	if n.lotSubs.by == nil {
-		n.lotSubs.by = map[auction.Shard]lotSubscription{}
+		n.lotSubs.by = map[auction.Shard]map[string]context.CancelFunc{}
 	}
-	cur, ok := n.lotSubs.by[s]
-	if ok && cur.lots == lots {
-		return
+	cur := n.lotSubs.by[s]
+	if cur == nil {
+		cur = map[string]context.CancelFunc{}
+		n.lotSubs.by[s] = cur
 	}
-	if ok {
-		cur.cancel()
-		delete(n.lotSubs.by, s)
-	}
-	if lots < 2 {
-		n.log.Info("left the shard's lots", "shard", s)
-		return
-	}
-	lctx, cancel := context.WithCancel(ctx)
-	lot := auction.Lot(n.p2p.ID().String(), lots)
-	for _, shardTopic := range []string{s.RFQTopic(), s.DigestTopic(), s.AttestTopic()} {
-		topic := auction.LotTopic(shardTopic, lot, lots)
-		if err := n.p2p.Subscribe(lctx, topic, n.onShardGossip(ctx, topic)); err != nil {
-			n.log.Warn("join lot topic", "topic", topic, "err", err)
+	for topic, cancel := range cur {
+		if !slices.Contains(want, topic) {
+			cancel()
+			delete(cur, topic)
 		}
 	}
-	n.lotSubs.by[s] = lotSubscription{lots: lots, cancel: cancel}
-	n.log.Info("joined the shard's lot", "shard", s, "lot", lot, "lots", lots)
+	var errs []error
+	for _, topic := range want {
+		if _, ok := cur[topic]; ok {
+			continue
+		}
+		tctx, cancel := context.WithCancel(ctx)
+		if err := n.p2p.Subscribe(tctx, topic, n.onShardGossip(ctx, topic)); err != nil {
+			cancel()
+			errs = append(errs, err)
+			continue
+		}
+		cur[topic] = cancel
+	}
+	return errors.Join(errs...)
 }

@@ -13,9 +13,10 @@ import (
 // (auction.FollowedLots), at the counts most of the shard's backed
 // providers name (auction.LotCountsToFollow; two near a threshold): their
 // digest and attestation topics (docs/protocol.md §3.6). Its RFQs go only
-// to lots it follows (auction.RFQTopicsOn). Until providers leave the
-// shard's own topics (the migration's step 3) those carry everything too,
-// and the lot topics a copy.
+// to lots it follows (auction.RFQTopicsOn). A split shard's providers
+// follow their lots' topics only (step 3), so these lots are the renter's
+// view of the shard; it still follows the shard's own topics, where the
+// providers of a shard in one lot are.
 type renterLots struct {
 	mu sync.Mutex
 	by map[renterLot]context.CancelFunc

@@ -27,8 +27,9 @@ func shardTopic(topic string) bool {
 // of a provider (provider true) or another role. A shard's providers
 // subscribe to all three of its topics, so the key of its RFQ topic finds
 // them for all three, and only they announce it: one DHT announcement and
-// one lookup per shard where there were three of each. Renters announce
-// nothing on shard topics; nobody looks for them there.
+// one lookup per shard where there were three of each; a provider looks
+// up only its RFQ topics' keys. Renters announce nothing on shard topics;
+// nobody looks for them there.
 //
 // The release before the last also looked a digest topic up under its
 // own key, which the last release announced for it; this one no longer
@@ -40,8 +41,15 @@ func shardRendezvous(provider bool) func(topic string) (find, announce string) {
 			return topic, topic
 		}
 		key := auction.LotTopic(st.Shard.RFQTopic(), st.Lot, st.Lots) // a lot's members meet under its own key
-		if provider && st.Kind == auction.ShardTopicRFQ {
+		switch {
+		case provider && st.Kind == auction.ShardTopicRFQ:
 			return key, key
+		case provider:
+			// Its RFQ topic's lookups find the same peers; the digest topics
+			// of the lots its own splits from or into are empty but for a
+			// change of count (auction.ProviderShardTopics), and a lookup
+			// of a key nobody announces would run every few seconds.
+			return "", ""
 		}
 		return key, ""
 	}
@@ -101,7 +109,8 @@ func (n *Node) follow(ctx context.Context, topic string) error {
 }
 
 // followShards subscribes a provider to the RFQ, digest and attestation
-// topics of its shards. The attestation topics carry the award summaries
+// topics of its shards, each as one lot until its view splits it
+// (followShardLots). The attestation topics carry the award summaries
 // that end its auctions and price its models; on the CPU shard's, a GPU
 // provider hears only the heartbeats of providers without GPUs
 // (auction.BeatShards), a small share.
@@ -110,10 +119,8 @@ func (n *Node) followShards(ctx context.Context) error {
 		return nil
 	}
 	for _, s := range n.provider.Shards() {
-		for _, topic := range []string{s.RFQTopic(), s.DigestTopic(), s.AttestTopic()} {
-			if err := n.follow(ctx, topic); err != nil {
-				return err
-			}
+		if err := n.followShardLots(ctx, s, 1); err != nil {
+			return fmt.Errorf("follow shard %s: %w", s, err)
 		}
 	}
 	return nil

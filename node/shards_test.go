@@ -27,13 +27,14 @@ func TestShardTopicsMeetUnderTheRFQKey(t *testing.T) {
 		wantFind, wantAnnounce string
 	}{
 		{true, rfq, rfq, rfq},
-		{true, s.DigestTopic(), rfq, ""},
-		{true, s.AttestTopic(), rfq, ""},
+		{true, s.DigestTopic(), "", ""},
+		{true, s.AttestTopic(), "", ""},
 		{false, rfq, rfq, ""},
 		{false, s.DigestTopic(), rfq, ""},
 		{false, s.AttestTopic(), rfq, ""},
 		{true, lotRFQ, lotRFQ, lotRFQ},
-		{true, auction.LotTopic(s.AttestTopic(), 3, 32), lotRFQ, ""},
+		{true, auction.LotTopic(s.AttestTopic(), 3, 32), "", ""},
+		{true, auction.LotTopic(s.DigestTopic(), 3, 64), "", ""},
 		{false, auction.LotTopic(s.DigestTopic(), 3, 32), lotRFQ, ""},
 		{true, p2p.TopicAttest, p2p.TopicAttest, p2p.TopicAttest},
 		{false, "idlegrid/rfq/2/gpu/H100", "idlegrid/rfq/2/gpu/H100", "idlegrid/rfq/2/gpu/H100"},
@@ -47,7 +48,10 @@ func TestShardTopicsMeetUnderTheRFQKey(t *testing.T) {
 
 // TestProviderFollowsItsLot: a provider joins its lot's RFQ, digest and
 // attestation topics for a count, moves to the new lot's when the count
-// changes, and leaves them when its shard is in one lot again.
+// changes, keeping of the old lot only the digest topic of the lot its new
+// one is half of, and leaves them when its shard is in one lot again,
+// keeping the lots' digest topics its shard splits into (step 3:
+// auction.ProviderShardTopics).
 func TestProviderFollowsItsLot(t *testing.T) {
 	peers := roomtest.Peers(t, 2)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
@@ -71,13 +75,19 @@ func TestProviderFollowsItsLot(t *testing.T) {
 			}
 		}
 	}
-	seen := func(lots int) (n int) {
+	// seen counts the lot topics of a count where the watcher meets the
+	// provider, and says whether its digest topic is one of them.
+	seen := func(lots int) (n int, digest bool) {
 		for _, topic := range lotTopics(lots) {
 			if slices.Contains(watcher.ListTopicPeers(topic), peers[0].P2P.ID()) {
 				n++
+				digest = digest || topic == lotTopics(lots)[1]
 			}
 		}
-		return n
+		return n, digest
+	}
+	on := func(lots, want int, digest bool) func() bool {
+		return func() bool { n, d := seen(lots); return n == want && d == digest }
 	}
 	wait := func(what string, ok func() bool) {
 		t.Helper()
@@ -90,9 +100,9 @@ func TestProviderFollowsItsLot(t *testing.T) {
 		}
 	}
 	n.followLot(s, 2)
-	wait("the provider in its lot of 2", func() bool { return seen(2) == 3 })
+	wait("the provider in its lot of 2 and the digests of its halves of 4", func() bool { return on(2, 3, true)() && on(4, 1, true)() })
 	n.followLot(s, 4)
-	wait("the provider moved to its lot of 4", func() bool { return seen(4) == 3 && seen(2) == 0 })
+	wait("the provider moved to its lot of 4, keeping the digests of its lot of 2", func() bool { return on(4, 3, true)() && on(2, 1, true)() })
 	n.followLot(s, 1)
-	wait("the provider left its lot", func() bool { return seen(4) == 0 })
+	wait("the provider left its lots but the digests of its lot of 2", func() bool { return on(4, 0, false)() && on(2, 1, true)() })
 }

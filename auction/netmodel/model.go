@@ -200,8 +200,14 @@ type Params struct {
 	// RFQs as hosts). An RFQ on L of G even groups: L/G; RFQs that name no
 	// region, sent to every region group: they add their whole share.
 	GroupRFQShare float64
-	Calibration   Calibration
-	Sizes         Sizes
+	// Lots splits the largest shard into lots as providers do
+	// (auction.LotsFor over its size, from 1,000 providers; each RFQ on
+	// auction.LotsPerRFQ of them: docs/protocol.md §3.6), where
+	// RegionGroups does not split it already. As built since step 3 of
+	// lots (2026-12-06).
+	Lots        bool
+	Calibration Calibration
+	Sizes       Sizes
 }
 
 // DefaultParams fills Params for providers and a network-wide RFQ rate
@@ -216,7 +222,7 @@ func DefaultParams(providers int, rfqsPerSec float64) (Params, error) {
 		Providers: providers, RFQsPerSec: rfqsPerSec, Families: DefaultFamilies,
 		WantBids: auction.DefaultWantBids, JobGPUs: 1, BidStreamBytes: 100,
 		DigestRefresh: 0, HeartbeatEvery: attest.DefaultBeatEvery, CPUShare: 0.05, GPUHostsOnCPU: false, Heartbeats: AttestShard,
-		TopicPeers: 192, Mesh: BuiltMesh, Gossip: BuiltFanout, RegionGroups: 1, Calibration: MeasuredCalibration, Sizes: sz,
+		TopicPeers: 192, Mesh: BuiltMesh, Gossip: BuiltFanout, RegionGroups: 1, Lots: true, Calibration: MeasuredCalibration, Sizes: sz,
 	}, nil
 }
 
@@ -289,6 +295,9 @@ func Model(p Params) (Row, error) {
 	rfqShare := groupShare
 	if p.GroupRFQShare > 0 {
 		rfqShare = p.GroupRFQShare
+	}
+	if g := auction.LotsFor(1, int(math.Round(float64(p.Providers)*share))); p.Lots && p.RegionGroups <= 1 && g > 1 {
+		groupShare, rfqShare = 1/float64(g), float64(min(auction.LotsPerRFQ, g))/float64(g)
 	}
 	r := Row{Providers: p.Providers, RFQsPerSec: p.RFQsPerSec}
 	r.ShardProviders = max(1, int(math.Round(float64(p.Providers)*share*groupShare)))

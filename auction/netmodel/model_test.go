@@ -41,7 +41,9 @@ func TestMeasureSizes(t *testing.T) {
 
 // The model's numbers hang together: bids per RFQ are the selection rule's
 // expectation, traffic is the sum of its parts, outbound is at least
-// inbound, and more providers or RFQs never cost less.
+// inbound, and more RFQs never cost less, nor more providers in a shard
+// (with lots, a provider hears its lot: more providers cost no more than
+// the lot they fill, TestLotsBoundTheShard).
 func TestModelConsistent(t *testing.T) {
 	rows, err := ScaleTable()
 	if err != nil {
@@ -67,7 +69,8 @@ func TestModelConsistent(t *testing.T) {
 		if i%3 > 0 && (r.ProviderKBps <= rows[i-1].ProviderKBps || r.RFQCopies <= rows[i-1].RFQCopies) {
 			t.Errorf("row %d: more RFQs cost no more", i)
 		}
-		if i >= 3 && (r.DigestKBps <= rows[i-3].DigestKBps || r.AttestKBps <= rows[i-3].AttestKBps) {
+		grew := i >= 3 && r.ShardProviders > rows[i-3].ShardProviders && r.ShardRFQsPerSec >= rows[i-3].ShardRFQsPerSec // not cut by lots
+		if grew && (r.DigestKBps <= rows[i-3].DigestKBps || r.AttestKBps <= rows[i-3].AttestKBps) {
 			t.Errorf("row %d: more providers cost no more digest or attest traffic", i)
 		}
 	}
@@ -139,6 +142,7 @@ func TestRegionGroupsSplitTheShard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.Lots = false // the shard whole, as before lots
 	one, err := Model(p)
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +184,7 @@ func TestUnevenGroupsSplitLess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.RegionGroups, p.GroupShare, p.GroupRFQShare = groups, share, rfqShare
+		p.RegionGroups, p.GroupShare, p.GroupRFQShare, p.Lots = groups, share, rfqShare, false
 		r, err := Model(p)
 		if err != nil {
 			t.Fatal(err)
@@ -200,5 +204,35 @@ func TestUnevenGroupsSplitLess(t *testing.T) {
 	}
 	if a, b := model(16, 0, 2.0/16), even; math.Abs(a.RFQKBps-b.RFQKBps) > 0.05*b.RFQKBps || a.ShardProviders != b.ShardProviders/2 {
 		t.Errorf("2 of 16 lots: %d hosts, RFQs %.1f kB/s; 1 of 8 groups: %d hosts, %.1f kB/s", a.ShardProviders, a.RFQKBps, b.ShardProviders, b.RFQKBps)
+	}
+}
+
+// TestLotsBoundTheShard: with lots as built, the largest shard at 100,000
+// providers is in 32 lots (auction.LotsFor) and a provider hears one: the
+// what-if of 32 lots with each RFQ on 2, under the 100 kB/s target, where
+// the shard whole was 1,638; a shard under 1,000 providers is not split.
+func TestLotsBoundTheShard(t *testing.T) {
+	row := func(providers int, lots bool) Row {
+		t.Helper()
+		p, err := DefaultParams(providers, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Lots = lots
+		r, err := Model(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	built, whole := row(100_000, true), row(100_000, false)
+	if built.ShardProviders != 625 || built.ShardRFQsPerSec != whole.ShardRFQsPerSec*2/32 {
+		t.Errorf("100,000 providers in lots: a lot of %d with %.2f RFQs/s, want 625 (20,000 / 32) with 2/32 of %.2f", built.ShardProviders, built.ShardRFQsPerSec, whole.ShardRFQsPerSec)
+	}
+	if built.ProviderKBps >= 100 || whole.ProviderKBps < 10*built.ProviderKBps {
+		t.Errorf("provider in %.1f kB/s in lots, %.1f with the shard whole; want under 100 and a tenth", built.ProviderKBps, whole.ProviderKBps)
+	}
+	if small, smallWhole := row(1_000, true), row(1_000, false); small != smallWhole {
+		t.Errorf("1,000 providers (a largest shard of %d) split: %+v", smallWhole.ShardProviders, small)
 	}
 }

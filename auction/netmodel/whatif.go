@@ -41,13 +41,13 @@ var WhatIfList = []WhatIf{
 	{"and IHAVE to 8 peers a heartbeat, not a quarter of them", 1, 1, true, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, LibraryMesh, 0, 0, true},
 	{"and the CPU shard only for hosts offering a CPU share, by default those without GPUs, 5%", 1, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, LibraryMesh, 0, 0, true},
 	{"and meshes of at most 8 peers, not 12", 1, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 0, true},
-	{"and gossip messages without author, sequence number or signature (as built)", 1, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 0, false},
+	{"and gossip messages without author, sequence number or signature (as built until step 3 of lots)", 1, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 0, false},
 	{"what-if: and 8 even groups, each RFQ on one (the earlier what-if of 8 region groups)", 8, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 0, false},
 	{"what-if: and no heartbeat gossip", 8, 0.05, false, false, HeartbeatsNone, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 0, false},
 	{"what-if, from as built: 8 region groups by country, the largest with 40% of a family's hosts and of its RFQs", 8, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0.4, 0, false},
 	{"and half the RFQs naming no region (sent to every group)", 8, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0.4, 0.7, false},
 	{"what-if, from as built: 16 lots by peer-ID hash, each RFQ on the 2 lots its renter picks", 16, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 2.0 / 16, false},
-	{"32 lots, each RFQ on 2", 32, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 2.0 / 32, false},
+	{"32 lots, each RFQ on 2 (as built since step 3 of lots, 2026-12-06: auction.LotsFor puts 20,000 providers in 32)", 32, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 2.0 / 32, false},
 	{"32 lots, each RFQ on 1", 32, 0.05, false, false, AttestShard, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 1.0 / 32, false},
 	{"16 lots, each RFQ on 2, and no heartbeat gossip", 16, 0.05, false, false, HeartbeatsNone, attest.DefaultBeatEvery, 0, BuiltFanout, BuiltMesh, 0, 2.0 / 16, false},
 }
@@ -63,6 +63,7 @@ func WhatIfs() ([]Row, error) {
 		p.RegionGroups, p.CPUShare, p.GPUHostsOnCPU, p.ChangesEverywhere = w.RegionGroups, w.CPUShare, w.GPUHostsOnCPU, w.ChangesEverywhere
 		p.Heartbeats, p.HeartbeatEvery, p.DigestRefresh, p.Gossip, p.Mesh = w.Heartbeats, w.HeartbeatEvery, w.DigestRefresh, w.Gossip, w.Mesh
 		p.GroupShare, p.GroupRFQShare = w.GroupShare, w.GroupRFQShare
+		p.Lots = false // each row says how it splits a shard
 		if w.Signed {
 			p.Calibration = p.Calibration.Signed()
 		}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node"
 	"github.com/idlegrid/idlegrid/node/lease"
@@ -71,6 +73,34 @@ func TestAuctionsRunInLots(t *testing.T) {
 		if onLots() == before {
 			t.Fatalf("lot job %d: its RFQ went to no lot's topic", i)
 		}
+	}
+	// Step 3: the providers left the shard's RFQ and attestation topics
+	// (the renter, which follows both lots, meets them on their lots'
+	// attestation topics only) and keep its digest topic, the lot their
+	// lots of 2 are halves of.
+	provIDs := map[peer.ID]bool{}
+	for _, m := range c.ByRole(node.RoleProvider) {
+		provIDs[m.Node.ID()] = true
+	}
+	met := func(topic string) (n int) {
+		for _, p := range renter.P2P().ListTopicPeers(topic) {
+			if provIDs[p] {
+				n++
+			}
+		}
+		return n
+	}
+	onLotAttest := func() (n int) {
+		for lot := range lots {
+			n += met(auction.LotTopic(a10.AttestTopic(), lot, lots))
+		}
+		return n
+	}
+	if err := nodetest.WaitFor(ctx, "the renter to meet every provider on its lot's attestation topic and none on the shard's", func() bool {
+		return met(a10.AttestTopic()) == 0 && onLotAttest() == len(provIDs) && met(a10.DigestTopic()) == len(provIDs)
+	}); err != nil {
+		t.Fatalf("%v: providers met on the shard's attestation topic %d, on the lots' %d, on the shard's digest topic %d of %d",
+			err, met(a10.AttestTopic()), onLotAttest(), met(a10.DigestTopic()), len(provIDs))
 	}
 }
 

@@ -9,18 +9,17 @@ import (
 
 // lotCounts decides how many lots this provider puts each of its shards in
 // (auction.LotsFor, from the shard's size as its own market view holds
-// it) and where its shard messages go: in a shard of more than one lot, to
-// the shard's topic and its lot's (docs/protocol.md §3.6, the migration's
-// step 1: renters still publish and follow on the shard's topics, so the
-// lot topics carry a copy until providers leave the shard's).
+// it: auction.ShardSizeFromLot, since once split it hears its own lot)
+// and where its shard messages go: in a shard of more than one lot, to its
+// lot's topic only (docs/protocol.md §3.6, step 3: renters follow lots).
 type lotCounts struct {
 	self string
 	// rule is auction.LotsFor (Deps.LotsFor replaces it in tests, where
 	// no shard reaches a thousand providers).
 	rule func(prev, shardSize int) int
 	// size is a shard's providers as the market view holds them, this
-	// one included (marketView.shardSize).
-	size func(auction.Shard) int
+	// one included, for a count of lots (marketView.shardSize).
+	size func(s auction.Shard, lots int) int
 	// follow joins a shard's lot topics for a new count, leaving those of
 	// the count before (the node's followLot); nil joins nothing.
 	follow func(s auction.Shard, lots int)
@@ -29,7 +28,7 @@ type lotCounts struct {
 	by map[auction.Shard]int // counts above one
 }
 
-func newLotCounts(self string, rule func(prev, shardSize int) int, size func(auction.Shard) int, follow func(auction.Shard, int)) *lotCounts {
+func newLotCounts(self string, rule func(prev, shardSize int) int, size func(auction.Shard, int) int, follow func(auction.Shard, int)) *lotCounts {
 	if rule == nil {
 		rule = auction.LotsFor
 	}
@@ -48,7 +47,7 @@ func (l *lotCounts) update(shards []auction.Shard) map[auction.Shard]int {
 	l.mu.Lock()
 	next := map[auction.Shard]int{}
 	for _, s := range shards {
-		if g := l.rule(l.by[s], l.size(s)); auction.ValidLots(g) {
+		if g := l.rule(l.by[s], l.size(s, l.by[s])); auction.ValidLots(g) {
 			next[s] = g
 		}
 	}
@@ -73,16 +72,13 @@ func (l *lotCounts) update(shards []auction.Shard) map[auction.Shard]int {
 	return out
 }
 
-// topics are where a message for shard s's topic goes: the topic, and
+// topics are where a message for shard s's topic goes: the topic, or
 // this provider's lot's topic when s is in more than one lot.
 func (l *lotCounts) topics(s auction.Shard, topic string) []string {
 	l.mu.Lock()
 	g := l.by[s]
 	l.mu.Unlock()
-	if g < 2 {
-		return []string{topic}
-	}
-	return []string{topic, auction.LotTopic(topic, auction.Lot(l.self, g), g)}
+	return []string{auction.LotTopic(topic, auction.Lot(l.self, g), g)}
 }
 
 // shardTopics is where a message for shard s's topic goes by topics (a

@@ -15,11 +15,11 @@ import (
 // shard grows past auction.LotSplitAt, keeps the count between the
 // thresholds, joins the new lot's topics at each change (and leaves them
 // when the shard is in one lot again or no longer its), and sends shard
-// messages to its lot's topic beside the shard's.
+// messages to its lot's topic only (step 3).
 func TestLotCounts(t *testing.T) {
 	size := map[auction.Shard]int{}
 	var followed []string
-	l := newLotCounts("12D3KooWpeer", nil, func(s auction.Shard) int { return size[s] },
+	l := newLotCounts("12D3KooWpeer", nil, func(s auction.Shard, _ int) int { return size[s] },
 		func(s auction.Shard, lots int) { followed = append(followed, fmt.Sprintf("%s:%d", s, lots)) })
 	h100, cpu := auction.GPUShard("h100"), auction.ShardCPU
 	shards := []auction.Shard{h100, cpu}
@@ -38,8 +38,8 @@ func TestLotCounts(t *testing.T) {
 	}
 	step(1000, map[auction.Shard]int{h100: 2}, "gpu/h100:2")
 	lotTopic := auction.LotTopic(h100.AttestTopic(), auction.Lot("12D3KooWpeer", 2), 2)
-	if got := l.topics(h100, h100.AttestTopic()); !slices.Equal(got, []string{h100.AttestTopic(), lotTopic}) {
-		t.Fatalf("two lots: topics %v, want the shard's and %s", got, lotTopic)
+	if got := l.topics(h100, h100.AttestTopic()); !slices.Equal(got, []string{lotTopic}) {
+		t.Fatalf("two lots: topics %v, want %s only", got, lotTopic)
 	}
 	if got := l.topics(cpu, cpu.AttestTopic()); !slices.Equal(got, []string{cpu.AttestTopic()}) {
 		t.Fatalf("the CPU shard, in one lot: topics %v", got)
@@ -55,12 +55,11 @@ func TestLotCounts(t *testing.T) {
 }
 
 // TestDigestGoesToItsLot: in a shard of two lots the provider's digest
-// is version 2, names the count, and goes to its lot's digest topic as
-// well as the shard's.
+// is version 2, names the count, and goes to its lot's digest topic.
 func TestDigestGoesToItsLot(t *testing.T) {
 	r := newRoom(t, 1)
 	shard := r.p.Shards()[0]
-	r.p.lots.size = func(s auction.Shard) int {
+	r.p.lots.size = func(s auction.Shard, _ int) int {
 		if s == shard {
 			return auction.LotSplitAt
 		}

@@ -59,25 +59,27 @@ func (m *marketView) shards() []auction.Shard {
 func (m *marketView) largestShard() int {
 	n := 0
 	for _, s := range m.shards() {
-		n = max(n, m.shardSize(s))
+		n = max(n, m.shardSize(s, 1)) // the providers heard: its digest topic's
 	}
 	return n
 }
 
 // shardSize is the number of providers of shard s, this one included, as
-// trust's digest book holds them (0 without a view): what its digest
-// refresh is stretched by and its lots are counted from.
-func (m *marketView) shardSize(s auction.Shard) int {
+// trust's digest book holds them (0 without a view), or, with lots above
+// one, lots times those of this provider's lot if that is more
+// (auction.ShardSizeFromLot): its lots are counted from it, and its
+// digest refresh stretched by the providers it hears (lots 1).
+func (m *marketView) shardSize(s auction.Shard, lots int) int {
 	if m.shardView == nil {
 		return 0
 	}
-	n := 1
+	var peers []string
 	for _, d := range m.shardView(s) {
 		if d.Peer != m.self {
-			n++
+			peers = append(peers, d.Peer)
 		}
 	}
-	return n
+	return auction.ShardSizeFromLot(m.self, peers, lots)
 }
 
 // selected is the bounded-bidding rule: of the providers in the RFQ's

@@ -33,7 +33,7 @@ type auctioneerDeps struct {
 	// offers, shards, rfqTopics and expectBidders are the market view (Deps).
 	offers        func(ctx context.Context) ([]query.Offer, error)
 	shards        func(r *auction.RFQ) []auction.Shard
-	rfqTopics     func(r *auction.RFQ, shards []auction.Shard) []auction.ShardTopic
+	rfqTopics     func(r *auction.RFQ, shards []auction.Shard, everyone bool) []auction.ShardTopic
 	expectBidders func(r *auction.RFQ, rfqID string, topics []auction.ShardTopic) map[string]bool
 }
 
@@ -110,11 +110,11 @@ func (au *auctioneer) runOnce(ctx context.Context, jobID string, spec *auction.J
 	}
 	shards := au.shardsFor(ctx, rfq)
 	everyone = everyone || (au.silence != nil && au.silence.everyone(shards, au.now()))
-	// An RFQ asking everyone goes to the shards' own topics, which every
-	// provider follows; another may go to lots of a shard.
+	// An RFQ asking everyone goes to the shards' own topics and every lot
+	// the renter follows; another may go to lots of a shard.
 	topics := auction.ShardRFQTopics(shards)
-	if !everyone && au.rfqTopics != nil {
-		topics = au.rfqTopics(rfq, shards)
+	if au.rfqTopics != nil {
+		topics = au.rfqTopics(rfq, shards, everyone)
 	}
 	// A job of many GPUs wants more bids than one of a single GPU, and
 	// each replica of a batch job needs its own from an independent host

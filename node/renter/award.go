@@ -88,7 +88,7 @@ func (ar *awarder) award(ctx context.Context, pa *pendingAuction, bids []*auctio
 		ar.log.Warn("job state", "job", jobID, "err", err)
 	}
 	for _, l := range leases {
-		ar.publishSummary(ctx, l, bidders, pa.shards)
+		ar.publishSummary(ctx, l, bidders, pa.shards, pa.topics)
 	}
 	return leases, ""
 }

@@ -174,7 +174,7 @@ func sameSizedSet(accepted, awarded []string) bool {
 // The summary carries the lease (award and acceptance), so the price index
 // counts it as an award both parties signed, and vouches for the auction's
 // bidders (issue 23).
-func (ar *awarder) publishSummary(ctx context.Context, l *store.Lease, bidders []string, shards []auction.Shard) {
+func (ar *awarder) publishSummary(ctx context.Context, l *store.Lease, bidders []string, shards []auction.Shard, rfqTopics []auction.ShardTopic) {
 	sum, err := auction.SummaryOfLease(l.Award, l.Acceptance, l.Model, bidders, ar.now())
 	if err != nil {
 		ar.log.Warn("award summary", "err", err)
@@ -187,11 +187,31 @@ func (ar *awarder) publishSummary(ctx context.Context, l *store.Lease, bidders [
 	}
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	for _, s := range summaryShards(l.Model, shards) {
-		if err := ar.p2p.Publish(pctx, s.AttestTopic(), raw, 0); err != nil {
-			ar.log.Warn("publish award summary", "shard", s, "err", err)
+	for _, topic := range summaryTopics(summaryShards(l.Model, shards), rfqTopics) {
+		if err := ar.p2p.Publish(pctx, topic, raw, 0); err != nil {
+			ar.log.Warn("publish award summary", "topic", topic, "err", err)
 		}
 	}
+}
+
+// summaryTopics are the attestation topics of shards an award summary
+// goes to: the lots of a shard the RFQ went to, whose providers heard it
+// and follow their lot's topics only (docs/protocol.md §3.6, step 3), and
+// the shard's own topic otherwise.
+func summaryTopics(shards []auction.Shard, rfqTopics []auction.ShardTopic) []string {
+	var out []string
+	for _, s := range shards {
+		n := len(out)
+		for _, st := range rfqTopics {
+			if st.Shard == s && st.Lots > 1 {
+				out = append(out, auction.LotTopic(s.AttestTopic(), st.Lot, st.Lots))
+			}
+		}
+		if len(out) == n {
+			out = append(out, s.AttestTopic())
+		}
+	}
+	return out
 }
 
 // summaryShards are the shards an award summary of a lease of model goes

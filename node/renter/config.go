@@ -84,9 +84,10 @@ type Deps struct {
 	// Shards lists the RFQ shards a job should be published on, from the
 	// market view; nil: only the shards of the GPU models a job names.
 	Shards func(r *auction.RFQ) []auction.Shard
-	// RFQTopics are the topics an RFQ for shards goes to: a shard's own,
-	// or lots of it (docs/protocol.md §3.6); nil: each shard's own.
-	RFQTopics func(r *auction.RFQ, shards []auction.Shard) []auction.ShardTopic
+	// RFQTopics are the topics an RFQ for shards goes to, one asking
+	// everyone (auction.EveryoneBids) or not: a shard's own, or lots of it
+	// (docs/protocol.md §3.6); nil: each shard's own.
+	RFQTopics func(r *auction.RFQ, shards []auction.Shard, everyone bool) []auction.ShardTopic
 	// ExpectBidders names the providers the bounded-bidding rule selects
 	// for an RFQ published on topics, so the window closes once they all
 	// answered; nil: every provider in the market view that could bid.

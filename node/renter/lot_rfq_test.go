@@ -23,7 +23,7 @@ func TestRFQGoesToTheLotsTheViewChose(t *testing.T) {
 		{Kind: auction.ShardTopicRFQ, Shard: h100, Lot: 0, Lots: 2},
 		{Kind: auction.ShardTopicRFQ, Shard: h100, Lot: 1, Lots: 2},
 	}
-	r.auctioneer.rfqTopics = func(_ *auction.RFQ, shards []auction.Shard) []auction.ShardTopic {
+	r.auctioneer.rfqTopics = func(_ *auction.RFQ, shards []auction.Shard, _ bool) []auction.ShardTopic {
 		if len(shards) != 1 || shards[0] != h100 {
 			t.Errorf("topics asked for shards %v, want [%s]", shards, h100)
 		}

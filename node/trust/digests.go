@@ -292,15 +292,16 @@ func (t *Trust) ShardsFor(r *auction.RFQ) []auction.Shard {
 			offers = append(offers, auction.ShardOffer{Digest: d, Proven: ev.Proven(now) && !ev.Silent(now)})
 		}
 	}
-	heard := func(s auction.Shard) bool { return len(t.p2p.ListTopicPeers(s.RFQTopic())) > 0 }
-	return auction.ChooseShards(r, offers, heard, now)
+	return auction.ChooseShards(r, offers, t.heardOn, now)
 }
 
 // RFQTopics are the topics an RFQ for shards goes to: each shard's own,
 // or, once every backed provider of a shard names lots for it, the lots
 // with its cheapest proven offers (auction.RFQTopicsOn; silent providers
-// count as unproven).
-func (t *Trust) RFQTopics(r *auction.RFQ, shards []auction.Shard) []auction.ShardTopic {
+// count as unproven). An RFQ asking everyone (auction.EveryoneBids) goes
+// to every lot the renter follows that holds a backed provider, and to
+// the shard's own topic while one names no lots (auction.EveryoneTopicsOn).
+func (t *Trust) RFQTopics(r *auction.RFQ, shards []auction.Shard, everyone bool) []auction.ShardTopic {
 	now := t.now()
 	var out []auction.ShardTopic
 	for _, s := range shards {
@@ -309,6 +310,10 @@ func (t *Trust) RFQTopics(r *auction.RFQ, shards []auction.Shard) []auction.Shar
 			if ev := t.evidence(d.Peer, false); ev.Backed(now) && d.Peer != t.selfStr {
 				offers = append(offers, auction.ShardOffer{Digest: d, Proven: ev.Proven(now) && !ev.Silent(now)})
 			}
+		}
+		if everyone {
+			out = append(out, auction.EveryoneTopicsOn(r.Renter, s, offers)...)
+			continue
 		}
 		out = append(out, auction.RFQTopicsOn(r, s, offers, now)...)
 	}

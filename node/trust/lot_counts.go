@@ -60,3 +60,20 @@ func (t *Trust) noteLots(d *auction.Digest) {
 		t.onLots()
 	}
 }
+
+// heardOn reports whether a connected peer follows shard s's RFQ topic or
+// that of a lot of it this renter follows: once split, a shard's providers
+// follow their lots' topics only (docs/protocol.md §3.6, step 3).
+func (t *Trust) heardOn(s auction.Shard) bool {
+	if len(t.p2p.ListTopicPeers(s.RFQTopic())) > 0 {
+		return true
+	}
+	for _, g := range auction.LotCountsToFollow(t.LotCounts(s)) {
+		for _, lot := range auction.FollowedLots(t.selfStr, g, auction.LotsFollowed) {
+			if len(t.p2p.ListTopicPeers(auction.LotTopic(s.RFQTopic(), lot, g))) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -12,9 +12,11 @@ import (
 
 // TestRFQTopicsAndExpectedBiddersOnLots: once every backed provider of a
 // shard names lots for it, a renter's RFQ goes to the lots of its
-// cheapest proven offers, and on each lot topic it expects only that
-// lot's members to bid; one provider naming no lots puts the RFQ back on
-// the shard's own topic.
+// cheapest proven offers (before any is proven, to every lot with a
+// fitting offer: its providers no longer follow the shard's topic), and
+// on each lot topic it expects only that lot's members to bid; one
+// provider naming no lots puts the RFQ back on the shard's own topic, and
+// an RFQ asking everyone goes there and to every lot.
 func TestRFQTopicsAndExpectedBiddersOnLots(t *testing.T) {
 	peers := roomtest.Peers(t, 1)
 	tr := newTrust(t, peers[0])
@@ -44,17 +46,18 @@ func TestRFQTopicsAndExpectedBiddersOnLots(t *testing.T) {
 		ExpectedDurationSec: 60, MaxDurationSec: 60, WantBids: 16, BidWindowMs: 1000,
 	}
 	shards := []auction.Shard{a10}
-	// Unproven, the providers draw the RFQ to no lot: the shard's topic.
-	if got := tr.RFQTopics(r, shards); !slices.Equal(got, auction.ShardRFQTopics(shards)) {
-		t.Fatalf("no provider proven: topics %v, want the shard's", got)
+	want := []auction.ShardTopic{{Kind: auction.ShardTopicRFQ, Shard: a10, Lot: 0, Lots: lots}, {Kind: auction.ShardTopicRFQ, Shard: a10, Lot: 1, Lots: lots}}
+	// Unproven, the providers draw the RFQ to every lot with a fitting
+	// offer (both here), sorted by price.
+	if got := tr.RFQTopics(r, shards, false); len(got) != 2 || !slices.Contains(got, want[0]) || !slices.Contains(got, want[1]) {
+		t.Fatalf("no provider proven: topics %v, want both lots", got)
 	}
 	// Each bids once (backed newcomers are expected), and is proven.
 	all := tr.ExpectedBidders(r, "rfq-0", auction.ShardRFQTopics(shards))
 	for p := range all {
 		tr.NoteBid("rfq-0", p)
 	}
-	got := tr.RFQTopics(r, shards)
-	want := []auction.ShardTopic{{Kind: auction.ShardTopicRFQ, Shard: a10, Lot: 0, Lots: lots}, {Kind: auction.ShardTopicRFQ, Shard: a10, Lot: 1, Lots: lots}}
+	got := tr.RFQTopics(r, shards, false)
 	if !slices.Equal(got, want) {
 		t.Fatalf("every provider in %d lots and proven: topics %v, want %v", lots, got, want)
 	}
@@ -75,7 +78,10 @@ func TestRFQTopicsAndExpectedBiddersOnLots(t *testing.T) {
 	sk, id := provider(t, recs, now)
 	offer(t, tr, id, sealedDigest(t, sk, clock.Now(), 1))
 	drainChecks(t, tr)
-	if got := tr.RFQTopics(r, shards); !slices.Equal(got, auction.ShardRFQTopics(shards)) {
+	if got := tr.RFQTopics(r, shards, false); !slices.Equal(got, auction.ShardRFQTopics(shards)) {
 		t.Fatalf("one provider outside lots: topics %v, want the shard's", got)
+	}
+	if got := tr.RFQTopics(r, shards, true); !slices.Equal(got, append(auction.ShardRFQTopics(shards), want...)) {
+		t.Fatalf("asking everyone: topics %v, want the shard's and both lots", got)
 	}
 }
