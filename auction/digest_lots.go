@@ -35,6 +35,20 @@ func (d *Digest) OnTopic(st ShardTopic) bool {
 	return st.Lots < 2 || d.LotsOn(st.Shard) == st.Lots && st.Holds(d.Peer)
 }
 
+// MemberOf reports whether d's provider follows the RFQ topic of st's
+// shard or lot, so that an RFQ there is its auction: the shard's own topic
+// when it names no lots for the shard, else its lot's at the count it
+// names (docs/protocol.md §3.6, step 3). Bid selection (a provider's
+// ShouldBid, the renter's expected bidders) runs over a topic's members.
+// Unlike OnTopic, which admits a digest on the shard's own topics whatever
+// count it names (providers of an earlier release published there too).
+func (d *Digest) MemberOf(st ShardTopic) bool {
+	if !d.OnShard(st.Shard) || d.LotsOn(st.Shard) != max(st.Lots, 1) {
+		return false
+	}
+	return st.Lots < 2 || st.Holds(d.Peer)
+}
+
 // validateLots checks the version and the lots: none in version 1; in
 // version 2 each names a shard the digest is on, with a count a shard
 // splits into (one lot is the shard itself and is written as absent).

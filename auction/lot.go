@@ -52,18 +52,46 @@ const (
 // its own market view holds it. Providers count from their own views, so
 // near a threshold some are in G lots and some in 2G for a while; nobody
 // routes by the count (docs/protocol.md §3.6), so that is safe.
-func LotsFor(prev, shardSize int) int {
+func LotsFor(prev, shardSize int) int { return lotsFor(prev, shardSize, LotSplitAt, LotJoinBelow) }
+
+// lotsFor is LotsFor with its thresholds as arguments (tests scale them
+// down).
+func lotsFor(prev, shardSize, splitAt, joinBelow int) int {
 	g := min(max(prev, 1), MaxLots)
 	if g&(g-1) != 0 {
 		g = 1 // not a count a shard splits into: start over
 	}
-	for g < MaxLots && shardSize >= LotSplitAt*g {
+	for g < MaxLots && shardSize >= splitAt*g {
 		g *= 2
 	}
-	for g > 1 && shardSize < LotJoinBelow*g {
+	for g > 1 && shardSize < joinBelow*g {
 		g /= 2
 	}
 	return g
+}
+
+// JoinLots is the lot count a provider puts its shard in, given the count
+// it used before (prev), the one its count of the shard gives (counted:
+// LotsFor over ShardSizeFromLot) and how many of the providers in its
+// view name each count (named; 1 for those naming none). A provider in one
+// lot hears only the shard's own topics and the two lots of 2: joining a
+// shard already split further (a fresh node, whose view its first digest
+// sync filled), it would count a shard of nobody and stay alone on the
+// shard's topic. So in one lot it takes the count most of its view names
+// (ties: the smaller) when that is more; in its lot it counts the shard
+// from there. Once in lots it counts for itself, so that a shrinking
+// shard can join lots again.
+func JoinLots(prev, counted int, named map[int]int) int {
+	if prev > 1 {
+		return counted
+	}
+	most, best := 1, named[1]
+	for g, n := range named {
+		if ValidLots(g) && (n > best || n == best && g < most) {
+			most, best = g, n
+		}
+	}
+	return max(counted, most)
 }
 
 // ValidLots reports whether lots is a count a shard splits into: a power

@@ -14,18 +14,17 @@ const LotsPerRFQ = 2
 
 // RFQTopicsOn are the topics an RFQ r goes to on shard s, given the
 // shard's backed providers (offers; Proven as the renter's evidence says,
-// silent ones left out by the caller): the shard's own topic while any of
-// them names no lots for s (a provider of an earlier release, or one
-// whose view puts the shard in one lot, follows only that topic), else the
-// LotsPerRFQ lots holding the cheapest proven offers that fit r and whose
-// calendar lets them take it at now, among the LotsFollowed lots its
-// renter follows (FollowsLot; its view of a split shard, §3.6). A lot is a count and an index, as
-// each provider's digest names them: near a threshold a shard's providers
-// are in lots of two counts, and each count's lots are auctions of their
-// own. A lot without a proven fitting offer is not chosen while another
-// has one (fresh keys put in a lot of their choosing gain nothing); with
-// none in the followed lots, it is every followed lot with a fitting
-// offer, and with none of those the shard's topic.
+// silent ones left out by the caller). Each count a provider names is a
+// set of lots, one lot being the shard's own topic (providers of a shard
+// their view keeps whole, or of an earlier release); each lot is an
+// auction of its members (Digest.MemberOf). The RFQ goes to the
+// LotsPerRFQ lots, among those its renter follows (FollowsLot; all at one
+// lot), holding the cheapest proven offers that fit r and whose calendar
+// lets them take it at now. A lot without a proven fitting offer is not
+// chosen while another has one (fresh keys put in a lot of their choosing
+// gain nothing); with none, it is every followed lot with a fitting offer,
+// and with none of those the shard's topic. So a shard nobody splits gets
+// its own topic, as before lots.
 func RFQTopicsOn(r *RFQ, s Shard, offers []ShardOffer, now time.Time) []ShardTopic {
 	whole := []ShardTopic{{Kind: ShardTopicRFQ, Shard: s}}
 	type lotKey struct{ lot, lots int }
@@ -37,13 +36,8 @@ func RFQTopicsOn(r *RFQ, s Shard, offers []ShardOffer, now time.Time) []ShardTop
 	fitting := map[lotKey]uint64{}  // any backed offer
 	for _, o := range offers {
 		lot, g := lotOf(o, s)
-		switch {
-		case g == 0:
-			continue
-		case g == 1:
-			return whole
-		case !FollowsLot(r.Renter, lot, g, LotsFollowed):
-			continue // in a lot outside the renter's view
+		if g == 0 || !FollowsLot(r.Renter, lot, g, LotsFollowed) {
+			continue // not on s, or in a lot outside the renter's view
 		}
 		d := o.Digest
 		price, _, ok := DigestFitsOn(r, d, s)
@@ -77,7 +71,11 @@ func RFQTopicsOn(r *RFQ, s Shard, offers []ShardOffer, now time.Time) []ShardTop
 	})
 	out := make([]ShardTopic, 0, n)
 	for _, b := range best[:min(len(best), n)] {
-		out = append(out, ShardTopic{Kind: ShardTopicRFQ, Shard: s, Lot: b.lot, Lots: b.lots})
+		st := ShardTopic{Kind: ShardTopicRFQ, Shard: s, Lot: b.lot, Lots: b.lots}
+		if b.lots < 2 {
+			st.Lot, st.Lots = 0, 0 // the shard's own topic
+		}
+		out = append(out, st)
 	}
 	return out
 }

@@ -128,10 +128,16 @@ func TestRFQTopicsOn(t *testing.T) {
 			t.Errorf("topic %s", st.Topic())
 		}
 	}
-	// One provider of an earlier release (no lots): the shard's topic.
+	// A provider naming no lots (an earlier release, or a fresh node) is
+	// the shard's own topic's lot: dear, it is not chosen; the cheapest,
+	// its topic comes first.
 	add("old", 5_000_000, 1, true)
-	if got := RFQTopicsOn(r, s, offers, time.Time{}); !slices.Equal(got, ShardRFQTopics([]Shard{s})) {
-		t.Fatalf("one provider outside lots: %v, want the shard's topic", got)
+	if got := RFQTopicsOn(r, s, offers, time.Time{}); !slices.Equal(got, want) {
+		t.Fatalf("a dear provider outside lots: %v, want %v", got, want)
+	}
+	offers[len(offers)-1].Digest.Floor.Silver = 10_000
+	if got := RFQTopicsOn(r, s, offers, time.Time{}); len(got) != 2 || got[0] != ShardRFQTopics([]Shard{s})[0] || got[1] != want[0] {
+		t.Fatalf("the cheapest provider outside lots: %v, want the shard's topic, then %v", got, want[0])
 	}
 	offers = offers[:len(offers)-1]
 	// Near a threshold, lots of 8 beside lots of 4: each its own auction.
@@ -330,5 +336,30 @@ func TestShardSizeFromLot(t *testing.T) {
 	}
 	if got := ShardSizeFromLot(self, nil, 8); got != 8 {
 		t.Fatalf("alone in 8 lots: %d, want 8", got)
+	}
+}
+
+// TestJoinLots: a provider in one lot takes the count most of its view
+// names when that is more than its own count of the shard (a fresh node
+// joining a split shard); in lots it keeps its own count, so a shrinking
+// shard can join lots again.
+func TestJoinLots(t *testing.T) {
+	for _, c := range []struct {
+		prev, counted int
+		named         map[int]int
+		want          int
+	}{
+		{1, 1, map[int]int{1: 3, 32: 600}, 32},
+		{0, 1, map[int]int{16: 40, 32: 60}, 32},
+		{1, 2, map[int]int{1: 10, 4: 5}, 2},
+		{1, 1, map[int]int{2: 5, 4: 5}, 2},
+		{1, 1, map[int]int{3: 900, 2048: 900, 1: 2}, 1},
+		{1, 1, nil, 1},
+		{8, 4, map[int]int{8: 600}, 4},
+		{2, 2, map[int]int{32: 600}, 2},
+	} {
+		if got := JoinLots(c.prev, c.counted, c.named); got != c.want {
+			t.Errorf("JoinLots(%d, %d, %v) = %d, want %d", c.prev, c.counted, c.named, got, c.want)
+		}
 	}
 }

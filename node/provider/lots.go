@@ -20,6 +20,10 @@ type lotCounts struct {
 	// size is a shard's providers as the market view holds them, this
 	// one included, for a count of lots (marketView.shardSize).
 	size func(s auction.Shard, lots int) int
+	// named counts the providers of a shard in the market view by the lot
+	// count each names (marketView.lotsNamed; nil: none), which a provider
+	// in one lot joins (auction.JoinLots).
+	named func(s auction.Shard) map[int]int
 	// follow joins a shard's lot topics for a new count, leaving those of
 	// the count before (the node's followLot); nil joins nothing.
 	follow func(s auction.Shard, lots int)
@@ -47,7 +51,11 @@ func (l *lotCounts) update(shards []auction.Shard) map[auction.Shard]int {
 	l.mu.Lock()
 	next := map[auction.Shard]int{}
 	for _, s := range shards {
-		if g := l.rule(l.by[s], l.size(s, l.by[s])); auction.ValidLots(g) {
+		g := l.rule(l.by[s], l.size(s, l.by[s]))
+		if l.named != nil {
+			g = auction.JoinLots(l.by[s], g, l.named(s))
+		}
+		if auction.ValidLots(g) {
 			next[s] = g
 		}
 	}

@@ -184,7 +184,9 @@ func TestSelectedTellsItsPrefix(t *testing.T) {
 // TestSelectedOnALotTopic: an RFQ on a lot's topic is an auction among
 // the lot's members, so the prefix is the cheapest of them: providers of
 // the shard in another lot, or whose digests name another count, are left
-// out however cheap.
+// out however cheap. The shard's own topic is the lot of the providers
+// naming no lots (Digest.MemberOf): the lots' providers no longer follow
+// it.
 func TestSelectedOnALotTopic(t *testing.T) {
 	shard := auction.GPUShard("a10")
 	const lots = 2
@@ -229,8 +231,9 @@ func TestSelectedOnALotTopic(t *testing.T) {
 	if want := []string{inLot[0].Peer, inLot[1].Peer}; !slices.Equal(always, want) {
 		t.Errorf("prefix on lot 0 of 2: %v, want the lot's two members %v", always, want)
 	}
+	self := m.self
 	m.selected(rfq, "rfq-2", shard.RFQTopic(), &rfqLook{})
-	if want := []string{outLot[0].Peer, outLot[1].Peer}; !slices.Equal(always, want) {
-		t.Errorf("prefix on the shard's topic: %v, want the shard's two cheapest %v", always, want)
+	if want := []string{oneLot.Peer, self}; !slices.Equal(always, want) {
+		t.Errorf("prefix on the shard's topic: %v, want the provider naming no lots and this one %v", always, want)
 	}
 }

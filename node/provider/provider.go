@@ -164,6 +164,7 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	offer := p.cfg.Offer
 
 	p.lots = newLotCounts(p.self.String(), deps.LotsFor, func(s auction.Shard, lots int) int { return p.market.shardSize(s, lots) }, deps.FollowLots)
+	p.lots.named = func(s auction.Shard) map[int]int { return p.market.lotsNamed(s) }
 	if p.attest, err = openAttestor(attestorDeps{
 		log: log.With("component", "attest"), now: now, key: key, self: p.self, p2p: network, db: db, book: book, gpus: gpus,
 		cfg: cfg.Attest, beatEvery: cfg.BeatEvery, onSamples: p.history.add, shards: func() []auction.Shard { return p.Shards() },

@@ -340,7 +340,7 @@ func (t *Trust) ExpectedBidders(r *auction.RFQ, rfqID string, topics []auction.S
 		for _, d := range t.digests.Digests(s, now) {
 			ev := t.evidence(d.Peer, false)
 			switch {
-			case d.Peer == t.selfStr || !ev.Backed(now) || ev.Silent(now) || !d.OnTopic(st):
+			case d.Peer == t.selfStr || !ev.Backed(now) || ev.Silent(now) || !d.MemberOf(st):
 			case ev.Proven(now):
 				in.Digests = append(in.Digests, d)
 			default:

@@ -14,9 +14,10 @@ import (
 // shard names lots for it, a renter's RFQ goes to the lots of its
 // cheapest proven offers (before any is proven, to every lot with a
 // fitting offer: its providers no longer follow the shard's topic), and
-// on each lot topic it expects only that lot's members to bid; one
-// provider naming no lots puts the RFQ back on the shard's own topic, and
-// an RFQ asking everyone goes there and to every lot.
+// on each lot topic it expects only that lot's members to bid (and on
+// the shard's own topic only providers naming no lots); an unproven
+// provider naming no lots draws no RFQ to the shard's topic, and an RFQ
+// asking everyone goes there and to every lot.
 func TestRFQTopicsAndExpectedBiddersOnLots(t *testing.T) {
 	peers := roomtest.Peers(t, 1)
 	tr := newTrust(t, peers[0])
@@ -52,8 +53,15 @@ func TestRFQTopicsAndExpectedBiddersOnLots(t *testing.T) {
 	if got := tr.RFQTopics(r, shards, false); len(got) != 2 || !slices.Contains(got, want[0]) || !slices.Contains(got, want[1]) {
 		t.Fatalf("no provider proven: topics %v, want both lots", got)
 	}
-	// Each bids once (backed newcomers are expected), and is proven.
-	all := tr.ExpectedBidders(r, "rfq-0", auction.ShardRFQTopics(shards))
+	// Each bids once (backed newcomers are expected on their lots; none on
+	// the shard's own topic, which they no longer follow), and is proven.
+	if got := tr.ExpectedBidders(r, "rfq-shard", auction.ShardRFQTopics(shards)); len(got) != 0 {
+		t.Fatalf("on the shard's own topic the renter expects %v, whose providers are all in lots", got)
+	}
+	all := tr.ExpectedBidders(r, "rfq-0", want)
+	if len(all) != len(byLot[0])+len(byLot[1]) {
+		t.Fatalf("on both lots the renter expects %d providers, want all %d", len(all), len(byLot[0])+len(byLot[1]))
+	}
 	for p := range all {
 		tr.NoteBid("rfq-0", p)
 	}
@@ -73,13 +81,14 @@ func TestRFQTopicsAndExpectedBiddersOnLots(t *testing.T) {
 			t.Errorf("lot %d: expected %v, want its members %v", lot, names, members)
 		}
 	}
-	// A provider naming no lots (an earlier release) hears only the
-	// shard's topic: the RFQ goes there.
+	// A provider naming no lots (an earlier release, or a fresh node) is
+	// the shard's own topic's lot: unproven, it draws no RFQ there while
+	// the lots hold proven offers; an RFQ asking everyone reaches it.
 	sk, id := provider(t, recs, now)
 	offer(t, tr, id, sealedDigest(t, sk, clock.Now(), 1))
 	drainChecks(t, tr)
-	if got := tr.RFQTopics(r, shards, false); !slices.Equal(got, auction.ShardRFQTopics(shards)) {
-		t.Fatalf("one provider outside lots: topics %v, want the shard's", got)
+	if got := tr.RFQTopics(r, shards, false); !slices.Equal(got, want) {
+		t.Fatalf("one unproven provider outside lots: topics %v, want the lots %v", got, want)
 	}
 	if got := tr.RFQTopics(r, shards, true); !slices.Equal(got, append(auction.ShardRFQTopics(shards), want...)) {
 		t.Fatalf("asking everyone: topics %v, want the shard's and both lots", got)
