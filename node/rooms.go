@@ -49,7 +49,7 @@ func (n *Node) buildRooms(deps Deps, artifacts *executor.DirArtifacts, undo *[]f
 		}, provider.Deps{
 			Logger: n.log, Clock: time.Now, Key: n.key, P2P: n.p2p, Store: n.db, Leases: n.leases, GPU: n.gpus,
 			Artifacts: artifacts, WorkDir: n.workDir, Executors: deps.Executors, AdmitAward: deps.AdmitAward,
-			ShardView: n.shardView, NotePrefix: n.notePrefix, FollowLots: n.followLot, LotsFor: deps.LotsFor, PriceIndex: n.priceIndex, Registerer: n.reg,
+			ShardView: n.shardView, NotePrefix: n.notePrefix, FollowLots: n.followLot, LotsNamed: n.lotsNamed, LotsFor: deps.LotsFor, PriceIndex: n.priceIndex, Registerer: n.reg,
 		}); err != nil {
 			return err
 		}
@@ -134,6 +134,15 @@ func (n *Node) shardView(s auction.Shard) []*auction.Digest {
 		return nil
 	}
 	return n.trust.Digests(s)
+}
+
+// lotsNamed is trust's count of a shard's backed providers by the lot
+// count each names, for the provider's lots (read late, as shardView).
+func (n *Node) lotsNamed(s auction.Shard) map[int]int {
+	if n.trust == nil {
+		return nil
+	}
+	return n.trust.LotCounts(s)
 }
 
 // notePrefix hands a bid decision's always-bid prefix to trust, which

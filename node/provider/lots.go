@@ -20,9 +20,10 @@ type lotCounts struct {
 	// size is a shard's providers as the market view holds them, this
 	// one included, for a count of lots (marketView.shardSize).
 	size func(s auction.Shard, lots int) int
-	// named counts the providers of a shard in the market view by the lot
-	// count each names (marketView.lotsNamed; nil: none), which a provider
-	// in one lot joins (auction.JoinLots).
+	// named counts the backed providers of a shard by the lot count each
+	// names (Deps.LotsNamed; nil: none), which a provider in one lot joins
+	// (auction.JoinLots): a fresh node has checked their records after its
+	// first digest sync, long before it has seen any of them bid.
 	named func(s auction.Shard) map[int]int
 	// follow joins a shard's lot topics for a new count, leaving those of
 	// the count before (the node's followLot); nil joins nothing.

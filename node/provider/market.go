@@ -64,21 +64,6 @@ func (m *marketView) largestShard() int {
 	return n
 }
 
-// lotsNamed counts the other providers of shard s in the market view by
-// the lot count each names for it (1: none).
-func (m *marketView) lotsNamed(s auction.Shard) map[int]int {
-	out := map[int]int{}
-	if m.shardView == nil {
-		return out
-	}
-	for _, d := range m.shardView(s) {
-		if d.Peer != m.self {
-			out[d.LotsOn(s)]++
-		}
-	}
-	return out
-}
-
 // shardSize is the number of providers of shard s, this one included, as
 // trust's digest book holds them (0 without a view), or, with lots above
 // one, lots times those of this provider's lot if that is more

@@ -83,10 +83,14 @@ type Deps struct {
 	// computed (RFQ record ID, its renter, the prefix), so the RFQ's award
 	// summary can show which of it never bid; nil: not told.
 	NotePrefix func(rfqID, renter string, always []string)
-	// FollowLots joins the RFQ, digest and attestation topics of this
-	// provider's lot of shard s split into lots lots, leaving those of the
-	// count before (lots 1: none); nil joins none (lots.go).
+	// FollowLots moves this provider's topics of shard s to lots lots
+	// (its lot's, or the shard's own at 1: auction.ProviderShardTopics);
+	// nil joins none (lots.go).
 	FollowLots func(s auction.Shard, lots int)
+	// LotsNamed counts the backed providers of shard s by the lot count
+	// each names (trust.LotCounts), which a provider in one lot joins
+	// (auction.JoinLots); nil: never joins a count it did not count.
+	LotsNamed func(s auction.Shard) map[int]int
 	// LotsFor replaces auction.LotsFor, the count of lots a shard of a
 	// size is put in (tests split small shards); nil: auction.LotsFor.
 	LotsFor func(prev, shardSize int) int
@@ -164,7 +168,7 @@ func New(cfg Config, deps Deps) (_ *Provider, err error) {
 	offer := p.cfg.Offer
 
 	p.lots = newLotCounts(p.self.String(), deps.LotsFor, func(s auction.Shard, lots int) int { return p.market.shardSize(s, lots) }, deps.FollowLots)
-	p.lots.named = func(s auction.Shard) map[int]int { return p.market.lotsNamed(s) }
+	p.lots.named = deps.LotsNamed
 	if p.attest, err = openAttestor(attestorDeps{
 		log: log.With("component", "attest"), now: now, key: key, self: p.self, p2p: network, db: db, book: book, gpus: gpus,
 		cfg: cfg.Attest, beatEvery: cfg.BeatEvery, onSamples: p.history.add, shards: func() []auction.Shard { return p.Shards() },

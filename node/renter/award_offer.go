@@ -195,15 +195,16 @@ func (ar *awarder) publishSummary(ctx context.Context, l *store.Lease, bidders [
 }
 
 // summaryTopics are the attestation topics of shards an award summary
-// goes to: the lots of a shard the RFQ went to, whose providers heard it
-// and follow their lot's topics only (docs/protocol.md §3.6, step 3), and
-// the shard's own topic otherwise.
+// goes to: of each topic of a shard the RFQ went to, a lot's or the
+// shard's own, whose providers heard it and follow that lot's topics only
+// (docs/protocol.md §3.6, step 3); the shard's own for a shard the RFQ
+// did not go to (the model's, for its price index).
 func summaryTopics(shards []auction.Shard, rfqTopics []auction.ShardTopic) []string {
 	var out []string
 	for _, s := range shards {
 		n := len(out)
 		for _, st := range rfqTopics {
-			if st.Shard == s && st.Lots > 1 {
+			if st.Shard == s {
 				out = append(out, auction.LotTopic(s.AttestTopic(), st.Lot, st.Lots))
 			}
 		}

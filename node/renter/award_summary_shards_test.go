@@ -34,16 +34,19 @@ func TestSummaryShards(t *testing.T) {
 
 // TestSummaryTopics: a summary goes to the attestation topic of each lot
 // of a shard the RFQ went to (the lots' providers follow nothing else),
-// and to the shard's own topic where the RFQ went to the shard's.
+// the shard's own among them, and to the shard's own topic of a shard the
+// RFQ did not go to.
 func TestSummaryTopics(t *testing.T) {
 	h100, nvl := auction.GPUShard("h100"), auction.GPUShard("h100-nvl")
 	rfq := []auction.ShardTopic{
 		{Kind: auction.ShardTopicRFQ, Shard: h100, Lot: 3, Lots: 8},
 		{Kind: auction.ShardTopicRFQ, Shard: h100, Lot: 5, Lots: 16},
+		{Kind: auction.ShardTopicRFQ, Shard: h100},
 		{Kind: auction.ShardTopicRFQ, Shard: nvl},
 	}
-	got := summaryTopics([]auction.Shard{h100, nvl}, rfq)
-	want := []string{auction.LotTopic(h100.AttestTopic(), 3, 8), auction.LotTopic(h100.AttestTopic(), 5, 16), nvl.AttestTopic()}
+	t4 := auction.GPUShard("t4")
+	got := summaryTopics([]auction.Shard{h100, nvl, t4}, rfq)
+	want := []string{auction.LotTopic(h100.AttestTopic(), 3, 8), auction.LotTopic(h100.AttestTopic(), 5, 16), h100.AttestTopic(), nvl.AttestTopic(), t4.AttestTopic()}
 	if !slices.Equal(got, want) {
 		t.Fatalf("summaryTopics = %v, want %v", got, want)
 	}

@@ -2,12 +2,13 @@ package trust
 
 import "github.com/idlegrid/idlegrid/auction"
 
-// LotCounts are the lot counts above one that the backed providers of
-// shard s name in their digests, with how many name each: a renter
-// follows the lots of the counts most of them name
-// (auction.LotCountsToFollow, docs/protocol.md §3.6). Only backed
+// LotCounts are the lot counts that the backed providers of shard s name
+// in their digests (1: none), with how many name each: a renter follows
+// the lots of the counts above one most of them name
+// (auction.LotCountsToFollow, docs/protocol.md §3.6), and a provider in
+// one lot joins the count most name (auction.JoinLots). Only backed
 // providers count, so fresh keys naming a count of their own cannot pull
-// a renter onto its topics.
+// a node onto its topics.
 func (t *Trust) LotCounts(s auction.Shard) map[int]int {
 	now := t.now()
 	out := map[int]int{}
@@ -15,9 +16,7 @@ func (t *Trust) LotCounts(s auction.Shard) map[int]int {
 		if d.Peer == t.selfStr || !t.evidence(d.Peer, false).Backed(now) {
 			continue
 		}
-		if g := d.LotsOn(s); g > 1 {
-			out[g]++
-		}
+		out[d.LotsOn(s)]++
 	}
 	return out
 }
