@@ -204,13 +204,25 @@ func (n *Node) handleJob(ctx context.Context, from peer.ID, raw []byte, send fun
 	}
 }
 
-// maxConcurrentRFQs bounds the RFQs a provider evaluates at once; beyond
-// it, RFQs wait for a slot (the subscription buffer absorbs bursts).
-const maxConcurrentRFQs = 64
+// maxConcurrentRFQs bounds the RFQs of renters that paid this provider
+// before that it answers at once; beyond it, RFQs wait for a slot (the
+// subscription buffer absorbs bursts). maxFreshRFQs bounds those of
+// other renters, whose keys are free: an RFQ holds its slot while the bid
+// goes out (up to the bid protocol's 5 s to a renter that does not
+// answer), so a flood of fresh keys' RFQs (each within its budgets) held
+// every slot, and a paying renter's RFQ, delivered one at a time behind
+// them, got its bid after its window closed (TestFreshKeyRFQChurn, on a
+// loaded machine). A fresh renter's RFQ that finds no slot is dropped,
+// never waited for, so it cannot hold up the delivery of the others.
+const (
+	maxConcurrentRFQs = 64
+	maxFreshRFQs      = 32
+)
 
 // onGossip returns the handler of validated messages on a topic.
 func (n *Node) onGossip(ctx context.Context, topic string) func(p2p.Message) {
 	slots := make(chan struct{}, maxConcurrentRFQs)
+	fresh := make(chan struct{}, maxFreshRFQs)
 	return func(m p2p.Message) {
 		// The log names a message's author: its gossip signer when it is
 		// signed, else the key its record is sealed with, which the
@@ -225,13 +237,24 @@ func (n *Node) onGossip(ctx context.Context, topic string) func(p2p.Message) {
 			if n.provider == nil {
 				return
 			}
-			select {
-			case slots <- struct{}{}:
-			case <-ctx.Done():
-				return
+			pool := slots
+			if rfq, ok := m.Record.(*auction.RFQ); !ok || !n.provider.RenterPaid(rfq.Renter) {
+				pool = fresh
+				select {
+				case pool <- struct{}{}:
+				default:
+					n.log.Debug("RFQ of a renter without evidence dropped: every slot for them is busy", "author", author)
+					return
+				}
+			} else {
+				select {
+				case pool <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
 			}
 			go func() {
-				defer func() { <-slots }()
+				defer func() { <-pool }()
 				n.provider.HandleRFQ(ctx, m)
 			}()
 		case p2p.TopicAttest:

@@ -276,6 +276,11 @@ func (p *Provider) Offered() OfferConfig { return p.cfg.Offer }
 // HandleRFQ answers one validated RFQ (a bid, or nothing).
 func (p *Provider) HandleRFQ(ctx context.Context, msg p2p.Message) { p.bidder.onRFQ(ctx, msg) }
 
+// RenterPaid reports whether renter paid for a lease this provider
+// receipted: its RFQs are answered before those of renters without
+// evidence (the node's RFQ slots).
+func (p *Provider) RenterPaid(renter string) bool { return p.bidder.firm.hasPaid(renter) }
+
 // HandleAward answers a sealed award (LeaseProto) with a tagged acceptance
 // or decline.
 func (p *Provider) HandleAward(ctx context.Context, from peer.ID, req []byte) ([]byte, error) {
