@@ -245,6 +245,23 @@ func (d *Digest) CheckTime(now time.Time) error {
 	return nil
 }
 
+// DigestCrossing is how much earlier than the digest a node holds an
+// older digest of the same provider may be issued and still be one an
+// honest relay passes on late: the provider published the two within
+// this long, and the newer one took a faster path. Gossip forwards a
+// message at most while the relay's seen cache (two minutes, rfqSeenTTL)
+// holds it, so this is the same bound.
+const DigestCrossing = 2 * time.Minute
+
+// CrossedInFlight reports whether d, older than held (held supersedes
+// it), was issued at most DigestCrossing before held: the two were in
+// flight together, and the peer that passed d on did so honestly.
+// Replaying an older digest than that is nothing an honest relay does.
+// Both dates come from the provider's own clock, so no skew enters.
+func (d *Digest) CrossedInFlight(held *Digest) bool {
+	return held.Supersedes(d) && held.IssuedAtMs-d.IssuedAtMs <= DigestCrossing.Milliseconds()
+}
+
 // Supersedes reports whether d replaces old of the same peer: a higher
 // Seq, or the same Seq issued later. Equal digests do not supersede.
 func (d *Digest) Supersedes(old *Digest) bool {

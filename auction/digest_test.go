@@ -250,6 +250,35 @@ func TestDigestTimeAndSupersede(t *testing.T) {
 	}
 }
 
+// An older digest crossed the held one in flight only when the provider
+// published the two within DigestCrossing; a newer or equal one never did.
+func TestDigestCrossedInFlight(t *testing.T) {
+	held := fixtureDigest(t, 2)
+	held.Seq = 5
+	older := func(seq uint64, before time.Duration) *Digest {
+		d := *held
+		d.Seq, d.IssuedAtMs = seq, held.IssuedAtMs-before.Milliseconds()
+		return &d
+	}
+	for _, tc := range []struct {
+		name string
+		d    *Digest
+		want bool
+	}{
+		{"one seq behind, issued together", older(4, 0), true},
+		{"three seq behind, issued DigestCrossing before", older(2, DigestCrossing), true},
+		{"one seq behind, issued over DigestCrossing before", older(4, DigestCrossing+time.Millisecond), false},
+		{"same seq, issued a second before", older(5, time.Second), true},
+		{"the held digest itself", older(5, 0), false},
+		{"a newer one", older(6, 0), false},
+		{"a lower seq issued after the held one (the held one's clock went back)", older(4, -time.Minute), true},
+	} {
+		if got := tc.d.CrossedInFlight(held); got != tc.want {
+			t.Errorf("%s: CrossedInFlight = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 // A digest's expanded record says what the digest says, so `market
 // search` and CouldBid read digests as they read records.
 func TestDigestCapacity(t *testing.T) {

@@ -69,9 +69,8 @@ type GuardConfig struct {
 	// WarnEvery is how often at most one peer is named in a WARN line.
 	WarnEvery time.Duration
 	// WarnPoints is the total a peer must reach to be named in a WARN
-	// line: an honest relay earns a point now and then (a digest that
-	// arrives after a newer one, an RFQ late by a hair), which is not
-	// news for an operator.
+	// line: an honest relay earns a point now and then (an RFQ late by
+	// a hair), which is not news for an operator.
 	WarnPoints float64
 }
 

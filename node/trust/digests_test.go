@@ -132,7 +132,8 @@ func provider(t testing.TB, recs *records, now time.Time) (crypto.PrivKey, peer.
 // TestDigestValidatorAndBook: a current digest signed by its gossip author
 // on its shard's topic is held (withheld, not passed on) until its record
 // backs it, then accepted; one on another shard, one re-published by
-// someone else, and an older one are not.
+// someone else, and an older one are not (and only an older one issued
+// well before the held one is charged).
 func TestDigestValidatorAndBook(t *testing.T) {
 	peers := roomtest.Peers(t, 2)
 	tr := newTrust(t, peers[0])
@@ -166,8 +167,14 @@ func TestDigestValidatorAndBook(t *testing.T) {
 	if !ok || held != 0 || len(offers) != 1 || offers[0].Capacity.FreeGPUs() != 1 {
 		t.Fatalf("market view from digests: %d offers, %d held, ok %v", len(offers), held, ok)
 	}
-	if v := tr.ValidateDigest(a10)(ctx, prov.ID, prov.ID, sealedDigest(t, prov.Key, now, 1)); v != p2p.Ignore {
-		t.Fatalf("older digest: %v, want ignore", v)
+	// An older digest published with the held one crossed it in flight:
+	// the relay is honest and goes uncharged. One published long before
+	// the held one is a replay.
+	if v := tr.ValidateDigest(a10)(ctx, prov.ID, prov.ID, sealedDigest(t, prov.Key, now.Add(-auction.DigestCrossing), 1)); v != p2p.Withhold {
+		t.Fatalf("older digest issued %s before the held one: %v, want withhold", auction.DigestCrossing, v)
+	}
+	if v := tr.ValidateDigest(a10)(ctx, prov.ID, prov.ID, sealedDigest(t, prov.Key, now.Add(-auction.DigestCrossing-time.Millisecond), 1)); v != p2p.Ignore {
+		t.Fatalf("older digest issued more than %s before the held one: %v, want ignore", auction.DigestCrossing, v)
 	}
 	// Backed is not proven: the bid-selection view waits for a bid.
 	if got := len(tr.Digests(auction.GPUShard("a10"))); got != 0 {
