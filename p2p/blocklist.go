@@ -38,7 +38,8 @@ type Blocklist struct {
 const maxStrangers = 1 << 12
 
 // maxBans bounds the ban entries: a flood of fresh identities each earning
-// a ban must not grow memory without end. Blocks are never evicted.
+// a ban must not grow memory without end. Blocks are never evicted here:
+// the node bounds them with the proofs behind them (Demote).
 const maxBans = 1 << 16
 
 // NewBlocklist returns an empty blocklist.
@@ -54,6 +55,18 @@ func (b *Blocklist) Add(p peer.ID) bool {
 	}
 	b.until[p] = time.Time{}
 	return !ok || !u.After(b.now())
+}
+
+// Unblock ends p's block for good (Add); a ban stays. It reports whether
+// p was blocked for good.
+func (b *Blocklist) Unblock(p peer.ID) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if u, ok := b.until[p]; !ok || !u.IsZero() {
+		return false
+	}
+	delete(b.until, p)
+	return true
 }
 
 // Ban blocks p until the given time; it reports whether p was not blocked
@@ -252,6 +265,16 @@ func (n *Node) RefuseStranger(p peer.ID, d time.Duration) {
 		n.log.Info("peer refused: proven to cheat, unknown here", "peer", p, "for", d)
 	}
 	n.cutOff(p)
+}
+
+// Demote turns p's block for good (Block) into a refusal for d, as a
+// stranger's (RefuseStranger): the node keeps a bounded number of proofs
+// for good, and p's made room for another.
+func (n *Node) Demote(p peer.ID, d time.Duration) {
+	if n.blocklist.Unblock(p) {
+		n.log.Info("peer blocked for good now refused for a while: its proof made room for another", "peer", p, "for", d)
+	}
+	n.RefuseStranger(p, d)
 }
 
 // RefusedStrangers are the peers refused by RefuseStranger now, sorted

@@ -87,3 +87,26 @@ func TestStrangersHaveTheirOwnBound(t *testing.T) {
 		t.Errorf("%d strangers listed after their time", len(rs))
 	}
 }
+
+// TestUnblockEndsOnlyABlock: Unblock ends a block for good, and leaves a
+// ban and a stranger's refusal in force.
+func TestUnblockEndsOnlyABlock(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	b := NewBlocklist()
+	b.now = func() time.Time { return now }
+	blocked, banned, stranger := peer.ID("blocked"), peer.ID("banned"), peer.ID("stranger")
+	b.Add(blocked)
+	b.Ban(banned, now.Add(time.Hour))
+	b.AddStranger(stranger, now.Add(time.Hour))
+	if !b.Unblock(blocked) || b.Has(blocked) {
+		t.Error("a block for good did not end")
+	}
+	if b.Unblock(blocked) {
+		t.Error("a second Unblock reported a block")
+	}
+	for _, p := range []peer.ID{banned, stranger} {
+		if b.Unblock(p) || !b.Has(p) {
+			t.Errorf("Unblock ended %s's refusal", p)
+		}
+	}
+}

@@ -138,3 +138,59 @@ func TestFraudProofsForAWhileAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestFraudRowsAndDemote: FraudRows lists every proof with when it was
+// stored and, for one stored for a while, when it goes; DemoteFraud turns
+// a proof for good into one for a while, within the bound on those, and
+// refuses one that is not stored for good.
+func TestFraudRowsAndDemote(t *testing.T) {
+	db := openT(t, t.TempDir())
+	for _, p := range []string{"old", "new"} {
+		if err := db.PutFraud(p, []byte("proof-"+p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.PutFraudFor("stranger", []byte("proof-stranger"), time.Hour, 2); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.FraudRows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]FraudRow{}
+	for _, r := range rows {
+		by[r.Peer] = r
+	}
+	if len(by) != 3 || !by["old"].Until.IsZero() || !by["new"].Until.IsZero() || by["old"].Stored >= by["new"].Stored ||
+		by["stranger"].Until.Before(time.Now().Add(59*time.Minute)) {
+		t.Fatalf("rows %+v: want old and new for good, old stored first, stranger for an hour", rows)
+	}
+	if err := db.DemoteFraud("old", 2*time.Hour, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"old", "stranger", "nobody"} {
+		if err := db.DemoteFraud(p, time.Hour, 2); !errors.Is(err, ErrNotFound) {
+			t.Errorf("DemoteFraud(%s): %v, want not found", p, err)
+		}
+	}
+	// The demoted proof keeps its bytes and counts in the bound of two
+	// for a while: a third proof for a while pushes out the stranger's,
+	// which ends first.
+	if err := db.PutFraudFor("another", []byte("proof-another"), 3*time.Hour, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.FraudForGood("old"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("FraudForGood(old) after its demotion: %v, want not found", err)
+	}
+	raws, err := db.Frauds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, r := range raws {
+		got[string(r)] = true
+	}
+	if want := map[string]bool{"proof-old": true, "proof-new": true, "proof-another": true}; !maps.Equal(got, want) {
+		t.Fatalf("stored %v, want %v", got, want)
+	}
+}

@@ -1,6 +1,7 @@
 package trust
 
 import (
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"testing"
 	"time"
 
@@ -113,4 +114,78 @@ func TestFraudAgainstStrangersIsBounded(t *testing.T) {
 			t.Errorf("refused stranger %s in the peers view: %+v (listed %v)", s, p, ok)
 		}
 	}
+}
+
+// TestFraudsForGoodAreBounded: past forGoodFrauds, the proof kept for good
+// against a provider this node never dealt with, the oldest first, makes
+// room: it is kept for a while and its offender refused as a stranger;
+// a provider this node leased from stays blocked for good, though its
+// proof is the oldest. A proof against an offender already kept for good
+// demotes nothing, and after a restart each offender is refused as its
+// proof is kept.
+func TestFraudsForGoodAreBounded(t *testing.T) {
+	peers := roomtest.Peers(t, 7)
+	tr := newTrust(t, peers[0])
+	tr.forGoodFrauds, tr.strangerFrauds = 3, 10
+	now := peers[0].Clock.Now()
+	provs := peers[2:]
+	markBacked(tr, provs...)
+	dealt := sealReceipt(t, peers[0], provs[0], "lease-dealt", now.Add(-time.Hour), 1)
+	if err := tr.db.PutReceipt(attest.RecordID(dealt).String(), dealt); err != nil {
+		t.Fatal(err)
+	}
+	_ = tr.receiptEvidence()
+	proofs := map[peer.ID][]byte{}
+	for _, p := range provs {
+		_, proofs[p.ID] = equivocationOf(t, peers[1], p.Key, now)
+		tr.ApplyFraud(proofs[p.ID])
+	}
+	tr.ApplyFraud(proofs[provs[4].ID]) // again: already kept for good
+	forGood, demoted := []peer.ID{provs[0].ID, provs[3].ID, provs[4].ID}, []peer.ID{provs[1].ID, provs[2].ID}
+	if n := testutil.ToFloat64(tr.fraudsDemoted); n != 2 {
+		t.Errorf("proofs demoted: %v, want 2", n)
+	}
+	checkRefusals := func(tr *Trust, when string) {
+		t.Helper()
+		rows, err := tr.db.FraudRows()
+		if err != nil {
+			t.Fatal(err)
+		}
+		until := map[peer.ID]time.Time{}
+		for _, r := range rows {
+			id, _ := peer.Decode(r.Peer)
+			until[id] = r.Until
+		}
+		refused := map[peer.ID]bool{}
+		for _, r := range tr.p2p.RefusedStrangers() {
+			refused[r.Peer] = true
+		}
+		for _, id := range forGood {
+			if u, ok := until[id]; !ok || !u.IsZero() || !tr.p2p.Blocked(id) || refused[id] {
+				t.Errorf("%s: %s: stored %v until %v, blocked %v, refused as a stranger %v; want kept and blocked for good",
+					when, id, ok, u, tr.p2p.Blocked(id), refused[id])
+			}
+		}
+		for _, id := range demoted {
+			if u, ok := until[id]; !ok || u.Before(time.Now().Add(strangerFraudFor-time.Hour)) || !refused[id] {
+				t.Errorf("%s: %s: stored %v until %v, refused as a stranger %v; want kept and refused %s",
+					when, id, ok, u, refused[id], strangerFraudFor)
+			}
+		}
+		for _, p := range provs {
+			if !tr.Reputation().Of(p.ID.String()).Fraud {
+				t.Errorf("%s: %s's proof does not count in its reputation", when, p.ID)
+			}
+		}
+	}
+	checkRefusals(tr, "after the proofs")
+	// A restart: a node of another network identity, built on the same
+	// store, re-applies them.
+	restarted, err := New(Config{ReliabilityPrior: 0.8, Refresh: time.Second, SearchTimeout: 5 * time.Second, BeatEvery: time.Minute},
+		Deps{Clock: peers[1].Clock.Now, Key: peers[1].Key, P2P: peers[1].P2P, Store: peers[0].Store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	restarted.BlockProven()
+	checkRefusals(restarted, "after a restart")
 }

@@ -263,6 +263,7 @@ func (t *Trust) ApplyFraud(proof []byte) {
 		t.applyStrangerFraud(offender, proof)
 		return
 	}
+	t.makeRoomForGood(offender.String())
 	if err := t.db.PutFraud(offender.String(), proof); err != nil {
 		t.log.Warn("store fraud proof", "err", err)
 	}
@@ -316,15 +317,26 @@ func (t *Trust) provenOffender(raw []byte) (peer.ID, time.Time, bool) {
 	return offender, at, true
 }
 
-// BlockProven re-applies stored fraud proofs after a restart.
+// BlockProven re-applies stored fraud proofs after a restart: an
+// offender of a proof kept for good is blocked for good, one of a proof
+// kept for a while refused until the proof goes (a stranger's, or one
+// demoted by makeRoomForGood). The store holds only proofs this node
+// verified before storing them, keyed by their offender.
 func (t *Trust) BlockProven() {
-	proofs, err := t.db.Frauds()
+	rows, err := t.db.FraudRows()
 	if err != nil {
+		t.log.Warn("list fraud proofs", "err", err)
 		return
 	}
-	for _, p := range proofs {
-		if offender, _, ok := t.provenOffender(p); ok && offender != t.ID() {
+	now := t.now()
+	for _, r := range rows {
+		offender, err := peer.Decode(r.Peer)
+		switch {
+		case err != nil || offender == t.ID():
+		case r.Until.IsZero():
 			t.p2p.Block(offender)
+		case r.Until.After(now):
+			t.p2p.RefuseStranger(offender, r.Until.Sub(now))
 		}
 	}
 }

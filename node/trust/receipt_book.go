@@ -316,6 +316,20 @@ func (b *receiptBook) all() []reputation.Receipt {
 	return out
 }
 
+// ownProviders are the providers of the receipts this node issued or was
+// issued: the ones it dealt with itself.
+func (b *receiptBook) ownProviders() map[string]bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := map[string]bool{}
+	for _, h := range b.byID {
+		if h.own {
+			out[h.rc.Provider] = true
+		}
+	}
+	return out
+}
+
 // gossiped is how many other renters' receipts the book holds.
 func (b *receiptBook) gossiped() int {
 	b.mu.Lock()

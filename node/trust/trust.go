@@ -121,10 +121,13 @@ type Trust struct {
 	receipts        *receiptBook
 	receiptsDropped *prometheus.CounterVec
 	// provenFrauds are the stored fraud proofs as checked, by record ID;
-	// strangerFrauds is maxStrangerFrauds (a test's smaller).
+	// strangerFrauds is maxStrangerFrauds and forGoodFrauds
+	// maxFraudsForGood (a test's smaller).
 	fraudsMu       sync.Mutex
 	provenFrauds   map[string]provenFraud
 	strangerFrauds int
+	forGoodFrauds  int
+	fraudsDemoted  prometheus.Counter
 	// repeats and publish: fraud proofs repeated for nodes that missed
 	// them (fraud_repeat.go); publish is p2p's, a test's fake.
 	repeats        fraudRepeats
@@ -191,7 +194,7 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 	}
 	t.rep = newReputationBook(t)
 	t.publish = func(ctx context.Context, topic string, data []byte) error { return t.p2p.Publish(ctx, topic, data, 0) }
-	t.strangerFrauds = maxStrangerFrauds
+	t.strangerFrauds, t.forGoodFrauds = maxStrangerFrauds, maxFraudsForGood
 	t.sightings = make(chan sighting, maxSightings)
 	t.receiptsDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "idlegrid_trust_receipts_dropped_total",
@@ -205,6 +208,10 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 	t.fraudsRepeated = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "idlegrid_trust_fraud_repeats_total",
 		Help: "Fraud proofs this node published again because nobody was heard publishing them for p2p.fraud_repeat_every, or because a peer passed on the offender's digest (it had not heard the proof): for nodes that were offline or new when the proof went round.",
+	})
+	t.fraudsDemoted = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "idlegrid_trust_frauds_demoted_total",
+		Help: "Fraud proofs this node kept for good that made room for a newer one (8,192 are kept for good): kept 30 days from then, their offenders refused as long. Those against providers this node never dealt with go first, the oldest first. A steady rate means keys with capacity records proving themselves cheats, a flood.",
 	})
 	t.summaries = newSummaryBook(t.selfStr, func(reason string) { t.summariesDropped.WithLabelValues(reason).Inc() })
 	t.digests = auction.NewDigestBook(auction.MaxBookDigests)
@@ -240,7 +247,7 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 			return nil, fmt.Errorf("trust.New: %w", err)
 		}
 	}
-	for _, c := range []*prometheus.Counter{&t.fraudsRepeated, &t.prefixMisses, &t.prefixAnswers, &t.prefixSilenced} {
+	for _, c := range []*prometheus.Counter{&t.fraudsRepeated, &t.fraudsDemoted, &t.prefixMisses, &t.prefixAnswers, &t.prefixSilenced} {
 		if err := register(deps.Registerer, c); err != nil {
 			return nil, fmt.Errorf("trust.New: %w", err)
 		}
