@@ -219,33 +219,3 @@ func (d *DB) FraudForGood(peer string) ([]byte, error) {
 	}
 	return out, nil
 }
-
-// Uptime is what a node observed of a provider's heartbeats.
-type Uptime struct {
-	Provider string `json:"provider"`
-	FirstMs  int64  `json:"first_ms"`
-	LastMs   int64  `json:"last_ms"`
-	Seen     uint64 `json:"seen"`
-}
-
-// ObserveHeartbeat counts one heartbeat of a provider at atMs.
-func (d *DB) ObserveHeartbeat(provider string, atMs int64) error {
-	var u Uptime
-	err := d.getJSON("store.ObserveHeartbeat", uptimePrefix+provider, &u)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return err
-	}
-	if u.Provider == "" {
-		u = Uptime{Provider: provider, FirstMs: atMs}
-	}
-	u.LastMs = max(u.LastMs, atMs)
-	u.Seen++
-	return d.putJSON("store.ObserveHeartbeat", uptimePrefix+provider, &u, false)
-}
-
-// Uptimes returns every provider's heartbeat observations.
-func (d *DB) Uptimes() ([]*Uptime, error) {
-	var out []*Uptime
-	err := scanJSON(d, "store.Uptimes", uptimePrefix, func(u *Uptime) { out = append(out, u) })
-	return out, err
-}

@@ -57,8 +57,8 @@ func TestTrustRecordsSurviveReopen(t *testing.T) {
 	must(db.PutReceipt("r1", []byte("receipt")))
 	must(db.PutFraud("peer", []byte("proof")))
 	must(db.PutChainHead([]byte("head")))
-	must(db.ObserveHeartbeat("prov", 1000))
-	must(db.ObserveHeartbeat("prov", 61_000))
+	must(db.ObserveHeartbeat("prov", 1000, 10))
+	must(db.ObserveHeartbeat("prov", 61_000, 10))
 	must(db.Close())
 	if db, err = Open(dir, Options{}); err != nil {
 		t.Fatal(err)

@@ -79,6 +79,7 @@ type DB struct {
 	db        *badger.DB
 	log       *slog.Logger
 	space     *spaceGate // nil in memory
+	uptimes   uptimeRows // uptime.go
 	closeOnce sync.Once
 	closeErr  error
 }

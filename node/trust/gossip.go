@@ -212,8 +212,10 @@ func (t *Trust) observeEntry(ctx context.Context, raw []byte, e *attest.Entry) {
 		// copies of one entry. Counted only for a provider whose record
 		// this node checked: uptime is kept for good, one row per
 		// provider, and fresh keys are free to send heartbeats (the
-		// entry itself is kept an hour, for equivocation, either way).
-		if err := t.db.ObserveHeartbeat(e.Provider, e.AtMs); err != nil {
+		// entry itself is kept an hour, for equivocation, either way);
+		// backed keys are cheap too, so the rows are bounded
+		// (maxUptimeRows).
+		if err := t.db.ObserveHeartbeat(e.Provider, e.AtMs, t.uptimeRows); err != nil {
 			t.log.Warn("store heartbeat", "err", err)
 		}
 	}

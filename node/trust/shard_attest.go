@@ -72,6 +72,12 @@ func (t *Trust) ValidateShardAttest(topic string) p2p.RecordValidator {
 	}
 }
 
+// maxUptimeRows bounds the providers whose heartbeats a node keeps
+// counting (store.ObserveHeartbeat): uptime is kept for good, and a key
+// whose capacity record was checked is cheap to make. 131,072 is more
+// providers than one node's shards hold at 100,000 in the network.
+const maxUptimeRows = 1 << 17
+
 // maxBeatProviders bounds the providers beatSlots remembers; past it, it
 // starts over (a flood of fresh keys: what is lost is one slot's bound).
 const maxBeatProviders = 1 << 17

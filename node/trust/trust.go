@@ -127,6 +127,7 @@ type Trust struct {
 	provenFrauds   map[string]provenFraud
 	strangerFrauds int
 	forGoodFrauds  int
+	uptimeRows     int // maxUptimeRows (a test's smaller)
 	fraudsDemoted  prometheus.Counter
 	// repeats and publish: fraud proofs repeated for nodes that missed
 	// them (fraud_repeat.go); publish is p2p's, a test's fake.
@@ -194,7 +195,7 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 	}
 	t.rep = newReputationBook(t)
 	t.publish = func(ctx context.Context, topic string, data []byte) error { return t.p2p.Publish(ctx, topic, data, 0) }
-	t.strangerFrauds, t.forGoodFrauds = maxStrangerFrauds, maxFraudsForGood
+	t.strangerFrauds, t.forGoodFrauds, t.uptimeRows = maxStrangerFrauds, maxFraudsForGood, maxUptimeRows
 	t.sightings = make(chan sighting, maxSightings)
 	t.receiptsDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "idlegrid_trust_receipts_dropped_total",
