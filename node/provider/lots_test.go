@@ -93,3 +93,43 @@ func TestDigestGoesToItsLot(t *testing.T) {
 		t.Fatal("no digest on the lot topic")
 	}
 }
+
+// TestLotCountsJoinWhatTheViewNames: a provider in one lot whose own count
+// of the shard is small (a fresh node hears nobody on the shard's topics
+// once the shard is split past two lots) joins the count most of its
+// view's backed providers name, the smaller on a tie and never fewer lots
+// than its own count gives; once in lots it counts the shard from its lot.
+func TestLotCountsJoinWhatTheViewNames(t *testing.T) {
+	h100 := auction.GPUShard("h100")
+	var named map[int]int
+	sizeAt := map[int]int{} // the shard's size as counted at each count (one lot: 0 or 1)
+	var followed []string
+	l := newLotCounts("12D3KooWpeer", nil, func(_ auction.Shard, lots int) int { return sizeAt[max(lots, 1)] },
+		func(s auction.Shard, lots int) { followed = append(followed, fmt.Sprintf("%s:%d", s, lots)) })
+	l.named = func(auction.Shard) map[int]int { return named }
+	step := func(what string, want int, wantFollowed ...string) {
+		t.Helper()
+		followed = nil
+		got := l.update([]auction.Shard{h100})
+		if max(got[h100], 1) != want || !slices.Equal(followed, wantFollowed) {
+			t.Fatalf("%s: lots %v, followed %v; want %d, %v", what, got, followed, want, wantFollowed)
+		}
+	}
+	sizeAt[1] = 1 // alone on the shard's topic
+	step("nothing named", 1)
+	named = map[int]int{1: 3, 4: 10, 8: 40}
+	sizeAt[8] = 8 * 700 // its lot of 8 holds 700
+	step("most name 8", 8, "gpu/h100:8")
+	step("in lots, counting from its lot", 8)
+	sizeAt[8] = 8 * 200 // below auction.LotJoinBelow a lot: it counts for itself
+	step("its lot shrank", 4, "gpu/h100:4")
+
+	l = newLotCounts("12D3KooWother", nil, func(_ auction.Shard, lots int) int { return sizeAt[max(lots, 1)] }, nil)
+	l.named = func(auction.Shard) map[int]int { return named }
+	named = map[int]int{2: 10, 4: 10}
+	step("a tie", 2)
+	l = newLotCounts("12D3KooWthird", nil, func(_ auction.Shard, lots int) int { return sizeAt[max(lots, 1)] }, nil)
+	l.named = func(auction.Shard) map[int]int { return named }
+	named, sizeAt[1] = map[int]int{1: 50, 2: 3}, 2*auction.LotSplitAt
+	step("its own count above what is named", 4)
+}
