@@ -3,6 +3,7 @@ package trust
 import (
 	"context"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"sync"
 	"testing"
 	"time"
@@ -523,5 +524,50 @@ func TestBlockedProvidersDigestsAreDropped(t *testing.T) {
 	}
 	if _, _, ok := tr.digests.Get(prov.ID.String()); ok {
 		t.Error("a blocked provider's digest is still in the book")
+	}
+}
+
+// TestTimedOutCheckChargesNobody: a passed-on digest whose record lookup
+// runs out of time (a saturated node, or DHT peers that stall) is dropped
+// like an unbacked one, but the peer that passed it on is not charged:
+// the timeout shows nothing about it. Its budget token is not given back.
+func TestTimedOutCheckChargesNobody(t *testing.T) {
+	peers := roomtest.Peers(t, 2)
+	tr := newTrust(t, peers[0])
+	tr.checkTimeout = 20 * time.Millisecond
+	tr.fetchRecord = func(ctx context.Context, p peer.ID) (*auction.Capacity, error) {
+		<-ctx.Done()
+		return nil, fmt.Errorf("%w for %s: %v", ErrNotFound, p, ctx.Err())
+	}
+	relay := peers[1].ID
+	now := peers[0].Clock.Now()
+	sk, id := provider(t, nil, now)
+	if v := offer(t, tr, relay, sealedDigest(t, sk, now, 1)); v != p2p.Withhold {
+		t.Fatalf("a passed-on digest of an unchecked provider: %v, want withhold", v)
+	}
+	drainChecks(t, tr)
+	if _, _, ok := tr.digests.Get(id.String()); ok {
+		t.Fatal("a digest whose record was never found was kept")
+	}
+	if pts := peers[0].P2P.Guard().Points(relay); pts != 0 {
+		t.Errorf("the relay was charged %.0f points for a lookup that timed out", pts)
+	}
+	if n := testutil.ToFloat64(tr.recordChecks.WithLabelValues("timed_out")); n != passedOnTries {
+		t.Errorf("%v checks counted timed out, want %d", n, passedOnTries)
+	}
+	if v := offer(t, tr, relay, sealedDigest(t, sk, now, 2)); v != p2p.Withhold || tr.digests.Len() != 0 {
+		t.Fatalf("the provider again within the unbacked time: %v, %d held; want withheld and dropped", v, tr.digests.Len())
+	}
+	// The same, with a lookup that ends in time finding nothing: charged.
+	tr.fetchRecord = func(_ context.Context, p peer.ID) (*auction.Capacity, error) {
+		return nil, fmt.Errorf("%w for %s", ErrNotFound, p)
+	}
+	sk2, _ := provider(t, nil, now)
+	if v := offer(t, tr, relay, sealedDigest(t, sk2, now, 1)); v != p2p.Withhold {
+		t.Fatalf("another passed-on digest: %v, want withhold", v)
+	}
+	drainChecks(t, tr)
+	if pts := peers[0].P2P.Guard().Points(relay); pts < unbackedPoints*0.9 { // points decay by the second
+		t.Errorf("the relay of a digest no record backs was charged %.0f points, want %d", pts, unbackedPoints)
 	}
 }

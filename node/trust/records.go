@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -48,6 +49,14 @@ const (
 const AbuseDigestUnbacked p2p.AbuseReason = "digest_unbacked"
 
 const unbackedPoints = 8
+
+// errLookupTimedOut marks a record check whose DHT lookup ran out of time:
+// it shows nothing about the peer that passed the digest on (on a
+// saturated machine honest lookups time out), so nobody is charged; the
+// digest is still dropped for unbackedFor, and the source's budget token
+// is not given back, which bounds what a source gains from lookups made
+// slow on purpose.
+var errLookupTimedOut = errors.New("the record lookup timed out")
 
 // queueCheck queues a record check of p unless one is queued or running.
 // It reports whether p is being checked.
@@ -98,8 +107,11 @@ func (t *Trust) checkRecord(ctx context.Context, p string) {
 		t.checkDone(p, d, rec, nil)
 		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, recordCheckTimeout)
+	cctx, cancel := context.WithTimeout(ctx, t.checkTimeout)
 	rec, err := t.fetchRecord(cctx, id)
+	if err != nil && cctx.Err() != nil {
+		err = fmt.Errorf("%w: %w", errLookupTimedOut, err)
+	}
 	cancel()
 	if ctx.Err() != nil {
 		t.ev.update(p, t.now(), func(ev *peerEvidence) { ev.checking = false })
@@ -114,9 +126,12 @@ func (t *Trust) checkRecord(ctx context.Context, p string) {
 	if err == nil {
 		err = auction.DigestMatchesRecord(d, rec, t.now())
 	}
-	if err == nil {
+	switch {
+	case err == nil:
 		t.recordChecks.WithLabelValues("dht").Inc()
-	} else {
+	case errors.Is(err, errLookupTimedOut):
+		t.recordChecks.WithLabelValues("timed_out").Inc()
+	default:
 		t.recordChecks.WithLabelValues("unbacked").Inc()
 	}
 	if err != nil && t.retryCheck(p) {
@@ -228,7 +243,7 @@ func (t *Trust) checkDone(p string, d *auction.Digest, rec *auction.Capacity, er
 		}
 		t.digests.Remove(p)
 		t.log.Debug("digest dropped: its record does not back it", "provider", p, "err", err)
-		if wasHeld && blame != "" && blame.String() != p && blame != t.self {
+		if wasHeld && blame != "" && blame.String() != p && blame != t.self && !errors.Is(err, errLookupTimedOut) {
 			t.p2p.Guard().Charge(blame, AbuseDigestUnbacked, unbackedPoints)
 		}
 	}

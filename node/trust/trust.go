@@ -128,7 +128,9 @@ type Trust struct {
 	strangerFrauds int
 	forGoodFrauds  int
 	uptimeRows     int // maxUptimeRows (a test's smaller)
-	fraudsDemoted  prometheus.Counter
+	// checkTimeout is recordCheckTimeout (a test's shorter).
+	checkTimeout  time.Duration
+	fraudsDemoted prometheus.Counter
 	// repeats and publish: fraud proofs repeated for nodes that missed
 	// them (fraud_repeat.go); publish is p2p's, a test's fake.
 	repeats        fraudRepeats
@@ -196,6 +198,7 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 	t.rep = newReputationBook(t)
 	t.publish = func(ctx context.Context, topic string, data []byte) error { return t.p2p.Publish(ctx, topic, data, 0) }
 	t.strangerFrauds, t.forGoodFrauds, t.uptimeRows = maxStrangerFrauds, maxFraudsForGood, maxUptimeRows
+	t.checkTimeout = recordCheckTimeout
 	t.sightings = make(chan sighting, maxSightings)
 	t.receiptsDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "idlegrid_trust_receipts_dropped_total",
@@ -237,7 +240,7 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 	t.fetchRecord = t.market.lookup
 	t.recordChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "idlegrid_trust_record_checks_total",
-		Help: "Capacity record checks of providers' digests, by where the record came from: taken (with a sync page), peer (asked of the peer that passed the digest on, or of the provider), dht (a lookup), unbacked (no record backed the digest), no_routes (no DHT peers yet; tried again).",
+		Help: "Capacity record checks of providers' digests, by where the record came from: taken (with a sync page), peer (asked of the peer that passed the digest on, or of the provider), dht (a lookup), unbacked (no record backed the digest), timed_out (the lookup ran out of time: the digest is dropped, nobody charged), no_routes (no DHT peers yet; tried again).",
 	}, []string{"via"})
 	t.recordAsks = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "idlegrid_trust_record_asks_total",
