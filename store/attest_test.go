@@ -115,16 +115,8 @@ func TestFraudProofsForAWhileAreBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	raws, err := db.Frauds()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]bool{}
-	for _, r := range raws {
-		got[string(r)] = true
-	}
 	// stranger-1 ends first and made room for stranger-2.
-	if want := map[string]bool{"proof": true, "proof-0": true, "proof-2": true}; !maps.Equal(got, want) {
+	if got, want := storedFrauds(t, db), map[string]bool{"proof": true, "proof-0": true, "proof-2": true}; !maps.Equal(got, want) {
 		t.Fatalf("stored %v, want %v", got, want)
 	}
 	// One offender's proof for good is read alone; a proof for a while
@@ -182,6 +174,14 @@ func TestFraudRowsAndDemote(t *testing.T) {
 	if _, err := db.FraudForGood("old"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("FraudForGood(old) after its demotion: %v, want not found", err)
 	}
+	if got, want := storedFrauds(t, db), map[string]bool{"proof-old": true, "proof-new": true, "proof-another": true}; !maps.Equal(got, want) {
+		t.Fatalf("stored %v, want %v", got, want)
+	}
+}
+
+// storedFrauds is the set of stored fraud proofs' bytes.
+func storedFrauds(t *testing.T, db *DB) map[string]bool {
+	t.Helper()
 	raws, err := db.Frauds()
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +190,5 @@ func TestFraudRowsAndDemote(t *testing.T) {
 	for _, r := range raws {
 		got[string(r)] = true
 	}
-	if want := map[string]bool{"proof-old": true, "proof-new": true, "proof-another": true}; !maps.Equal(got, want) {
-		t.Fatalf("stored %v, want %v", got, want)
-	}
+	return got
 }
