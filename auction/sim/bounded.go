@@ -35,6 +35,10 @@ type bidView struct {
 	entries []digestEntry     // by provider index
 	shardOf [][]auction.Shard // provider index -> its shards
 	shards  map[auction.Shard][]int
+	// phantoms are Config.Phantoms' providers by shard (phantom.go), and
+	// phantomOf the same by peer ID.
+	phantoms  map[auction.Shard][]*phantom
+	phantomOf map[string]*phantom
 }
 
 func newBidView(w *World) (*bidView, error) {
@@ -53,6 +57,18 @@ func newBidView(w *World) (*bidView, error) {
 		}
 	}
 	v.entries = make([]digestEntry, len(w.provs))
+	if w.cfg.Phantoms > 0 {
+		phs, err := newPhantoms(w, v, w.cfg.Phantoms)
+		if err != nil {
+			return nil, err
+		}
+		v.phantoms, v.phantomOf = phs, map[string]*phantom{}
+		for _, list := range phs {
+			for _, ph := range list {
+				v.phantomOf[ph.id] = ph
+			}
+		}
+	}
 	return v, nil
 }
 
@@ -140,7 +156,7 @@ type shardLot struct {
 // closed when issued still shows no free GPU), and want_bids the same for
 // every job. With lots, each lot is a market of its own: its providers
 // decide over their lot's digests only.
-func (v *bidView) bidders(w *World, rfq *auction.RFQ, rfqID string, cands []*provider, wantBids int, lots lotSplit, verify, calendarBlind bool) (bidders []*provider, feasible, reach int, err error) {
+func (v *bidView) bidders(w *World, rfq *auction.RFQ, rfqID string, cands []*provider, wantBids int, lots lotSplit, verify, calendarBlind bool) (bidders []*provider, feasible, reach, phantoms int, err error) {
 	r := *rfq
 	if r.Runtime == "" {
 		r.Runtime = auction.RuntimeDocker // what Quote assumes for an empty one
@@ -153,25 +169,41 @@ func (v *bidView) bidders(w *World, rfq *auction.RFQ, rfqID string, cands []*pro
 	view := map[shardLot][]*auction.Digest{}
 	best := map[shardLot]uint64{}
 	shardBest := map[auction.Shard]uint64{}
+	add := func(s auction.Shard, d *auction.Digest) {
+		k := shardLot{s, auction.Lot(d.Peer, lots.n)}
+		if !lots.follows(k.lot) {
+			return // not in this renter's view
+		}
+		view[k] = append(view[k], d)
+		if price, _, ok := auction.DigestFitsOn(rfq, d, s); ok && d.TakesNow(rfq, now) {
+			if b, seen := best[k]; !seen || price < b {
+				best[k] = price
+			}
+			if b, seen := shardBest[s]; !seen || price < b {
+				shardBest[s] = price
+			}
+		}
+	}
 	for s, idx := range v.shards {
 		for _, i := range idx {
 			d, err := v.digest(w, i)
 			if err != nil {
-				return nil, 0, 0, err
+				return nil, 0, 0, 0, err
 			}
-			k := shardLot{s, auction.Lot(v.peerOf[i], lots.n)}
-			if !lots.follows(k.lot) {
-				continue // not in this renter's view
+			add(s, d)
+		}
+	}
+	watch, at := !w.cfg.NoPrefixWatch, w.nowTime()
+	for s, list := range v.phantoms {
+		for _, ph := range list {
+			if !ph.inView(at, watch) {
+				continue
 			}
-			view[k] = append(view[k], d)
-			if price, _, ok := auction.DigestFitsOn(rfq, d, s); ok && d.TakesNow(rfq, now) {
-				if b, seen := best[k]; !seen || price < b {
-					best[k] = price
-				}
-				if b, seen := shardBest[s]; !seen || price < b {
-					shardBest[s] = price
-				}
+			d, err := ph.digest(w)
+			if err != nil {
+				return nil, 0, 0, 0, err
 			}
+			add(s, d)
 		}
 	}
 	known := make([]auction.Shard, 0, len(shardBest))
@@ -197,7 +229,7 @@ func (v *bidView) bidders(w *World, rfq *auction.RFQ, rfqID string, cands []*pro
 		targets = append(targets, fit[:min(len(fit), lots.perRFQ)]...)
 	}
 	if len(targets) == 0 {
-		return nil, 0, 0, nil
+		return nil, 0, 0, 0, nil
 	}
 	r.WantBids = auction.RFQWantBids(wantBids, r.Resources.GPUs, 1, len(targets))
 	if calendarBlind {
@@ -210,6 +242,13 @@ func (v *bidView) bidders(w *World, rfq *auction.RFQ, rfqID string, cands []*pro
 		feasible += sel.Feasible
 		reach += len(view[k])
 		for _, id := range append(slices.Clone(sel.Always), sel.Sampled...) {
+			if ph := v.phantomOf[id]; ph != nil {
+				phantoms++ // expected, and no bid comes
+				if watch {
+					ph.missed(at)
+				}
+				continue
+			}
 			picked[v.byPeer[id]] = true
 		}
 		if !verify {
@@ -218,10 +257,10 @@ func (v *bidView) bidders(w *World, rfq *auction.RFQ, rfqID string, cands []*pro
 		for _, d := range view[k] {
 			bids, _ := auction.ShouldBid(in, d.Peer)
 			if bids != sel.Includes(d.Peer) {
-				return nil, 0, 0, fmt.Errorf("sim: %s on %s lot %d: ShouldBid %v, SelectBidders %v", d.Peer, k.s, k.lot, bids, !bids)
+				return nil, 0, 0, 0, fmt.Errorf("sim: %s on %s lot %d: ShouldBid %v, SelectBidders %v", d.Peer, k.s, k.lot, bids, !bids)
 			}
 		}
 	}
 	out := slices.DeleteFunc(slices.Clone(cands), func(p *provider) bool { return !picked[p.idx] })
-	return out, feasible, reach, nil
+	return out, feasible, reach, phantoms, nil
 }

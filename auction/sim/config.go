@@ -82,6 +82,12 @@ type Config struct {
 	// renter follows the LotsSeen lots from the one its key hashes to
 	// (auction.Lot), so renters spread evenly over the lots.
 	LotsSeen int
+	// Phantoms is how many providers on each shard of idlegrid-bounded
+	// and idlegrid-lots gossip digests cheaper than any real one and never
+	// bid (phantom.go); NoPrefixWatch leaves them in the nodes' views
+	// rather than silencing them as the node does.
+	Phantoms      int
+	NoPrefixWatch bool
 	// Seeds are the replays to run (empty: 1..5).
 	Seeds []uint64
 	// Policies are run in order (empty: AllPolicies).
@@ -167,6 +173,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("sim: cheater share %v, cheat rate %v, canary rate %v: must be within 0..1", c.CheaterShare, c.CheatRate, c.CanaryRate)
 	case c.Lots < 1 || c.Lots&(c.Lots-1) != 0 || c.LotsPerRFQ < 1:
 		return fmt.Errorf("sim: %d lots, %d per RFQ: lots must be a power of two and each RFQ on at least one", c.Lots, c.LotsPerRFQ)
+	case c.Phantoms < 0 || c.Phantoms > auction.MaxWantBids:
+		return fmt.Errorf("sim: %d phantoms a shard: must be 0 to %d", c.Phantoms, auction.MaxWantBids)
 	case c.LotsSeen < 0 || c.LotsSeen > c.Lots:
 		return fmt.Errorf("sim: a renter following %d of %d lots: must be 0 (all) up to the lots", c.LotsSeen, c.Lots)
 	case c.ExclusionDelay < 0:

@@ -65,8 +65,9 @@ func newMarket(k marketKind) *market {
 // at most 1.
 type bidStats struct {
 	// reach counts the providers on the topics each RFQ went to (bounded
-	// bidding): each of them received it.
-	rfqs, bids, feasible, reach int
+	// bidding): each of them received it; phantoms the phantoms among
+	// each RFQ's expected bidders (Config.Phantoms).
+	rfqs, bids, feasible, reach, phantoms int
 	asked, starved              int
 	turnoutSum                  float64
 }
@@ -150,11 +151,12 @@ func (m *market) place(w *World, j *jobState) ([]Take, error) {
 		if m.lotted {
 			lots = lotSplit{n: w.cfg.Lots, perRFQ: w.cfg.LotsPerRFQ, seen: w.cfg.LotsSeen, renter: fmt.Sprintf("renter-%d-%d", w.seed, j.ID)}
 		}
-		var reach int
-		if cands, feasible, reach, err = m.view.bidders(w, rfq, rfqID, cands, m.wantBids, lots, w.cfg.VerifyBidders, m.calendarBlind); err != nil {
+		var reach, phantoms int
+		if cands, feasible, reach, phantoms, err = m.view.bidders(w, rfq, rfqID, cands, m.wantBids, lots, w.cfg.VerifyBidders, m.calendarBlind); err != nil {
 			return nil, err
 		}
 		m.stats.reach += reach
+		m.stats.phantoms += phantoms
 	}
 	m.stats.rfqs++
 	m.stats.feasible += feasible

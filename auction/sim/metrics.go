@@ -53,6 +53,10 @@ type Metrics struct {
 	// each RFQ went to: how many received it (its shards', or with lots
 	// its chosen lots').
 	ReachPerRFQ float64 `json:"reach_per_rfq,omitempty"`
+	// PhantomsPerRFQ is, with Config.Phantoms, how many of each RFQ's
+	// expected bidders were phantoms: places in the always-bid prefix no
+	// bid came from.
+	PhantomsPerRFQ float64 `json:"phantoms_per_rfq,omitempty"`
 	// Of the RFQs some host could take then (free GPUs the job accepts,
 	// a calendar that lets it), Turnout is the mean of each one's bids
 	// over the bids it could have drawn, min(want_bids, such hosts), at
@@ -117,6 +121,7 @@ func (r *replay) measure(name string) Metrics {
 			m.BidsPerRFQ = float64(st.bids) / float64(st.rfqs)
 			m.FeasiblePerRFQ = float64(st.feasible) / float64(st.rfqs)
 			m.ReachPerRFQ = float64(st.reach) / float64(st.rfqs)
+			m.PhantomsPerRFQ = float64(st.phantoms) / float64(st.rfqs)
 		}
 		if st.asked > 0 {
 			m.Turnout = st.turnoutSum / float64(st.asked)

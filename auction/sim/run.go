@@ -37,6 +37,7 @@ type Summary struct {
 	BidsPerRFQ             Stat   `json:"bids_per_rfq"`
 	FeasiblePerRFQ         Stat   `json:"feasible_per_rfq"`
 	ReachPerRFQ            Stat   `json:"reach_per_rfq"`
+	PhantomsPerRFQ         Stat   `json:"phantoms_per_rfq"`
 	Turnout                Stat   `json:"turnout"`
 	StarvedShare           Stat   `json:"starved_share"`
 	CostPerGPUHour         Stat   `json:"cost_per_gpu_hour"`
@@ -100,7 +101,7 @@ func runOne(cfg *Config, seed uint64, name string) (Metrics, *World, error) {
 
 func summarize(name string, runs []Metrics) Summary {
 	s := Summary{Policy: name}
-	var f [22][]float64
+	var f [23][]float64
 	for _, m := range runs {
 		if m.Policy != name {
 			continue
@@ -108,13 +109,13 @@ func summarize(name string, runs []Metrics) Summary {
 		s.Seeds++
 		for i, x := range []float64{m.CostUSD, m.CostOverBound, m.Fill, m.DelayP50Min, m.DelayP95Min,
 			m.ConstrainedDelayP95Min, m.Unplaced, m.Utilization, m.PriceOverFloor, m.FailedUSD, m.FailedShare, m.BidsPerRFQ, m.FeasiblePerRFQ,
-			m.WrongAccepted, m.WrongAcceptedAfter, m.CanaryShare, float64(m.Caught), float64(m.Cheaters), m.CostPerGPUHour, m.StarvedShare, m.Turnout, m.ReachPerRFQ} {
+			m.WrongAccepted, m.WrongAcceptedAfter, m.CanaryShare, float64(m.Caught), float64(m.Cheaters), m.CostPerGPUHour, m.StarvedShare, m.Turnout, m.ReachPerRFQ, m.PhantomsPerRFQ} {
 			f[i] = append(f[i], x)
 		}
 	}
 	for i, dst := range []*Stat{&s.CostUSD, &s.CostOverBound, &s.Fill, &s.DelayP50Min, &s.DelayP95Min,
 		&s.ConstrainedDelayP95Min, &s.Unplaced, &s.Utilization, &s.PriceOverFloor, &s.FailedUSD, &s.FailedShare, &s.BidsPerRFQ, &s.FeasiblePerRFQ,
-		&s.WrongAccepted, &s.WrongAcceptedAfter, &s.CanaryShare, &s.Caught, &s.Cheaters, &s.CostPerGPUHour, &s.StarvedShare, &s.Turnout, &s.ReachPerRFQ} {
+		&s.WrongAccepted, &s.WrongAcceptedAfter, &s.CanaryShare, &s.Caught, &s.Cheaters, &s.CostPerGPUHour, &s.StarvedShare, &s.Turnout, &s.ReachPerRFQ, &s.PhantomsPerRFQ} {
 		*dst = stat(f[i])
 	}
 	return s
@@ -132,7 +133,7 @@ func (res Result) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "%d jobs, %d providers, %d GPUs\n", res.Jobs, res.Providers, res.GPUs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	cols := []string{"policy", "seeds", "cost USD", "cost/LB", "fill", "USD/GPU-h", "delay p50 min", "delay p95 min",
-		"constr. p95 min", "unplaced", "util", "paid/floor", "failed USD", "failed share", "bids/RFQ", "reach/RFQ", "turnout", "starved",
+		"constr. p95 min", "unplaced", "util", "paid/floor", "failed USD", "failed share", "bids/RFQ", "reach/RFQ", "phantoms/RFQ", "turnout", "starved",
 		"wrong kept", "wrong kept >200", "canary cost", "caught"}
 	fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
 	for _, s := range res.Summary {
@@ -141,7 +142,7 @@ func (res Result) WriteTable(w io.Writer) error {
 			pm(s.CostUSD, "%.0f"), pm(s.CostOverBound, "%.3f"), pm(s.Fill, "%.3f"), pm(s.CostPerGPUHour, "%.3f"),
 			pm(s.DelayP50Min, "%.1f"), pm(s.DelayP95Min, "%.0f"), pm(s.ConstrainedDelayP95Min, "%.0f"),
 			pm(s.Unplaced, "%.3f"), pm(s.Utilization, "%.3f"), pm(s.PriceOverFloor, "%.3f"),
-			pm(s.FailedUSD, "%.0f"), pm(s.FailedShare, "%.3f"), pm(s.BidsPerRFQ, "%.1f"), pm(s.ReachPerRFQ, "%.1f"), pm(s.Turnout, "%.3f"), pm(s.StarvedShare, "%.3f"),
+			pm(s.FailedUSD, "%.0f"), pm(s.FailedShare, "%.3f"), pm(s.BidsPerRFQ, "%.1f"), pm(s.ReachPerRFQ, "%.1f"), pm(s.PhantomsPerRFQ, "%.1f"), pm(s.Turnout, "%.3f"), pm(s.StarvedShare, "%.3f"),
 			pm(s.WrongAccepted, "%.4f"), pm(s.WrongAcceptedAfter, "%.4f"), pm(s.CanaryShare, "%.3f"),
 			fmt.Sprintf("%.1f/%.1f", s.Caught.Mean, s.Cheaters.Mean)}, "\t")+"\t")
 	}

@@ -43,6 +43,8 @@ type simFlags struct {
 	traces, jobs, format, nodes, prices string
 	offset, limit, providers            int
 	lots, lotsPerRFQ, lotsSeen          int
+	phantoms                            int
+	noPrefixWatch                       bool
 	poolScale, timeScale                float64
 	flaky, flakyFail, spread, closing   float64
 	cheaters, cheatRate, canaryRate     float64
@@ -101,6 +103,8 @@ func newSimCmd(g *globals) *cobra.Command {
 	fl.IntVar(&f.lots, "lots", sim.DefaultLots, "lots each shard splits into under the idlegrid-lots policy (a power of two; docs/protocol.md §3.6, planned)")
 	fl.IntVar(&f.lotsPerRFQ, "lots-per-rfq", sim.DefaultLotsPerRFQ, "lots of each shard an RFQ goes to under idlegrid-lots")
 	fl.IntVar(&f.lotsSeen, "lots-seen", 0, "lots of each shard a renter follows under idlegrid-lots, from the one its key hashes to (0: all)")
+	fl.IntVar(&f.phantoms, "phantoms", 0, "providers per shard, under idlegrid-bounded and idlegrid-lots, that gossip digests cheaper than any real one and never bid")
+	fl.BoolVar(&f.noPrefixWatch, "no-prefix-watch", false, "leave --phantoms in every view, rather than silencing them after 3 auctions missed as nodes do")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON instead of a table")
 	fl.BoolVar(&f.perSeed, "per-seed", false, "after the table, one row per policy and seed at equal work (cost per placed GPU-hour, against greedy's)")
 	cmd.AddCommand(newSimScaleCmd(g))
@@ -161,6 +165,7 @@ func runSim(out io.Writer, f simFlags) error {
 		ClosingCalendars: f.closing,
 		CheaterShare:     f.cheaters, CheatRate: f.cheatRate, CanaryRate: f.canaryRate, ExclusionDelay: f.exclusionDelay,
 		Lots: f.lots, LotsPerRFQ: f.lotsPerRFQ, LotsSeen: f.lotsSeen,
+		Phantoms: f.phantoms, NoPrefixWatch: f.noPrefixWatch,
 	}
 	var err error
 	if cfg.Pricing, err = sim.ParsePricing(f.pricing); err != nil {
