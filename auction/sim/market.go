@@ -68,8 +68,8 @@ type bidStats struct {
 	// bidding): each of them received it; phantoms the phantoms among
 	// each RFQ's expected bidders (Config.Phantoms).
 	rfqs, bids, feasible, reach, phantoms int
-	asked, starved              int
-	turnoutSum                  float64
+	asked, starved                        int
+	turnoutSum                            float64
 }
 
 // turnout counts an RFQ that drew bids bids when takers hosts could take
