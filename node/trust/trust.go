@@ -162,6 +162,9 @@ type Trust struct {
 	ev       *evidenceBook
 	checks   chan string
 	newPeers *newPeerBudget
+	// lateDigests are the older digests each peer may pass on uncharged
+	// past auction.DigestCrossing (digests.go).
+	lateDigests *budgets
 	expect   *expectations
 	renown   *renown
 	// prefixes are this provider's always-bid prefixes waiting for their
@@ -223,6 +226,7 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 	t.market.fromDigests = t.digestOffers
 	t.sync = newDigestSync()
 	t.ev, t.checks, t.newPeers, t.expect = newEvidenceBook(), make(chan string, recordCheckQueue), newNewPeerBudget(), newExpectations()
+	t.lateDigests = newBudgets(lateDigestsRate, lateDigestsBurst, newPeersKeys)
 	t.renown = newRenown()
 	t.prefixes = newPrefixWatch()
 	t.prefixMisses = prometheus.NewCounter(prometheus.CounterOpts{
