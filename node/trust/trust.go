@@ -165,8 +165,8 @@ type Trust struct {
 	// lateDigests are the older digests each peer may pass on uncharged
 	// past auction.DigestCrossing (digests.go).
 	lateDigests *budgets
-	expect   *expectations
-	renown   *renown
+	expect      *expectations
+	renown      *renown
 	// prefixes are this provider's always-bid prefixes waiting for their
 	// RFQs' summaries (prefix_watch.go).
 	prefixes       *prefixWatch
