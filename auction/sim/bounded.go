@@ -103,15 +103,25 @@ func (v *bidView) digest(w *World, i int) (*auction.Digest, error) {
 	}
 	c := *p.cap
 	c.Peer = v.peerOf[i]
+	e.seq++
+	d, err := issueDigest(c, e.seq, now)
+	if err != nil {
+		return nil, err
+	}
+	e.d, e.free, e.at = d, p.free, w.now
+	return d, nil
+}
+
+// issueDigest is the digest a host of capacity c issues at now, with
+// sequence number seq: reachable, its record valid for MaxDigestTTL.
+func issueDigest(c auction.Capacity, seq uint64, now time.Time) (*auction.Digest, error) {
 	c.Reachability = auction.ReachPublic
 	c.IssuedAtMs = now.UnixMilli()
 	c.ExpiresAtMs = now.Add(auction.MaxDigestTTL).UnixMilli()
-	e.seq++
-	d, err := auction.NewDigest(auction.DigestInput{Capacity: &c, Seq: e.seq, Now: now})
+	d, err := auction.NewDigest(auction.DigestInput{Capacity: &c, Seq: seq, Now: now})
 	if err != nil {
-		return nil, fmt.Errorf("sim: digest of %s: %w", p.cap.Peer, err)
+		return nil, fmt.Errorf("sim: digest of %s: %w", c.Peer, err)
 	}
-	e.d, e.free, e.at = d, p.free, w.now
 	return d, nil
 }
 

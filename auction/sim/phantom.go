@@ -82,15 +82,10 @@ func (ph *phantom) digest(w *World) (*auction.Digest, error) {
 	if ph.d != nil && w.now-ph.at < digestRefresh {
 		return ph.d, nil
 	}
-	now := w.nowTime()
-	c := ph.cap
-	c.Reachability = auction.ReachPublic
-	c.IssuedAtMs = now.UnixMilli()
-	c.ExpiresAtMs = now.Add(auction.MaxDigestTTL).UnixMilli()
 	ph.seq++
-	d, err := auction.NewDigest(auction.DigestInput{Capacity: &c, Seq: ph.seq, Now: now})
+	d, err := issueDigest(ph.cap, ph.seq, w.nowTime())
 	if err != nil {
-		return nil, fmt.Errorf("sim: digest of phantom %s: %w", ph.id, err)
+		return nil, err
 	}
 	ph.d, ph.at = d, w.now
 	return d, nil
