@@ -248,9 +248,11 @@ func (d *Digest) CheckTime(now time.Time) error {
 // DigestCrossing is how much earlier than the digest a node holds an
 // older digest of the same provider may be issued and still be one an
 // honest relay passes on late: the provider published the two within
-// this long, and the newer one took a faster path. Gossip forwards a
-// message at most while the relay's seen cache (two minutes, rfqSeenTTL)
-// holds it, so this is the same bound.
+// this long, and the newer one took a faster path. A relay that keeps up
+// forwards within seconds, and the gossip seen cache (two minutes)
+// bounds how late one serves a message from it, so two minutes covers
+// those; a relay minutes behind (a saturated machine) can be later still,
+// which node/trust allows each peer a few times (lateDigests).
 const DigestCrossing = 2 * time.Minute
 
 // CrossedInFlight reports whether d, older than held (held supersedes
