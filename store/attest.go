@@ -158,9 +158,7 @@ func (d *DB) PutFraudFor(peer string, raw []byte, ttl time.Duration, limit int) 
 		case err != nil && !errors.Is(err, badger.ErrKeyNotFound):
 			return err
 		case err != nil:
-			if err := makeRoom(txn, fraudPrefix, limit); err != nil {
-				return err
-			}
+			return putFraudFor(txn, key, raw, ttl, limit)
 		}
 		return txn.SetEntry(badger.NewEntry(key, raw).WithTTL(ttl))
 	})
@@ -168,6 +166,15 @@ func (d *DB) PutFraudFor(peer string, raw []byte, ttl time.Duration, limit int) 
 		return fmt.Errorf("store.PutFraudFor %s: %w", peer, err)
 	}
 	return nil
+}
+
+// putFraudFor stores raw at key for ttl as one more proof kept for a
+// while: past limit of those, the ones that end first make room.
+func putFraudFor(txn *badger.Txn, key, raw []byte, ttl time.Duration, limit int) error {
+	if err := makeRoom(txn, fraudPrefix, limit); err != nil {
+		return err
+	}
+	return txn.SetEntry(badger.NewEntry(key, raw).WithTTL(ttl))
 }
 
 // Frauds returns every stored fraud proof.
@@ -199,23 +206,29 @@ func (d *DB) FraudsForGood() ([][]byte, error) {
 // while, PutFraudFor).
 func (d *DB) FraudForGood(peer string) ([]byte, error) {
 	var out []byte
-	err := d.view(func(txn *badger.Txn) error {
-		item, err := txn.Get([]byte(fraudPrefix + peer))
-		switch {
-		case errors.Is(err, badger.ErrKeyNotFound):
-			return ErrNotFound
-		case err != nil:
-			return err
-		case item.ExpiresAt() != 0:
-			return ErrNotFound
-		case item.ValueSize() > maxRecord:
-			return fmt.Errorf("%w: %d-byte value", ErrCorrupt, item.ValueSize())
-		}
-		out, err = item.ValueCopy(nil)
+	err := d.view(func(txn *badger.Txn) (err error) {
+		out, err = fraudForGoodIn(txn, []byte(fraudPrefix+peer))
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store.FraudForGood %s: %w", peer, err)
 	}
 	return out, nil
+}
+
+// fraudForGoodIn reads the proof stored for good at key within txn, or
+// ErrNotFound.
+func fraudForGoodIn(txn *badger.Txn, key []byte) ([]byte, error) {
+	item, err := txn.Get(key)
+	switch {
+	case errors.Is(err, badger.ErrKeyNotFound):
+		return nil, ErrNotFound
+	case err != nil:
+		return nil, err
+	case item.ExpiresAt() != 0:
+		return nil, ErrNotFound
+	case item.ValueSize() > maxRecord:
+		return nil, fmt.Errorf("%w: %d-byte value", ErrCorrupt, item.ValueSize())
+	}
+	return item.ValueCopy(nil)
 }

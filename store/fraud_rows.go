@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -50,23 +49,11 @@ func (d *DB) FraudRows() ([]FraudRow, error) {
 func (d *DB) DemoteFraud(peer string, ttl time.Duration, limit int) error {
 	key := []byte(fraudPrefix + peer)
 	err := d.update(func(txn *badger.Txn) error {
-		item, err := txn.Get(key)
-		switch {
-		case errors.Is(err, badger.ErrKeyNotFound):
-			return ErrNotFound
-		case err != nil:
-			return err
-		case item.ExpiresAt() != 0:
-			return ErrNotFound
-		}
-		raw, err := item.ValueCopy(nil)
+		raw, err := fraudForGoodIn(txn, key)
 		if err != nil {
 			return err
 		}
-		if err := makeRoom(txn, fraudPrefix, limit); err != nil {
-			return err
-		}
-		return txn.SetEntry(badger.NewEntry(key, raw).WithTTL(ttl))
+		return putFraudFor(txn, key, raw, ttl, limit)
 	})
 	if err != nil {
 		return fmt.Errorf("store.DemoteFraud %s: %w", peer, err)
