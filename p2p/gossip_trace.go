@@ -26,7 +26,7 @@ type gossipTrace struct {
 }
 
 func newGossipTrace(n *Node) gossipTrace {
-	return gossipTrace{n: n, copies: &counterCache{vec: n.metrics.copies}, wireBytes: &counterCache{vec: n.metrics.gossipBytes}}
+	return gossipTrace{n: n, copies: n.metrics.copiesBy, wireBytes: n.metrics.bytesBy}
 }
 
 // counterCache resolves each child of a two-label counter once: the
@@ -48,12 +48,27 @@ func (c *counterCache) with(a, b string) prometheus.Counter {
 	return ctr
 }
 
+// forget drops the children whose label named name, at index i (0 or 1),
+// is value. Called after the tracer stops using value
+// (joinedTopics.remove), so at worst a call already under way puts one
+// child back, which is then both cached and in the vector, as any other.
+func (c *counterCache) forget(i int, name, value string) {
+	c.m.Range(func(k, _ any) bool {
+		if k.([2]string)[i] == value {
+			c.m.Delete(k)
+		}
+		return true
+	})
+	c.vec.DeletePartialMatch(prometheus.Labels{name: value})
+}
+
 // joinedTopics is the set of topics the node joined, for the tracer's
 // labels. It is not n.topics: the tracer runs on gossipsub's event loop,
 // which Join waits for while n.mu is held.
 type joinedTopics struct{ m sync.Map }
 
 func (j *joinedTopics) add(topic string)      { j.m.Store(topic, true) }
+func (j *joinedTopics) remove(topic string)   { j.m.Delete(topic) }
 func (j *joinedTopics) has(topic string) bool { _, ok := j.m.Load(topic); return ok }
 
 var _ pubsub.RawTracer = gossipTrace{}

@@ -20,7 +20,10 @@ type metrics struct {
 	validation  *prometheus.CounterVec
 	copies      *prometheus.CounterVec
 	gossipBytes *prometheus.CounterVec
-	redials     *prometheus.CounterVec
+	// copiesBy and bytesBy resolve copies' and gossipBytes' children for
+	// the gossip tracer.
+	copiesBy, bytesBy *counterCache
+	redials           *prometheus.CounterVec
 
 	abusePoints *prometheus.CounterVec
 	abuseEvents *prometheus.CounterVec
@@ -105,7 +108,18 @@ func newMetrics(n *Node) *metrics {
 		}, func() float64 { return float64(n.guard.Tracked()) }),
 		newResourceCollector(func() network.ResourceManager { return n.host.Network().ResourceManager() }),
 	}
+	m.copiesBy, m.bytesBy = &counterCache{vec: m.copies}, &counterCache{vec: m.gossipBytes}
 	return m
+}
+
+// forgetTopic drops a left topic's series, so the label sets stay as
+// bounded as the topics joined at once (a provider moves between lot
+// topics for as long as it runs).
+func (m *metrics) forgetTopic(topic string) {
+	m.messages.DeletePartialMatch(prometheus.Labels{"topic": topic})
+	m.validation.DeletePartialMatch(prometheus.Labels{"topic": topic})
+	m.copiesBy.forget(0, "topic", topic)
+	m.bytesBy.forget(1, "part", topic)
 }
 
 // register adds the series to reg; a nil reg registers nothing.

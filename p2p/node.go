@@ -76,11 +76,15 @@ type Node struct {
 	// topicDisc finds topic subscribers; nil on bootstrap peers, which
 	// join no topic.
 	topicDisc *topicDiscovery
+	psCtx     context.Context
 	psCancel  context.CancelFunc
 	boot      map[peer.ID]bool
 
 	mu     sync.Mutex
 	topics map[string]*pubsub.Topic
+	// subs counts each topic's live subscriptions: a topic joined after
+	// start is left when its last one ends (topic_leave.go).
+	subs   map[string]int
 	joined joinedTopics // the topics' names, for the gossip tracer
 	mesh   meshView     // the gossip mesh, as the tracer saw it
 	// validatorFor makes the validators of policy-admitted topics.
@@ -132,6 +136,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 		started: time.Now(),
 		boot:    make(map[peer.ID]bool, len(cfg.Bootstrap)),
 		topics:  make(map[string]*pubsub.Topic),
+		subs:    make(map[string]int),
 	}
 	for _, b := range cfg.Bootstrap {
 		n.boot[b.ID] = true
@@ -201,7 +206,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 	undo = append(undo, n.dht.Close)
 
 	psCtx, cancel := context.WithCancel(context.Background())
-	n.psCancel = cancel
+	n.psCtx, n.psCancel = psCtx, cancel
 	undo = append(undo, func() error { cancel(); return nil })
 	// Topic peers are found through the DHT (provider records under the
 	// topic name). Bootstrap peers join no topic and need none.

@@ -35,11 +35,16 @@ type Message struct {
 }
 
 func (n *Node) topic(name string) (*pubsub.Topic, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.topicLocked(name)
+}
+
+// topicLocked is topic with n.mu held.
+func (n *Node) topicLocked(name string) (*pubsub.Topic, error) {
 	if !n.cfg.allowed(name) {
 		return nil, fmt.Errorf("p2p: topic %q: %w", name, ErrTopicNotAllowed)
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
 	if n.closed {
 		return nil, ErrClosed
 	}
@@ -119,18 +124,15 @@ func (n *Node) RegisterRecordValidator(topic string, v RecordValidator) error {
 
 // Subscribe subscribes to a topic and delivers messages to fn, one at a
 // time, until ctx ends. It returns once the subscription is live. fn must
-// not block for long: a full buffer drops messages.
+// not block for long: a full buffer drops messages. A topic joined after
+// start is left once its last subscription ends (topic_leave.go).
 func (n *Node) Subscribe(ctx context.Context, topic string, fn func(Message)) error {
-	t, err := n.topic(topic)
+	sub, err := n.subscribe(topic)
 	if err != nil {
 		return err
 	}
-	sub, err := t.Subscribe(pubsub.WithBufferSize(256))
-	if err != nil {
-		return fmt.Errorf("p2p: subscribe %q: %w", topic, err)
-	}
 	go func() {
-		defer sub.Cancel()
+		defer n.unsubscribe(sub)
 		for {
 			m, err := sub.Next(ctx)
 			if err != nil {
@@ -175,7 +177,15 @@ func (n *Node) Publish(ctx context.Context, topic string, data []byte, minPeers 
 			}
 		}
 	}
-	if err := t.Publish(ctx, data); err != nil {
+	err = t.Publish(ctx, data)
+	if errors.Is(err, pubsub.ErrTopicClosed) {
+		// Its last subscription ended and the topic was left meanwhile
+		// (topic_leave.go): join it again.
+		if t, err = n.topic(topic); err == nil {
+			err = t.Publish(ctx, data)
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("p2p: publish on %q: %w", topic, err)
 	}
 	n.metrics.published(topic)

@@ -102,6 +102,16 @@ func TestAuctionsRunInLots(t *testing.T) {
 		t.Fatalf("%v: providers met on the shard's attestation topic %d, on the lots' %d, on the shard's digest topic %d of %d",
 			err, met(a10.AttestTopic()), onLotAttest(), met(a10.DigestTopic()), len(provIDs))
 	}
+	// And hold none of them joined: a topic left is closed, or a provider
+	// whose lots keep changing would run out of topics (p2p.Config.MaxTopics).
+	for _, m := range c.ByRole(node.RoleProvider) {
+		if err := nodetest.WaitFor(ctx, "the provider to leave the shard's RFQ and attestation topics", func() bool {
+			joined := m.Node.P2P().JoinedTopics()
+			return !slices.Contains(joined, a10.RFQTopic()) && !slices.Contains(joined, a10.AttestTopic())
+		}); err != nil {
+			t.Fatalf("%v: provider %s still joined to %v", err, m.Node.ID(), m.Node.P2P().JoinedTopics())
+		}
+	}
 }
 
 // TestRenterFollowsItsLots: with every shard split into 8 lots (the
