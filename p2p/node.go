@@ -84,9 +84,12 @@ type Node struct {
 	topics map[string]*pubsub.Topic
 	// subs counts each topic's live subscriptions: a topic joined after
 	// start is left when its last one ends (topic_leave.go).
-	subs   map[string]int
-	joined joinedTopics // the topics' names, for the gossip tracer
-	mesh   meshView     // the gossip mesh, as the tracer saw it
+	subs map[string]int
+	// published is when each topic joined after start was last published
+	// on, for makeTopicRoomLocked.
+	published map[string]time.Time
+	joined    joinedTopics // the topics' names, for the gossip tracer
+	mesh      meshView     // the gossip mesh, as the tracer saw it
 	// validatorFor makes the validators of policy-admitted topics.
 	validatorFor func(topic string) RecordValidator
 	closed       bool
@@ -130,13 +133,14 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	n := &Node{
-		cfg:     cfg,
-		log:     logger,
-		book:    deps.PeerBook,
-		started: time.Now(),
-		boot:    make(map[peer.ID]bool, len(cfg.Bootstrap)),
-		topics:  make(map[string]*pubsub.Topic),
-		subs:    make(map[string]int),
+		cfg:       cfg,
+		log:       logger,
+		book:      deps.PeerBook,
+		started:   time.Now(),
+		boot:      make(map[peer.ID]bool, len(cfg.Bootstrap)),
+		topics:    make(map[string]*pubsub.Topic),
+		subs:      make(map[string]int),
+		published: make(map[string]time.Time),
 	}
 	for _, b := range cfg.Bootstrap {
 		n.boot[b.ID] = true

@@ -77,3 +77,40 @@ func TestTopicsJoinedAfterStartAreLeft(t *testing.T) {
 		}
 	}
 }
+
+// A renter only publishes on its lot topics, which no subscription ends:
+// past MaxTopics the one published on longest ago makes room, and never a
+// topic the node subscribes to.
+func TestPublishOnlyTopicsMakeRoom(t *testing.T) {
+	const prefix = "idlegrid/test-lot/"
+	nodes := mockNet(t, 2, func(_ int, c *Config) {
+		c.TopicPolicy = func(topic string) bool { return strings.HasPrefix(topic, prefix) }
+		c.MaxTopics = 3
+	})
+	n := nodes[1]
+	n.SetValidatorFactory(func(string) RecordValidator {
+		return NoRecord(func(context.Context, peer.ID, peer.ID, []byte) Verdict { return Accept })
+	})
+	followed := prefix + "followed"
+	if err := n.Subscribe(t.Context(), followed, func(Message) {}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		topic := fmt.Sprintf("%srfq-%d", prefix, i)
+		if err := n.Publish(t.Context(), topic, fmt.Appendf(nil, "rfq %d", i), 0); err != nil {
+			t.Fatalf("publish %d: %v", i, err)
+		}
+	}
+	want := []string{prefix + "followed", prefix + "rfq-4", prefix + "rfq-5"}
+	if got := n.JoinedTopics(); !slices.Equal(got, want) {
+		t.Fatalf("joined %v, want %v", got, want)
+	}
+	// One left to make room joins again.
+	if err := n.Publish(t.Context(), prefix+"rfq-0", []byte("rfq 0 again"), 0); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{prefix + "followed", prefix + "rfq-0", prefix + "rfq-5"}
+	if got := n.JoinedTopics(); !slices.Equal(got, want) {
+		t.Fatalf("joined %v, want %v", got, want)
+	}
+}

@@ -34,13 +34,7 @@ type Message struct {
 	Record any
 }
 
-func (n *Node) topic(name string) (*pubsub.Topic, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.topicLocked(name)
-}
-
-// topicLocked is topic with n.mu held.
+// topicLocked joins a topic, or returns the one joined; n.mu is held.
 func (n *Node) topicLocked(name string) (*pubsub.Topic, error) {
 	if !n.cfg.allowed(name) {
 		return nil, fmt.Errorf("p2p: topic %q: %w", name, ErrTopicNotAllowed)
@@ -51,6 +45,7 @@ func (n *Node) topicLocked(name string) (*pubsub.Topic, error) {
 	if t, ok := n.topics[name]; ok {
 		return t, nil
 	}
+	n.makeTopicRoomLocked()
 	if len(n.topics) >= n.cfg.maxTopics() {
 		return nil, fmt.Errorf("p2p: join %q: %d topics joined already: %w", name, len(n.topics), ErrTooManyTopics)
 	}
@@ -152,7 +147,7 @@ func (n *Node) Subscribe(ctx context.Context, topic string, fn func(Message)) er
 // without subscribing; gossipsub's own readiness counts mesh peers only and
 // would never be satisfied for them).
 func (n *Node) Publish(ctx context.Context, topic string, data []byte, minPeers int) error {
-	t, err := n.topic(topic)
+	t, err := n.topicToPublish(topic)
 	if err != nil {
 		return err
 	}
@@ -181,7 +176,7 @@ func (n *Node) Publish(ctx context.Context, topic string, data []byte, minPeers 
 	if errors.Is(err, pubsub.ErrTopicClosed) {
 		// Its last subscription ended and the topic was left meanwhile
 		// (topic_leave.go): join it again.
-		if t, err = n.topic(topic); err == nil {
+		if t, err = n.topicToPublish(topic); err == nil {
 			err = t.Publish(ctx, data)
 		}
 	}
