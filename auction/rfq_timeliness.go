@@ -20,7 +20,9 @@ const (
 	RFQTimely Timeliness = iota
 	// RFQExpired: expired, but recently enough that an honest relay (with
 	// a clock up to skew behind, or serving it from its gossip cache up
-	// to seenTTL late) may still have forwarded it. Ignore it: no penalty.
+	// to seenTTL late) may still have forwarded it. Ignore it: not an
+	// invalid delivery to gossipsub, only the abuse guard's point for
+	// work done for nothing (p2p.Ignore).
 	RFQExpired
 	// RFQStale: expired by more than seenTTL + skew. No honest relay
 	// forwards that (each drops expired RFQs, and the gossip seen-cache has
