@@ -158,7 +158,9 @@ func (n *Node) Publish(ctx context.Context, topic string, data []byte, minPeers 
 		tick := time.NewTicker(50 * time.Millisecond)
 		defer tick.Stop()
 		var lastLookup time.Time
-		for len(t.ListPeers()) < minPeers {
+		// Counted by name: a handle left meanwhile (topic_leave.go) lists
+		// no peers, and the publish below joins the topic again.
+		for len(n.ps.ListPeers(topic)) < minPeers {
 			// Publishers outside the mesh get no help from gossipsub's
 			// discovery; look the topic's subscribers up in the DHT.
 			if time.Since(lastLookup) > 2*time.Second {
@@ -167,7 +169,7 @@ func (n *Node) Publish(ctx context.Context, topic string, data []byte, minPeers 
 			}
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("p2p: publish on %q: waiting for %d topic peers (have %d): %w", topic, minPeers, len(t.ListPeers()), ctx.Err())
+				return fmt.Errorf("p2p: publish on %q: waiting for %d topic peers (have %d): %w", topic, minPeers, len(n.ps.ListPeers(topic)), ctx.Err())
 			case <-tick.C:
 			}
 		}
