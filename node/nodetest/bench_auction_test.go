@@ -393,7 +393,8 @@ func benchAuction(b *testing.B, n int) {
 		charged += v
 	}
 	b.ReportMetric(charged, "abuse_charges")
-	b.Logf("abuse charges between honest nodes, by reason: %v", charges)
+	b.Logf("abuse charges between honest nodes, by reason: %v; RFQs dropped at the gossip edge, by reason: %v",
+		charges, labelSums(c, "idlegrid_trust_rfqs_dropped_total", "reason"))
 	b.Logf("award ms per job: %v", msList(award))
 	perJob := make([]int, len(timings))
 	var everyone []int

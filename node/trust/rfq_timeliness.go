@@ -13,15 +13,16 @@ import (
 // long after it was first seen (docs/protocol.md §3.1).
 const rfqSeenTTL = 120 * time.Second
 
-// rfqTimeliness is the RFQ validator's verdict on an RFQ's dates at now
+// timelinessVerdict is the RFQ validator's verdict on an RFQ's dates, as
+// classed by auction.RFQ.Timeliness with MaxClockSkew and rfqSeenTTL
 // (docs/protocol.md, RFQ shard validation): a timely RFQ passes on to the
 // other checks; one expired recently enough that an honest relay may
 // still forward it is ignored; one long expired, or dated beyond the
 // allowed clock skew ahead, is something no honest relay produces and is
 // rejected, which costs the forwarding peer (p2p charges rejects more
 // than ignores, and gossipsub counts them as invalid deliveries).
-func rfqTimeliness(rfq *auction.RFQ, now time.Time) p2p.Verdict {
-	switch rfq.Timeliness(now, MaxClockSkew, rfqSeenTTL) {
+func timelinessVerdict(t auction.Timeliness) p2p.Verdict {
+	switch t {
 	case auction.RFQTimely:
 		return p2p.Accept
 	case auction.RFQExpired:

@@ -79,7 +79,7 @@ func TestRFQTimelinessVerdicts(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rfq := &auction.RFQ{IssuedAtMs: tc.issued, ExpiresAtMs: tc.expires}
-			if got := rfqTimeliness(rfq, now); got != tc.want {
+			if got := timelinessVerdict(rfq.Timeliness(now, MaxClockSkew, rfqSeenTTL)); got != tc.want {
 				t.Fatalf("verdict %v, want %v", got, tc.want)
 			}
 		})

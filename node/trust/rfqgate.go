@@ -24,6 +24,7 @@ type RFQGate struct {
 	now      func() time.Time
 	subnet   func(peer.ID) string
 	renowned func(renter string) bool
+	dropped  func(reason string)
 }
 
 // RFQGateDeps are the gate's collaborators.
@@ -36,12 +37,26 @@ type RFQGateDeps struct {
 	// Renowned reports whether a renter holds receipts from providers this
 	// node has evidence of; nil: no renter does.
 	Renowned func(renter string) bool
+	// Dropped is told why each RFQ that did not pass was dropped (the
+	// rfqDrop reasons); nil: nobody.
+	Dropped func(reason string)
 }
+
+// Why the gate drops an RFQ, the label values of
+// idlegrid_trust_rfqs_dropped_total, with the auction.Timeliness classes
+// past their time (expired, stale, future).
+const (
+	rfqDropBudget    = "forwarder_budget" // over its forwarder's or network's rate, withheld uncharged
+	rfqDropVersion   = "other_version"    // a later release's, skipped
+	rfqDropMalformed = "malformed"        // undecodable, badly signed, or signed by another key
+	rfqDropReplay    = "replay"           // seen on this topic before
+	rfqDropRenter    = "renter_rate"      // over its renter's rate
+)
 
 // NewRFQGate returns a gate remembering 100,000 RFQs and 10,000 keys of
 // each rate.
 func NewRFQGate(deps RFQGateDeps) *RFQGate {
-	g := &RFQGate{seen: auction.NewSeenCache(100_000), limits: newRFQLimits(), now: deps.Now, subnet: deps.Subnet, renowned: deps.Renowned}
+	g := &RFQGate{seen: auction.NewSeenCache(100_000), limits: newRFQLimits(), now: deps.Now, subnet: deps.Subnet, renowned: deps.Renowned, dropped: deps.Dropped}
 	if g.now == nil {
 		g.now = time.Now
 	}
@@ -50,6 +65,9 @@ func NewRFQGate(deps RFQGateDeps) *RFQGate {
 	}
 	if g.renowned == nil {
 		g.renowned = func(string) bool { return false }
+	}
+	if g.dropped == nil {
+		g.dropped = func(string) {}
 	}
 	return g
 }
@@ -73,25 +91,31 @@ func (g *RFQGate) Check(topic string, from, signer peer.ID, data []byte) (*aucti
 	}
 	renowned := claimed != "" && g.renowned(claimed.String())
 	if !renowned && !g.limits.entry(from, g.subnet(from), now) {
-		return nil, p2p.Withhold
+		return g.drop(rfqDropBudget, p2p.Withhold)
 	}
 	rfq, author, err := auction.OpenRFQ(data)
 	if attest.FromOtherVersion(err) {
-		return nil, p2p.Skip
+		return g.drop(rfqDropVersion, p2p.Skip)
 	}
 	if err != nil || !gossipSignedBy(author, signer) {
-		return nil, p2p.Reject
+		return g.drop(rfqDropMalformed, p2p.Reject)
 	}
-	if v := rfqTimeliness(rfq, now); v != p2p.Accept {
-		return nil, v
+	if tl := rfq.Timeliness(now, MaxClockSkew, rfqSeenTTL); tl != auction.RFQTimely {
+		return g.drop(tl.String(), timelinessVerdict(tl))
 	}
 	if g.seen.Seen(topic+" "+attest.RecordID(data).String(), rfq.ExpiresAtMs, now) {
-		return nil, p2p.Ignore // a replay
+		return g.drop(rfqDropReplay, p2p.Ignore)
 	}
 	if !g.limits.renter(rfq.Renter, renowned, now) {
-		return nil, p2p.Ignore // over its renter's rate
+		return g.drop(rfqDropRenter, p2p.Ignore)
 	}
 	return rfq, p2p.Accept
+}
+
+// drop counts an RFQ dropped for reason and returns verdict.
+func (g *RFQGate) drop(reason string, verdict p2p.Verdict) (*auction.RFQ, p2p.Verdict) {
+	g.dropped(reason)
+	return nil, verdict
 }
 
 // Validator is the gate as the validator of one topic; it hands on the

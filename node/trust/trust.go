@@ -141,6 +141,7 @@ type Trust struct {
 	// (summary_book.go).
 	summaries        *summaryBook
 	summariesDropped *prometheus.CounterVec
+	rfqsDropped      *prometheus.CounterVec
 	market           *market
 	digests          *auction.DigestBook
 	sync             *digestSync
@@ -250,7 +251,11 @@ func New(cfg Config, deps Deps) (*Trust, error) {
 		Name: "idlegrid_trust_record_asks_total",
 		Help: "Capacity records asked of a peer for a record check, by outcome: backed, not_backing (a record that does not serve every shard the digest claims), none (the peer holds none), failed (the request failed or was refused), not_asked (not connected, not serving records, or charged lately).",
 	}, []string{"outcome"})
-	for _, c := range []**prometheus.CounterVec{&t.recordChecks, &t.recordAsks, &t.receiptsDropped, &t.summariesDropped} {
+	t.rfqsDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "idlegrid_trust_rfqs_dropped_total",
+		Help: "RFQs the gossip edge check dropped, by reason: forwarder_budget (over the forwarding peer's or its network's RFQ rate: withheld, nobody charged), other_version (a later release's: skipped), malformed (undecodable, or not signed by its renter: the forwarder charged 10 points), expired (expired in transit, as a relay late by up to the gossip cache's 2 minutes may pass it on: 1 point), stale and future (dated as no honest relay passes on: 10 points), replay (seen on this topic before: 1 point), renter_rate (over its renter's RFQ rate: 1 point). Expired RFQs mean gossip runs late somewhere; a steady rate of malformed, stale, future or replay means a peer sending them on purpose.",
+	}, []string{"reason"})
+	for _, c := range []**prometheus.CounterVec{&t.recordChecks, &t.recordAsks, &t.receiptsDropped, &t.summariesDropped, &t.rfqsDropped} {
 		if err := register(deps.Registerer, c); err != nil {
 			return nil, fmt.Errorf("trust.New: %w", err)
 		}
@@ -317,7 +322,8 @@ func (t *Trust) everySecond(ctx context.Context) {
 // RFQGate is the RFQ edge check with this node's view of renters (a renter
 // with receipts gets the higher rate) and of forwarding peers' networks.
 func (t *Trust) RFQGate() *RFQGate {
-	return NewRFQGate(RFQGateDeps{Now: t.now, Subnet: t.p2p.Subnet, Renowned: t.Renowned})
+	return NewRFQGate(RFQGateDeps{Now: t.now, Subnet: t.p2p.Subnet, Renowned: t.Renowned,
+		Dropped: func(reason string) { t.rfqsDropped.WithLabelValues(reason).Inc() }})
 }
 
 // ID is this node's peer ID.
