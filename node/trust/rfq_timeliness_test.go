@@ -24,7 +24,9 @@ func TestRFQSeenTTLIsTheRouters(t *testing.T) {
 // TestRFQValidatorTimeliness: through the whole validator, an RFQ whose
 // dates no honest relay produces (long expired, dated ahead beyond the
 // skew) is rejected, which charges the forwarder; one that just expired
-// is only ignored; one dated ahead within the skew passes.
+// is withheld (within its forwarder's allowance,
+// TestExpiredRFQsAllowancePerPeer); one dated ahead within the skew
+// passes.
 func TestRFQValidatorTimeliness(t *testing.T) {
 	sk, _, _ := crypto.GenerateEd25519Key(nil)
 	renter, _ := peer.IDFromPrivateKey(sk)
@@ -45,8 +47,8 @@ func TestRFQValidatorTimeliness(t *testing.T) {
 		{"timely", now, p2p.Accept},
 		{"ahead within the skew", now.Add(MaxClockSkew / 2), p2p.Accept},
 		{"ahead beyond the skew", now.Add(MaxClockSkew + 5*time.Second), p2p.Reject},
-		{"just expired", expiredBy(time.Second), p2p.Ignore},
-		{"expired within seen-cache time and skew", expiredBy(rfqSeenTTL + MaxClockSkew - 5*time.Second), p2p.Ignore},
+		{"just expired", expiredBy(time.Second), p2p.Withhold},
+		{"expired within seen-cache time and skew", expiredBy(rfqSeenTTL + MaxClockSkew - 5*time.Second), p2p.Withhold},
 		{"stale", expiredBy(rfqSeenTTL + MaxClockSkew + 5*time.Second), p2p.Reject},
 		{"long stale", now.Add(-24 * time.Hour), p2p.Reject},
 	}
@@ -83,5 +85,33 @@ func TestRFQTimelinessVerdicts(t *testing.T) {
 				t.Fatalf("verdict %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestExpiredRFQsAllowancePerPeer: a forwarding peer passes on
+// lateRFQsBurst RFQs expired in transit uncharged, then each is ignored
+// (the abuse guard's point) until its allowance refills; another peer has
+// its own.
+func TestExpiredRFQsAllowancePerPeer(t *testing.T) {
+	sk, _, _ := crypto.GenerateEd25519Key(nil)
+	renter, _ := peer.IDFromPrivateKey(sk)
+	relay, _ := peer.Decode("12D3KooWB7iotsqMGzwTNt7jR2h7BSNGLAxfLUBtq7wyTVyzKZDM")
+	now := time.Now()
+	g := NewRFQGate(RFQGateDeps{Now: func() time.Time { return now }})
+	expired := sealTestRFQ(t, sk, now.Add(-auction.RFQExpiryMargin-time.Minute))
+	for i := range lateRFQsBurst {
+		if _, v := g.Check("t", renter, renter, expired); v != p2p.Withhold {
+			t.Fatalf("expired RFQ %d within the allowance: %v, want withhold", i, v)
+		}
+	}
+	if _, v := g.Check("t", renter, renter, expired); v != p2p.Ignore {
+		t.Fatalf("past the allowance: %v, want ignore", v)
+	}
+	if _, v := g.Check("t", relay, renter, expired); v != p2p.Withhold {
+		t.Fatalf("another forwarder: %v, want withhold", v)
+	}
+	now = now.Add(time.Duration(float64(time.Second) / lateRFQsRate))
+	if _, v := g.Check("t", renter, renter, expired); v != p2p.Withhold {
+		t.Fatalf("after a refill: %v, want withhold", v)
 	}
 }

@@ -57,7 +57,7 @@ func TestRFQValidator(t *testing.T) {
 		{"replay", renter, fresh, p2p.Ignore, rfqDropReplay},
 		{"republished by another peer", stranger, sealTestRFQ(t, sk, time.Now()), p2p.Reject, rfqDropMalformed},
 		{"garbage", renter, []byte("not an rfq"), p2p.Reject, rfqDropMalformed},
-		{"expired in transit", renter, expired, p2p.Ignore, "expired"},
+		{"expired in transit", renter, expired, p2p.Withhold, "expired"},
 		{"long expired", renter, old, p2p.Reject, "stale"},
 	}
 	for _, tc := range tests {

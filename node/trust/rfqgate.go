@@ -25,7 +25,24 @@ type RFQGate struct {
 	subnet   func(peer.ID) string
 	renowned func(renter string) bool
 	dropped  func(reason string)
+	// late is each forwarding peer's allowance of RFQs expired in transit
+	// passed on uncharged (lateRFQsBurst).
+	late *budgets
 }
+
+// RFQs expired in transit. An RFQ lives its bid window and
+// auction.RFQExpiryMargin (10 s) more, and gossip on a busy network can
+// take longer: at 200 nodes on two cores every charge between honest
+// nodes in a run was an RFQ that expired on its way (35 in one run,
+// docs/benchmarks.md). So each forwarding peer may pass on lateRFQsBurst
+// of them uncharged, one more every 1/lateRFQsRate seconds, as with late
+// digests (digests.go); past that each costs the ignore point again, which
+// bounds the signature checks a replayer of a renowned renter's expired
+// RFQs (not held to the forwarder's budget) gets for free.
+const (
+	lateRFQsBurst = 16
+	lateRFQsRate  = 0.1
+)
 
 // RFQGateDeps are the gate's collaborators.
 type RFQGateDeps struct {
@@ -56,7 +73,8 @@ const (
 // NewRFQGate returns a gate remembering 100,000 RFQs and 10,000 keys of
 // each rate.
 func NewRFQGate(deps RFQGateDeps) *RFQGate {
-	g := &RFQGate{seen: auction.NewSeenCache(100_000), limits: newRFQLimits(), now: deps.Now, subnet: deps.Subnet, renowned: deps.Renowned, dropped: deps.Dropped}
+	g := &RFQGate{seen: auction.NewSeenCache(100_000), limits: newRFQLimits(), now: deps.Now, subnet: deps.Subnet, renowned: deps.Renowned, dropped: deps.Dropped,
+		late: newBudgets(lateRFQsRate, lateRFQsBurst, newPeersKeys)}
 	if g.now == nil {
 		g.now = time.Now
 	}
@@ -100,7 +118,10 @@ func (g *RFQGate) Check(topic string, from, signer peer.ID, data []byte) (*aucti
 	if err != nil || !gossipSignedBy(author, signer) {
 		return g.drop(rfqDropMalformed, p2p.Reject)
 	}
-	if tl := rfq.Timeliness(now, MaxClockSkew, rfqSeenTTL); tl != auction.RFQTimely {
+	switch tl := rfq.Timeliness(now, MaxClockSkew, rfqSeenTTL); {
+	case tl == auction.RFQExpired && g.late.take(now, string(from)):
+		return g.drop(tl.String(), p2p.Withhold)
+	case tl != auction.RFQTimely:
 		return g.drop(tl.String(), timelinessVerdict(tl))
 	}
 	if g.seen.Seen(topic+" "+attest.RecordID(data).String(), rfq.ExpiresAtMs, now) {
