@@ -264,7 +264,7 @@ func newPubSub(ctx context.Context, h host.Host, cfg *Config, disc discovery.Dis
 		pubsub.WithPeerScore(sp, th),
 		pubsub.WithPeerExchange(cfg.Bootstrapper),
 		pubsub.WithBlacklist(gossipBlacklist{g.blocklist}),
-		pubsub.WithAppSpecificRpcInspector(g.guard.rpcInspector(h.ID(), g.graylisted, g.throttled)),
+		pubsub.WithAppSpecificRpcInspector(g.guard.rpcInspector(h.ID(), g.graylisted, g.throttled, g.admit)),
 		pubsub.WithPeerScoreInspect(pubsub.ExtendedPeerScoreInspectFn(inspect), scoreInspectEvery),
 		pubsub.WithRawTracer(trace),
 	}
@@ -285,6 +285,7 @@ type gossipGuard struct {
 	blocklist  *Blocklist
 	graylisted func(peer.ID) bool
 	throttled  func(n int)
+	admit      func(peer.ID, *pb.Message) bool // entryChecks
 }
 
 // topicFilter admits the static topics and those the topic policy allows.

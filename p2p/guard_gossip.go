@@ -55,7 +55,10 @@ func (g *Guard) GuardValidator(self peer.ID, v RecordValidator) RecordValidator 
 // signed before its upgrade to it, which is such a restart. An unsigned
 // message of its own names no author, so gossipsub does not take it for
 // self-originated: it is validated like any other.
-func (g *Guard) rpcInspector(self peer.ID, graylisted func(peer.ID) bool, throttled func(n int)) func(peer.ID, *pubsub.RPC) error {
+//
+// Messages within the peer's budget then pass admit (entryChecks), which
+// cuts, uncharged, those a topic's entry check refuses.
+func (g *Guard) rpcInspector(self peer.ID, graylisted func(peer.ID) bool, throttled func(n int), admit func(peer.ID, *pb.Message) bool) func(peer.ID, *pubsub.RPC) error {
 	return func(from peer.ID, rpc *pubsub.RPC) error {
 		rpc.Publish = slices.DeleteFunc(rpc.Publish, func(m *pb.Message) bool { return peer.ID(m.GetFrom()) == self })
 		if len(rpc.Publish) == 0 {
@@ -68,10 +71,11 @@ func (g *Guard) rpcInspector(self peer.ID, graylisted func(peer.ID) bool, thrott
 		kept := rpc.Publish[:0]
 		dropped := 0
 		for _, m := range rpc.Publish {
-			if g.Allow(from) {
-				kept = append(kept, m)
-			} else {
+			switch {
+			case !g.Allow(from):
 				dropped++
+			case admit == nil || admit(from, m):
+				kept = append(kept, m)
 			}
 		}
 		rpc.Publish = kept

@@ -14,7 +14,7 @@ import (
 func TestRPCInspectorDropsOwnMessagesUncharged(t *testing.T) {
 	g := guardAt(newFakeClock(), DefaultGuardConfig(), GuardDeps{})
 	self, from, other := testPeer(1), testPeer(2), testPeer(3)
-	inspect := g.rpcInspector(self, nil, nil)
+	inspect := g.rpcInspector(self, nil, nil, nil)
 	rpc := &pubsub.RPC{RPC: pb.RPC{Publish: []*pb.Message{
 		{From: []byte(self), Data: []byte("mine, from before the restart")},
 		{From: []byte(other), Data: []byte("theirs")},

@@ -92,7 +92,10 @@ type Node struct {
 	mesh      meshView     // the gossip mesh, as the tracer saw it
 	// validatorFor makes the validators of policy-admitted topics.
 	validatorFor func(topic string) RecordValidator
-	closed       bool
+	// entry is the entry check gossip messages pass before gossipsub
+	// remembers them (gossip_entry.go).
+	entry  *entryChecks
+	closed bool
 
 	// heal is the gossip heal loop's state (gossip_heal.go).
 	heal healState
@@ -138,6 +141,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 		book:      deps.PeerBook,
 		started:   time.Now(),
 		boot:      make(map[peer.ID]bool, len(cfg.Bootstrap)),
+		entry:     newEntryChecks(),
 		topics:    make(map[string]*pubsub.Topic),
 		subs:      make(map[string]int),
 		published: make(map[string]time.Time),
@@ -221,7 +225,7 @@ func New(cfg Config, deps Deps) (_ *Node, err error) {
 		disc = n.topicDisc
 	}
 	n.ps, err = newPubSub(psCtx, n.host, &n.cfg, disc, n.isBootstrap, (&scoreWatch{log: n.log, set: n.setScores, explained: map[peer.ID]time.Time{}}).inspect,
-		gossipGuard{guard: n.guard, blocklist: n.blocklist, graylisted: n.isGraylisted, throttled: n.metrics.throttled}, newGossipTrace(n))
+		gossipGuard{guard: n.guard, blocklist: n.blocklist, graylisted: n.isGraylisted, throttled: n.metrics.throttled, admit: n.entryAdmit}, newGossipTrace(n))
 	if err != nil {
 		return nil, err
 	}
