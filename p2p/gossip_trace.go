@@ -130,11 +130,30 @@ func (t gossipTrace) Leave(topic string)            { t.n.mesh.leave(topic) }
 func (gossipTrace) OnNewOutboundStream(peer.ID, protocol.ID) {}
 func (gossipTrace) Join(string)                              {}
 func (gossipTrace) DeliverMessage(*pubsub.Message)           {}
-func (gossipTrace) RejectMessage(*pubsub.Message, string)    {}
 func (gossipTrace) ThrottlePeer(peer.ID)                     {}
 func (gossipTrace) SendRPC(*pubsub.RPC, peer.ID)             {}
-func (gossipTrace) DropRPC(*pubsub.RPC, peer.ID)             {}
 func (gossipTrace) UndeliverableMessage(*pubsub.Message)     {}
+
+// RejectMessage counts the messages gossipsub dropped because this node
+// could not keep up: a node that drops honest messages unvalidated misses
+// auctions, and nothing else would say so. Its other reasons are counted
+// where they are decided (validators, the abuse guard).
+func (t gossipTrace) RejectMessage(_ *pubsub.Message, reason string) {
+	switch reason {
+	case pubsub.RejectValidationQueueFull:
+		t.n.metrics.overload.WithLabelValues("validation_queue").Inc()
+	case pubsub.RejectValidationThrottled:
+		t.n.metrics.overload.WithLabelValues("validation_throttled").Inc()
+	}
+}
+
+// DropRPC counts the messages of an RPC gossipsub dropped because the
+// peer's outgoing queue was full.
+func (t gossipTrace) DropRPC(rpc *pubsub.RPC, _ peer.ID) {
+	if n := len(rpc.GetPublish()); n > 0 {
+		t.n.metrics.overload.WithLabelValues("send_queue").Add(float64(n))
+	}
+}
 
 // meshView is this node's gossip mesh as the tracer saw it grafted and
 // pruned. gossipsub does not trace a disconnected peer leaving the mesh,

@@ -34,6 +34,7 @@ type metrics struct {
 	muxerFails  *prometheus.CounterVec
 	dhtPuts     *prometheus.CounterVec
 	throttledN  prometheus.Counter
+	overload    *prometheus.CounterVec
 	healed      prometheus.Counter
 	reach       *prometheus.GaugeVec
 	punches     *prometheus.CounterVec
@@ -45,8 +46,9 @@ func newMetrics(n *Node) *metrics {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "idlegrid", Subsystem: sub, Name: name, Help: help}, labels)
 	}
 	m := &metrics{
-		messages:   counter("gossip", "messages_total", "Gossip messages by topic and direction (published, received).", "topic", "direction"),
-		validation: counter("gossip", "validation_total", "Topic validator verdicts by topic and result (accept, reject, ignore, skip).", "topic", "result"),
+		messages: counter("gossip", "messages_total", "Gossip messages by topic and direction (published, received).", "topic", "direction"),
+		validation: counter("gossip", "validation_total",
+			"Topic validator verdicts by topic and result (accept, reject, ignore, withhold, skip); withhold also counts messages an entry check cut.", "topic", "result"),
 		copies: counter("gossip", "copies_total",
 			"Gossip messages received by topic, the first copy of each and the duplicates dropped (topics not joined: other).", "topic", "copy"),
 		gossipBytes: counter("gossip", "bytes_total",
@@ -71,6 +73,8 @@ func newMetrics(n *Node) *metrics {
 			Namespace: "idlegrid", Subsystem: "gossip", Name: "throttled_total",
 			Help: "Gossip messages dropped unvalidated because their peer was over its rate.",
 		}),
+		overload: counter("gossip", "overload_drops_total",
+			"Gossip messages this node dropped because it could not keep up, by where: validation_queue (incoming, before any validator), validation_throttled (too many validations at once), send_queue (outgoing, a peer's queue full).", "where"),
 		healed: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "idlegrid", Subsystem: "gossip", Name: "healed_peers_total",
 			Help: "Connected peers reconnected because gossipsub had lost their subscriptions.",
@@ -80,7 +84,7 @@ func newMetrics(n *Node) *metrics {
 	}
 	m.collectors = []prometheus.Collector{
 		m.messages, m.validation, m.copies, m.gossipBytes, m.redials,
-		m.abusePoints, m.abuseEvents, m.bans, m.streamRefs, m.connRefs, m.connCloses, m.muxerFails, m.dhtPuts, m.throttledN, m.healed,
+		m.abusePoints, m.abuseEvents, m.bans, m.streamRefs, m.connRefs, m.connCloses, m.muxerFails, m.dhtPuts, m.throttledN, m.overload, m.healed,
 		m.punches, m.reach, m.reasked,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: "idlegrid", Subsystem: "p2p", Name: "connected_peers",
