@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/idlegrid/idlegrid/auction"
 	"github.com/idlegrid/idlegrid/node/api"
 	"github.com/idlegrid/idlegrid/p2p"
 )
@@ -29,7 +33,19 @@ func (n *Node) registerValidators() error {
 			return err
 		}
 	}
+	n.p2p.SetEntryCheck(n.gossipEntry)
 	return nil
+}
+
+// gossipEntry gives the check a forwarded gossip message passes before
+// gossipsub remembers it (p2p.EntryCheck): the RFQ gate's budgets of
+// forwarders on the RFQ topics (the static one, the shards' and their
+// lots'). Every other topic's messages go straight on to its validator.
+func (n *Node) gossipEntry(topic string) func(from peer.ID, data []byte) bool {
+	if topic != p2p.TopicRFQ && !strings.HasPrefix(topic, auction.RFQShardPrefix) {
+		return nil
+	}
+	return n.rfqGate.Entry
 }
 
 // apiBackend serves the API from the node.

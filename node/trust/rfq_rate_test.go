@@ -109,34 +109,39 @@ func TestRFQLimits(t *testing.T) {
 	}
 }
 
-// TestRFQGateWithholdsFreshKeyChurn: RFQs from a new key each, forwarded
-// by one peer, are withheld past the forwarder's budget (uncharged, and
-// before their records' signatures are checked); a renter with receipts
-// passes through the same forwarder.
-func TestRFQGateWithholdsFreshKeyChurn(t *testing.T) {
+// TestRFQGateEntryCutsFreshKeyChurn: RFQs from a new key each, forwarded
+// by one peer, are cut at entry past the forwarder's budget (uncharged,
+// before gossipsub remembers them or their records' signatures are
+// checked, and counted); a copy of a cut RFQ from another forwarder gets
+// in, and a renter with receipts passes the spent forwarder.
+func TestRFQGateEntryCutsFreshKeyChurn(t *testing.T) {
 	now := time.Now()
 	oldKey, _, _ := crypto.GenerateEd25519Key(nil)
 	old, _ := peer.IDFromPrivateKey(oldKey)
-	g := NewRFQGate(RFQGateDeps{Now: func() time.Time { return now }, Renowned: func(r string) bool { return r == old.String() }})
+	dropped := map[string]int{}
+	g := NewRFQGate(RFQGateDeps{Now: func() time.Time { return now }, Renowned: func(r string) bool { return r == old.String() },
+		Dropped: func(reason string) { dropped[reason]++ }})
 	flooder := peer.ID("flooder")
-	accepted, withheld := 0, 0
+	accepted, cut := 0, 0
+	var lastCut []byte
 	for i := range rfqForwarderBurst + 20 {
 		sk, _, _ := crypto.GenerateEd25519Key(nil)
-		id, _ := peer.IDFromPrivateKey(sk)
-		switch _, v := g.Check(p2p.TopicRFQ, flooder, id, sealTestRFQ(t, sk, now.Add(time.Duration(i)*time.Millisecond))); v {
-		case p2p.Accept:
+		raw := sealTestRFQ(t, sk, now.Add(time.Duration(i)*time.Millisecond))
+		if g.Entry(flooder, raw) {
 			accepted++
-		case p2p.Withhold:
-			withheld++
-		default:
-			t.Fatalf("RFQ %d: %v", i, v)
+		} else {
+			cut++
+			lastCut = raw
 		}
 	}
-	if accepted != rfqForwarderBurst || withheld != 20 {
-		t.Fatalf("%d accepted, %d withheld; want the forwarder's burst %d accepted", accepted, withheld, rfqForwarderBurst)
+	if accepted != rfqForwarderBurst || cut != 20 || dropped[rfqDropBudget] != 20 {
+		t.Fatalf("%d let in, %d cut (%d counted); want the forwarder's burst %d let in and 20 cut", accepted, cut, dropped[rfqDropBudget], rfqForwarderBurst)
 	}
-	if _, v := g.Check(p2p.TopicRFQ, flooder, old, sealTestRFQ(t, oldKey, now)); v != p2p.Accept {
-		t.Fatalf("a renowned renter through the spent forwarder: %v", v)
+	if !g.Entry(peer.ID("honest relay"), lastCut) {
+		t.Fatal("a cut RFQ forwarded by another peer was cut too")
+	}
+	if !g.Entry(flooder, sealTestRFQ(t, oldKey, now)) {
+		t.Fatal("a renowned renter through the spent forwarder was cut")
 	}
 }
 

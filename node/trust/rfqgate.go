@@ -63,7 +63,7 @@ type RFQGateDeps struct {
 // idlegrid_trust_rfqs_dropped_total, with the auction.Timeliness classes
 // past their time (expired, stale, future).
 const (
-	rfqDropBudget    = "forwarder_budget" // over its forwarder's or network's rate, withheld uncharged
+	rfqDropBudget    = "forwarder_budget" // over its forwarder's or network's rate, cut at entry uncharged
 	rfqDropVersion   = "other_version"    // a later release's, skipped
 	rfqDropMalformed = "malformed"        // undecodable, badly signed, or signed by another key
 	rfqDropReplay    = "replay"           // seen on this topic before
@@ -90,27 +90,34 @@ func NewRFQGate(deps RFQGateDeps) *RFQGate {
 	return g
 }
 
+// Entry is the gate's entry check (p2p.EntryCheck) of an RFQ that from
+// forwarded: a fresh renter's RFQ spends the budgets of its forwarder and
+// of the forwarder's network (rfq_rate.go), and over them it is cut
+// before gossipsub remembers it, so the renter's own copy, or an honest
+// relay's, is still taken when it arrives (p2p/gossip_entry.go). A
+// renowned renter's RFQ passes. The renter is the record's key, not yet
+// checked: a false claim is rejected by Check and costs its forwarder.
+// Keys of a type idlegrid nodes do not use name no renter, and their
+// RFQs are budgeted as a fresh renter's.
+func (g *RFQGate) Entry(from peer.ID, data []byte) bool {
+	if claimed, _ := attest.ClaimedSigner(data); claimed != "" && g.renowned(claimed.String()) {
+		return true
+	}
+	if g.limits.entry(from, g.subnet(from), g.now()) {
+		return true
+	}
+	g.dropped(rfqDropBudget)
+	return false
+}
+
 // Check is the gate's verdict on an RFQ published on topic that from
-// forwarded, and the RFQ when it passes. The gossip signer is the renter
-// (the router checked its signature; a record signed by another is
-// rejected); an unsigned message (a later release's, p2p.Validator) names
-// the renter by its record's key, checked when the record is opened. So a
-// fresh renter's RFQ over its forwarder's budget is withheld before its
-// record's signature costs a check.
+// forwarded, once it passed Entry, and the RFQ when it passes. The gossip
+// signer is the renter (the router checked its signature; a record signed
+// by another is rejected); an unsigned message (a later release's,
+// p2p.Validator) names the renter by its record's key, checked when the
+// record is opened.
 func (g *RFQGate) Check(topic string, from, signer peer.ID, data []byte) (*auction.RFQ, p2p.Verdict) {
 	now := g.now()
-	claimed := signer
-	if claimed == "" {
-		// An unsigned message: the record's key, not yet checked (a
-		// false claim is rejected below and costs its forwarder); none
-		// for a key type idlegrid nodes do not use, whose RFQ is then
-		// budgeted as a fresh renter's.
-		claimed, _ = attest.ClaimedSigner(data)
-	}
-	renowned := claimed != "" && g.renowned(claimed.String())
-	if !renowned && !g.limits.entry(from, g.subnet(from), now) {
-		return g.drop(rfqDropBudget, p2p.Withhold)
-	}
 	rfq, author, err := auction.OpenRFQ(data)
 	if attest.FromOtherVersion(err) {
 		return g.drop(rfqDropVersion, p2p.Skip)
@@ -127,7 +134,7 @@ func (g *RFQGate) Check(topic string, from, signer peer.ID, data []byte) (*aucti
 	if g.seen.Seen(topic+" "+attest.RecordID(data).String(), rfq.ExpiresAtMs, now) {
 		return g.drop(rfqDropReplay, p2p.Ignore)
 	}
-	if !g.limits.renter(rfq.Renter, renowned, now) {
+	if !g.limits.renter(rfq.Renter, g.renowned(rfq.Renter), now) {
 		return g.drop(rfqDropRenter, p2p.Ignore)
 	}
 	return rfq, p2p.Accept
