@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -79,6 +80,12 @@ type Options struct {
 	Bootstraps int
 }
 
+// LogDirEnv names a directory: when set, each member writes its debug log
+// there, one file per member named by the time it started, its index and
+// its role. For finding out why a cluster test failed; the logs of a
+// passing run can be thrown away.
+const LogDirEnv = "IDLEGRID_TEST_LOGDIR"
+
 // Token is the API token of every cluster member when Options.API is set.
 const Token = "nodetest-token-0123456789abcdef0123456789abcdef"
 
@@ -95,6 +102,7 @@ type Member struct {
 	Registry *prometheus.Registry
 
 	workDir string       // the provider's work directory, removed on stop
+	logFile *os.File     // the member's debug log (LogDirEnv), closed on stop
 	real    bool         // a real libp2p host (Options.Transport), not mocknet
 	host    *limitedHost // the mocknet host (nil on a real transport)
 	// transports replace a real host's own (memnet); nil: TCP and QUIC.
@@ -132,6 +140,10 @@ func (m *Member) stop() error {
 		return nil
 	}
 	err := m.Node.Close()
+	if m.logFile != nil {
+		err = errors.Join(err, m.logFile.Close())
+		m.logFile = nil
+	}
 	if m.workDir != "" {
 		err = errors.Join(err, os.RemoveAll(m.workDir))
 		m.workDir = ""
@@ -322,6 +334,16 @@ func newNode(mn mocknet.Mocknet, m *Member) error {
 	m.Registry = prometheus.NewRegistry()
 	deps := node.Deps{Host: h, Transports: m.transports, Store: db, Identity: m.Key, Token: Token, Registry: m.Registry, AdmitAward: m.admit,
 		ReplayExecutor: m.replay, LotsFor: m.lotsFor}
+	if dir := os.Getenv(LogDirEnv); dir != "" {
+		f, err := os.CreateTemp(dir, fmt.Sprintf("%s-member-%d-%s-*.log", time.Now().Format("150405"), m.Index, m.Role))
+		if err != nil {
+			closeHost()
+			_ = db.Close()
+			return fmt.Errorf("%s: %w", LogDirEnv, err)
+		}
+		m.logFile = f
+		deps.Logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	if m.withhold != nil {
 		deps.WithholdPayment = m.withhold(m.Index)
 	}
