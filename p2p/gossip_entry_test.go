@@ -153,3 +153,26 @@ func TestEntryChecksLetEachMessageInOnce(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// BenchmarkEntryAdmit is the entry check's cost on gossipsub's event loop
+// for a 1 kB message (an RFQ is about that): a copy cut (hash, lookup, a
+// refusing check) and a later copy of a message let in (hash, lookup).
+func BenchmarkEntryAdmit(b *testing.B) {
+	e := newEntryChecks()
+	e.set(func(string) func(peer.ID, []byte) bool {
+		return func(from peer.ID, _ []byte) bool { return from == "honest" }
+	})
+	data := make([]byte, 1024)
+	m := &pb.Message{Topic: ptr("idlegrid/rfq/2/gpu/a10"), Data: data}
+	b.Run("cut", func(b *testing.B) {
+		for b.Loop() {
+			e.admit("hostile", m)
+		}
+	})
+	e.admit("honest", m)
+	b.Run("copy_of_let_in", func(b *testing.B) {
+		for b.Loop() {
+			e.admit("hostile", m)
+		}
+	})
+}
