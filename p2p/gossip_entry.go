@@ -83,11 +83,13 @@ func (e *entryChecks) admit(from peer.ID, m *pb.Message) bool {
 
 // SetEntryCheck gives each joined topic's entry check, which a message a
 // peer forwards on it passes before gossipsub sees it (EntryCheck,
-// entryChecks). A message it refuses is cut from its RPC, uncharged, and counted as
-// withheld on its topic; a later copy of it from another peer is checked
-// again. It runs on gossipsub's event loop, once per message let in and
-// once per copy refused, so it must be cheap: a budget, never a signature.
-// Set it before Run.
+// entryChecks). A message it refuses is cut from its RPC, uncharged, and
+// counted as withheld on its topic; a later copy of it from another peer
+// is checked again. It runs on gossipsub's event loop, once per message
+// let in and once per copy refused, so it must be cheap: a budget, never
+// a signature. The messages let in are remembered in a bounded cache, so
+// peers flooding it can at worst make honest copies spend their
+// forwarders' budgets again. Set it before Run.
 func (n *Node) SetEntryCheck(f EntryCheck) { n.entry.set(f) }
 
 // entryAdmit is admit for the RPC inspector, counting what it refuses.
